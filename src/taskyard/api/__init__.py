@@ -1,0 +1,1 @@
+"""The public faces of taskyard: the Python API (``Yard``) and, later, HTTP."""

@@ -1,0 +1,203 @@
+"""``Yard``: the Python API — one explicit application object, no global state."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import fields, replace
+from typing import Any, TypeVar
+
+from taskyard.core.durations import DurationError, parse_when
+from taskyard.core.handlers import HandlerSpecError, parse_handler
+from taskyard.core.states import TERMINAL
+from taskyard.scheduler.cycle import CycleReport, schedule
+from taskyard.store import Store, open_store
+from taskyard.store.errors import InvalidInput, NotFound
+from taskyard.store.records import JobRecord, JobSubmission, TaskTypeSpec, WorkerRecord
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_URL = "sqlite:///taskyard.db"
+_POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
+
+
+def default_url() -> str:
+    """``$TASKYARD_DB``, else ``sqlite:///taskyard.db`` in the current folder."""
+    return os.environ.get("TASKYARD_DB") or DEFAULT_URL
+
+
+def verify_handler(handler: str) -> None:
+    """Check that a ``python:`` handler imports here; InvalidInput names what is missing."""
+    try:
+        spec = parse_handler(handler)
+    except HandlerSpecError as exc:
+        raise InvalidInput(str(exc)) from None
+    if spec.kind != "python":
+        return
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        # Workers import handlers relative to their working directory; so do we.
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(spec.module)
+    except Exception as exc:
+        raise InvalidInput(
+            f"handler {handler!r}: module {spec.module!r} cannot be imported "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    target: Any = module
+    for part in spec.function.split("."):
+        target = getattr(target, part, None)
+    if not callable(target):
+        raise InvalidInput(
+            f"handler {handler!r}: module {spec.module!r} has no function {spec.function!r}"
+        )
+
+
+class Yard:
+    """A handle on one taskyard database: register task types, submit and follow jobs.
+
+    ``Yard(url)`` with ``url`` like ``sqlite:///taskyard.db`` or
+    ``postgresql://user@host/db``; without it, ``$TASKYARD_DB`` or the default.
+    """
+
+    def __init__(self, url: str | None = None, *, inline_cycle: bool = True) -> None:
+        self.url = url or default_url()
+        self.store: Store = open_store(self.url)
+        self.inline_cycle = inline_cycle
+        self._declared: dict[str, TaskTypeSpec] = {}
+
+    def init(self) -> None:
+        """Create or migrate the schema (idempotent) and register declared task types."""
+        self.store.init_schema()
+        self._sync_declared()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Yard:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def add_task_type(
+        self, name: str, handler: str, *, verify: bool = True, **policy: Any
+    ) -> TaskTypeSpec:
+        """Create or update a task type; ``policy`` takes :class:`TaskTypeSpec` fields."""
+        unknown = set(policy) - _POLICY_FIELDS
+        if unknown:
+            raise InvalidInput(f"task type {name!r}: unknown fields {sorted(unknown)}")
+        if "pools" in policy:
+            policy["pools"] = tuple(policy["pools"])
+        if "locks" in policy:
+            policy["locks"] = tuple(policy["locks"])
+        if verify:
+            verify_handler(handler)
+        return self.store.put_task_type(TaskTypeSpec(name=name, handler=handler, **policy))
+
+    def task_type(self, name: str | None = None, **policy: Any) -> Callable[[F], F]:
+        """Decorator: declare a Python function as a task type (registered by :meth:`init`
+        or the first :meth:`submit`). The function must live in an importable module."""
+
+        def register(func: F) -> F:
+            module = func.__module__
+            if module == "__main__":
+                raise InvalidInput(
+                    f"task type for {func.__qualname__}: define it in an importable module, "
+                    "not __main__, so that workers can import it"
+                )
+            type_name = name or func.__name__
+            unknown = set(policy) - _POLICY_FIELDS
+            if unknown:
+                raise InvalidInput(f"task type {type_name!r}: unknown fields {sorted(unknown)}")
+            spec = TaskTypeSpec(type_name, f"python:{module}:{func.__qualname__}", **policy)
+            self._declared[type_name] = spec
+            func.__taskyard_type__ = type_name  # type: ignore[attr-defined]
+            return func
+
+        return register
+
+    def _sync_declared(self) -> None:
+        while self._declared:
+            _, spec = self._declared.popitem()
+            self.store.put_task_type(replace(spec, pools=tuple(spec.pools)))
+
+    def submit(
+        self,
+        type: str | Callable[..., Any],
+        args: dict[str, Any] | None = None,
+        *,
+        priority: int = 0,
+        run_after: float | str | None = None,
+        pools: Sequence[str] | None = None,
+        locks: Sequence[str] = (),
+    ) -> int:
+        """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time."""
+        type_name = getattr(type, "__taskyard_type__", type)
+        if not isinstance(type_name, str):
+            raise InvalidInput(f"submit: {type!r} is not a task type name")
+        self._sync_declared()
+        when: float | None
+        if isinstance(run_after, str):
+            try:
+                when = parse_when(run_after, now=self.store.now())
+            except DurationError as exc:
+                raise InvalidInput(str(exc)) from None
+        else:
+            when = run_after
+        sub = JobSubmission(
+            type=type_name,
+            args=dict(args or {}) if args is None or isinstance(args, dict) else args,
+            priority=priority,
+            pools=tuple(pools) if pools else None,
+            run_after=when,
+            locks=tuple(locks),
+        )
+        (job_id,) = self.store.submit_jobs([sub])
+        if self.inline_cycle:
+            # Seed 000 runs schedule() on job creation: the job can reach its
+            # worker in one hop instead of waiting for the scheduler daemon.
+            schedule(self.store, holder="inline")
+        return job_id
+
+    def get_job(self, job_id: int) -> JobRecord:
+        job = self.store.get_job(job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    def wait(self, job_id: int, timeout: float | None = None) -> JobRecord:
+        """Block until the job is in a final state; TimeoutError after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            job = self.get_job(job_id)
+            if job.state in TERMINAL:
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {job.state} after {timeout}s")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.1)
+
+    def jobs(
+        self, *, state: str | None = None, type: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        return self.store.list_jobs(state=state, type=type, limit=limit)
+
+    def cancel(self, job_id: int) -> JobRecord:
+        return self.store.cancel_job(job_id)
+
+    def retry(self, job_id: int) -> JobRecord:
+        job = self.store.retry_job(job_id)
+        if self.inline_cycle:
+            schedule(self.store, holder="inline")
+        return job
+
+    def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
+        return self.store.list_workers(include_gone=include_gone)
+
+    def schedule(self) -> CycleReport | None:
+        """Run one scheduling cycle now (None if another is running)."""
+        return schedule(self.store, holder="api")

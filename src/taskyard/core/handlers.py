@@ -1,0 +1,72 @@
+"""Handler specifications: ``python:MOD:FUNC`` and ``shell:CMD``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+_DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)\}")
+
+
+class HandlerSpecError(ValueError):
+    """A handler string that cannot be understood."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSpec:
+    """A parsed handler: a Python callable or a shell command template."""
+
+    kind: Literal["python", "shell"]
+    target: str
+    """``module:function`` for python, the command template for shell."""
+
+    @property
+    def module(self) -> str:
+        return self.target.split(":", 1)[0]
+
+    @property
+    def function(self) -> str:
+        return self.target.split(":", 1)[1]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.target}"
+
+
+def parse_handler(text: str) -> HandlerSpec:
+    """Read ``python:MOD:FUNC`` or ``shell:CMD``; the message says what is wrong."""
+    kind, sep, rest = text.partition(":")
+    if not sep or kind not in ("python", "shell"):
+        raise HandlerSpecError(
+            f"handler {text!r}: must start with 'python:' (python:MODULE:FUNCTION) "
+            "or 'shell:' (shell:COMMAND)"
+        )
+    if kind == "shell":
+        if not rest.strip():
+            raise HandlerSpecError(f"handler {text!r}: the shell command is empty")
+        return HandlerSpec("shell", rest)
+    module, sep, function = rest.partition(":")
+    if not sep or not _DOTTED.match(module) or not function.isidentifier():
+        raise HandlerSpecError(
+            f"handler {text!r}: expected python:MODULE:FUNCTION, e.g. python:mypkg.jobs:resize"
+        )
+    return HandlerSpec("python", f"{module}:{function}")
+
+
+def render_shell(template: str, args: Mapping[str, object]) -> str:
+    """Replace ``{arg}`` placeholders with shell-quoted args (JSON for non-strings)."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in args:
+            raise HandlerSpecError(f"shell handler: the job's args have no {name!r}")
+        value = args[name]
+        if not isinstance(value, str):
+            value = json.dumps(value)
+        return shlex.quote(value)
+
+    return _PLACEHOLDER.sub(fill, template)

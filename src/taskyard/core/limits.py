@@ -1,0 +1,57 @@
+"""Limits on what users may submit, enforced before anything is written."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+class LimitError(ValueError):
+    """Input over a limit, or not the JSON it must be; the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Configurable bounds on submissions."""
+
+    max_args_bytes: int = 256 * 1024
+    max_nesting: int = 64
+    max_graph_tasks: int = 100_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def encode_args(args: Any, *, where: str, limits: Limits = DEFAULT_LIMITS) -> str:
+    """Check ``args`` (an object of JSON values) against the limits and encode it."""
+    if not isinstance(args, dict):
+        raise LimitError(f"{where}: args must be a JSON object, got {type(args).__name__}")
+    depth = nesting_depth(args)
+    if depth > limits.max_nesting:
+        raise LimitError(f"{where}: args nest {depth} levels deep (limit {limits.max_nesting})")
+    try:
+        text = json.dumps(args, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise LimitError(f"{where}: args are not JSON: {exc}") from None
+    size = len(text.encode())
+    if size > limits.max_args_bytes:
+        raise LimitError(
+            f"{where}: args are {size} bytes encoded (limit {limits.max_args_bytes})"
+        )
+    return text
+
+
+def nesting_depth(value: Any) -> int:
+    """Depth of nested lists/objects, computed without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in item)
+    return deepest

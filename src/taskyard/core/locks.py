@@ -1,0 +1,86 @@
+"""Lock claims: rendering templates against job args and deciding conflicts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+class LockTemplateError(ValueError):
+    """A lock template that is malformed or names an arg the job lacks."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class LockClaim:
+    """A named resource a job holds while dispatched or running."""
+
+    key: str
+    exclusive: bool = True
+
+    def conflicts(self, other: LockClaim) -> bool:
+        """Two claims on one key conflict unless both are shared."""
+        return self.key == other.key and (self.exclusive or other.exclusive)
+
+    def encode(self) -> str:
+        """``key`` or ``key:shared`` — the form stored and shown."""
+        return self.key if self.exclusive else f"{self.key}:shared"
+
+
+def decode_claim(text: str) -> LockClaim:
+    """Inverse of :meth:`LockClaim.encode`; ``:exclusive`` is also accepted."""
+    if text.endswith(":shared"):
+        return LockClaim(text[: -len(":shared")], exclusive=False)
+    if text.endswith(":exclusive"):
+        return LockClaim(text[: -len(":exclusive")], exclusive=True)
+    return LockClaim(text, exclusive=True)
+
+
+_FORMATTER = string.Formatter()
+
+
+def render_claim(template: str, args: Mapping[str, object]) -> LockClaim:
+    """Fill ``{arg}`` placeholders of a lock template from the job's args."""
+    claim = decode_claim(template)
+    if not claim.key:
+        raise LockTemplateError(f"lock {template!r}: the key is empty")
+    try:
+        fields = [f for _, f, _, _ in _FORMATTER.parse(claim.key) if f is not None]
+    except ValueError as exc:
+        raise LockTemplateError(f"lock {template!r}: {exc}") from None
+    missing = [f for f in fields if f not in args]
+    if missing:
+        raise LockTemplateError(
+            f"lock {template!r}: the job's args have no {', '.join(repr(m) for m in missing)}"
+        )
+    values = {f: _plain(args[f]) for f in fields}
+    return LockClaim(claim.key.format_map(values), claim.exclusive)
+
+
+def _plain(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def simultaneous_claim(type_name: str, args: Mapping[str, object]) -> LockClaim:
+    """The exclusive claim that keeps two same-args jobs of a type from overlapping."""
+    digest = hashlib.sha1(
+        json.dumps(args, sort_keys=True, separators=(",", ":")).encode(), usedforsecurity=False
+    ).hexdigest()[:16]
+    return LockClaim(f"simultaneous:{type_name}:{digest}", exclusive=True)
+
+
+def render_claims(
+    type_name: str,
+    templates: Iterable[str],
+    args: Mapping[str, object],
+    *,
+    simultaneous: bool = True,
+    extra: Iterable[str] = (),
+) -> tuple[LockClaim, ...]:
+    """All claims of a job: its type's templates, its own, and the no-simultaneous lock."""
+    claims = {render_claim(t, args) for t in (*templates, *extra)}
+    if not simultaneous:
+        claims.add(simultaneous_claim(type_name, args))
+    return tuple(sorted(claims))

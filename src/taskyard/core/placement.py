@@ -1,0 +1,209 @@
+"""Placement: which pending jobs go to which workers in one scheduling cycle.
+
+Seed 000's task manager, as a pure function over values:
+
+* candidates arrive highest priority first, then oldest first;
+* a candidate whose lock claims conflict with held locks, or with a pending
+  job *ahead of it* that was not placed, is skipped (blocked groups run in
+  creation order; jobs that conflict with nothing flow past);
+* a type at its max queue length is skipped;
+* the job's pools are tried in order of preference; within a pool the idle
+  worker with the largest remaining capacity wins, else the worker with the
+  largest remaining capacity >= the job's cost. An idle worker always takes
+  one job, even one costlier than its capacity.
+
+Capacity is derived from the active jobs in the snapshot, so it cannot leak.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from taskyard.core.locks import LockClaim
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSlot:
+    """A live worker as the cycle sees it."""
+
+    id: int
+    name: str
+    pools: tuple[str, ...]
+    capacity: int
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveJob:
+    """A dispatched or running job: it uses capacity and holds its locks."""
+
+    id: int
+    type: str
+    worker_id: int
+    cost: int
+    locks: tuple[LockClaim, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A pending job whose run_after has passed, in placement order."""
+
+    id: int
+    type: str
+    priority: int
+    pools: tuple[str, ...]
+    cost: int = 1
+    locks: tuple[LockClaim, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    job_id: int
+    worker_id: int
+
+
+class SkipReason(StrEnum):
+    LOCK_HELD = "lock_held"
+    LOCK_WANTED_AHEAD = "lock_wanted_ahead"
+    QUEUE_FULL = "queue_full"
+    NO_WORKER = "no_worker"
+    NO_CAPACITY = "no_capacity"
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Why a candidate was not placed; ``detail`` names the lock, pools or type."""
+
+    job_id: int
+    reason: SkipReason
+    detail: str = ""
+
+
+@dataclass
+class Planner:
+    """Working state of one cycle: feed candidates in order with :meth:`offer`."""
+
+    workers: Mapping[int, WorkerSlot]
+    queue_limits: Mapping[str, int] = field(default_factory=dict)
+    _used: Counter[int] = field(default_factory=Counter)
+    _jobs_on: Counter[int] = field(default_factory=Counter)
+    _held: dict[str, list[LockClaim]] = field(default_factory=dict)
+    _held_by: dict[str, int] = field(default_factory=dict)
+    _ahead: dict[str, list[LockClaim]] = field(default_factory=dict)
+    _queued: Counter[str] = field(default_factory=Counter)
+    _by_pool: dict[str, list[WorkerSlot]] = field(default_factory=dict)
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        workers: Iterable[WorkerSlot],
+        active: Iterable[ActiveJob],
+        queue_limits: Mapping[str, int] | None = None,
+    ) -> Planner:
+        planner = cls({w.id: w for w in workers}, dict(queue_limits or {}))
+        for worker in planner.workers.values():
+            for pool in worker.pools:
+                planner._by_pool.setdefault(pool, []).append(worker)
+        for job in active:
+            planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks)
+        return planner
+
+    def _occupy(
+        self, job_id: int, type_: str, worker_id: int, cost: int, locks: Iterable[LockClaim]
+    ) -> None:
+        self._used[worker_id] += cost
+        self._jobs_on[worker_id] += 1
+        self._queued[type_] += 1
+        for claim in locks:
+            self._held.setdefault(claim.key, []).append(claim)
+            self._held_by.setdefault(claim.key, job_id)
+
+    def remaining(self, worker_id: int) -> int:
+        return self.workers[worker_id].capacity - self._used[worker_id]
+
+    def idle(self, worker_id: int) -> bool:
+        return self._jobs_on[worker_id] == 0
+
+    def exhausted(self) -> bool:
+        """True when no worker can take any job: stop reading candidates."""
+        return all(not self.idle(w) and self.remaining(w) <= 0 for w in self.workers)
+
+    def holder_of(self, key: str) -> int | None:
+        """Id of an active job holding ``key`` (for explanations)."""
+        return self._held_by.get(key)
+
+    def offer(self, job: Candidate) -> Placement | Skip:
+        """Place ``job`` or say why not. Candidates must come in placement order."""
+        decision = self._decide(job)
+        if isinstance(decision, Placement):
+            self._occupy(job.id, job.type, decision.worker_id, job.cost, job.locks)
+        else:
+            # A job left behind still wants its locks: younger conflicting jobs
+            # must wait behind it (chronological fairness).
+            for claim in job.locks:
+                self._ahead.setdefault(claim.key, []).append(claim)
+        return decision
+
+    def _decide(self, job: Candidate) -> Placement | Skip:
+        for claim in job.locks:
+            if any(claim.conflicts(h) for h in self._held.get(claim.key, ())):
+                return Skip(job.id, SkipReason.LOCK_HELD, claim.key)
+        for claim in job.locks:
+            if any(claim.conflicts(a) for a in self._ahead.get(claim.key, ())):
+                return Skip(job.id, SkipReason.LOCK_WANTED_AHEAD, claim.key)
+        limit = self.queue_limits.get(job.type)
+        if limit is not None and self._queued[job.type] >= limit:
+            return Skip(job.id, SkipReason.QUEUE_FULL, job.type)
+        served = False
+        for pool in job.pools:
+            members = self._by_pool.get(pool, ())
+            served = served or bool(members)
+            worker = self.choose_worker(members, job.cost)
+            if worker is not None:
+                return Placement(job.id, worker.id)
+        reason = SkipReason.NO_CAPACITY if served else SkipReason.NO_WORKER
+        return Skip(job.id, reason, ",".join(job.pools))
+
+    def choose_worker(self, members: Iterable[WorkerSlot], cost: int) -> WorkerSlot | None:
+        """Node affinity: largest idle first, else largest remaining >= cost."""
+        best_idle: WorkerSlot | None = None
+        best_fit: WorkerSlot | None = None
+        for worker in members:
+            left = self.remaining(worker.id)
+            if self.idle(worker.id):
+                if best_idle is None or _better(worker, left, best_idle, self):
+                    best_idle = worker
+            elif left >= cost and (best_fit is None or _better(worker, left, best_fit, self)):
+                best_fit = worker
+        return best_idle or best_fit
+
+
+def _better(worker: WorkerSlot, left: int, than: WorkerSlot, planner: Planner) -> bool:
+    other = planner.remaining(than.id)
+    # Ties go to the lowest id so that decisions are deterministic.
+    return left > other or (left == other and worker.id < than.id)
+
+
+def place(
+    workers: Iterable[WorkerSlot],
+    active: Iterable[ActiveJob],
+    candidates: Iterable[Candidate],
+    queue_limits: Mapping[str, int] | None = None,
+) -> tuple[list[Placement], list[Skip]]:
+    """Run one cycle's placement over ``candidates`` (already in placement order)."""
+    planner = Planner.from_snapshot(workers, active, queue_limits)
+    placed: list[Placement] = []
+    skipped: list[Skip] = []
+    for job in candidates:
+        if planner.exhausted():
+            break
+        decision = planner.offer(job)
+        (placed if isinstance(decision, Placement) else skipped).append(decision)  # type: ignore[arg-type]
+    return placed, skipped
+
+
+def placement_key(job: Candidate) -> tuple[int, int]:
+    """Sort key of placement order: highest priority first, then oldest (lowest id)."""
+    return (-job.priority, job.id)

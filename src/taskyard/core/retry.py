@@ -1,0 +1,36 @@
+"""Retry decisions: whether a failed attempt runs again, and after how long."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """``retries`` extra attempts (N+1 in all), ``delay`` × ``backoff``^(n-1), capped."""
+
+    retries: int = 0
+    delay: float = 0.0
+    backoff: float = 1.0
+    max_delay: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDecision:
+    """Run again after ``delay`` seconds, or give up (``retry`` is False)."""
+
+    retry: bool
+    delay: float = 0.0
+
+
+def decide_retry(policy: RetryPolicy, attempt: int, jitter: float) -> RetryDecision:
+    """Decide after attempt number ``attempt`` (1-based) failed.
+
+    ``jitter`` is a number in [0, 1) supplied by the caller (random in the
+    daemons, fixed in tests). It only ever shortens a delay, and never below half.
+    """
+    if attempt > policy.retries:
+        return RetryDecision(retry=False)
+    base = min(policy.delay * (policy.backoff ** max(attempt - 1, 0)), policy.max_delay)
+    jitter = min(max(jitter, 0.0), 1.0)
+    return RetryDecision(retry=True, delay=base * (1.0 - 0.5 * jitter))

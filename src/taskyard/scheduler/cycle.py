@@ -1,0 +1,83 @@
+"""``schedule()``: one scheduling cycle, callable from anywhere at any time.
+
+It takes the global lock (returning at once if another caller holds it),
+then, in one transaction: expels workers whose lease expired, times out
+abandoned attempts, requeues suspended jobs, and places pending jobs with
+:mod:`taskyard.core.placement`. Pending jobs are read through the placement
+index page by page and reading stops as soon as no worker can take more, so a
+cycle costs what it places, not what is queued.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from taskyard.core.placement import Placement, Planner, Skip
+from taskyard.store import Store
+
+SCAN_LIMIT = 10_000
+"""Most pending jobs one cycle examines; the rest wait for the next cycle."""
+PAGE_MIN, PAGE_MAX = 64, 2000
+
+
+@dataclass
+class CycleReport:
+    """What one cycle did."""
+
+    expelled: list[int] = field(default_factory=list)
+    timed_out: list[int] = field(default_factory=list)
+    requeued: int = 0
+    placed: list[Placement] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    scanned: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.expelled or self.timed_out or self.requeued or self.placed)
+
+
+def schedule(store: Store, *, holder: str = "", scan_limit: int = SCAN_LIMIT) -> CycleReport | None:
+    """Run one cycle; ``None`` when another caller holds the global lock."""
+    started = time.perf_counter()
+    with store.cycle() as tx:
+        if tx is None:
+            return None
+        report = CycleReport()
+        report.expelled = tx.expel_expired_workers()
+        report.timed_out = tx.time_out_attempts()
+        report.requeued = tx.requeue_suspended()
+        workers = tx.workers()
+        if workers:
+            planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())
+            page = min(PAGE_MAX, max(PAGE_MIN, 2 * _free_slots(planner)))
+            after: tuple[int, int] | None = None
+            while not planner.exhausted() and report.scanned < scan_limit:
+                batch = tx.candidates(after, page)
+                for job in batch:
+                    if planner.exhausted():
+                        break
+                    report.scanned += 1
+                    decision = planner.offer(job)
+                    if isinstance(decision, Placement):
+                        report.placed.append(decision)
+                    else:
+                        report.skipped.append(decision)
+                if len(batch) < page:
+                    break
+                after = (batch[-1].priority, batch[-1].id)
+            if report.placed:
+                tx.dispatch(report.placed, {w.id: w.name for w in workers})
+        if report.changed:
+            # Only a cycle that changed something writes, so that SQLite
+            # listeners (woken by any commit) are not woken by idle cycles.
+            tx.record_cycle(holder)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _free_slots(planner: Planner) -> int:
+    return sum(
+        max(planner.remaining(w), 1 if planner.idle(w) else 0) for w in planner.workers
+    )

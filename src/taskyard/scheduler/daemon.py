@@ -1,0 +1,66 @@
+"""The scheduler daemon: runs the cycle periodically and whenever woken."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+
+from taskyard.scheduler.cycle import schedule
+from taskyard.store import Store
+
+log = logging.getLogger("taskyard.scheduler")
+
+
+class SchedulerDaemon:
+    """Calls :func:`schedule` every ``interval`` seconds and on submit/completion wake-ups.
+
+    Either trigger alone is enough for correctness (seed 000's hybrid scheduler).
+    """
+
+    def __init__(
+        self, store: Store, *, interval: float = 1.0, wakeups: bool = True,
+        holder: str | None = None,
+    ) -> None:
+        self.store = store
+        self.interval = interval
+        self.wakeups = wakeups
+        self.holder = holder or f"{socket.gethostname()}-{os.getpid()}"
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set."""
+        listener = self.store.listener("scheduler") if self.wakeups else None
+        log.info("event=scheduler-started holder=%s interval=%s", self.holder, self.interval)
+        failures = 0
+        try:
+            while not stop.is_set():
+                try:
+                    report = schedule(self.store, holder=self.holder)
+                    failures = 0
+                except Exception:  # the daemon must outlive a database hiccup
+                    failures += 1
+                    log.exception("event=cycle-failed attempt=%d", failures)
+                    stop.wait(min(0.1 * 2**failures, 5.0))
+                    continue
+                if report is not None and report.changed:
+                    log.info(
+                        "event=cycle placed=%d expelled=%d timed_out=%d requeued=%d "
+                        "scanned=%d ms=%.2f",
+                        len(report.placed), len(report.expelled), len(report.timed_out),
+                        report.requeued, report.scanned, report.seconds * 1000,
+                    )
+                    # Something changed: look again at once (more may be placeable).
+                    continue
+                if listener is not None:
+                    deadline = time.monotonic() + self.interval
+                    while not stop.is_set() and time.monotonic() < deadline:
+                        if listener.wait(min(0.25, deadline - time.monotonic())):
+                            break
+                else:
+                    stop.wait(self.interval)
+        finally:
+            if listener is not None:
+                listener.close()
+            log.info("event=scheduler-stopped holder=%s", self.holder)

@@ -1,0 +1,34 @@
+"""Persistence: every SQL statement of taskyard lives in this package.
+
+``Store`` is the one seam between the daemons and the database; its methods
+are named after the transitions they perform and each guards its change in SQL.
+"""
+
+from __future__ import annotations
+
+from taskyard.store.cycle import CycleStore, CycleTx
+from taskyard.store.execution import ExecutionMixin
+from taskyard.store.jobs import JobStore
+from taskyard.store.listen import Listener, open_listener
+
+
+class Store(CycleStore, ExecutionMixin, JobStore):
+    """All persistence operations, on SQLite or PostgreSQL."""
+
+    def init_schema(self) -> None:
+        """Create or migrate the schema to the latest version (idempotent)."""
+        from taskyard.store.migrate import upgrade
+
+        upgrade(self.engine)
+
+    def listener(self, channel: str) -> Listener:
+        """Wake-ups for ``channel``: ``scheduler`` or ``worker.<id>``."""
+        return open_listener(self.url, channel)
+
+
+def open_store(url: str) -> Store:
+    """A store for ``url`` (``sqlite:///file.db`` or ``postgresql://...``)."""
+    return Store(url)
+
+
+__all__ = ["CycleTx", "Listener", "Store", "open_store"]

@@ -1,0 +1,92 @@
+"""The store's foundation: engine, transactions, the database clock, events, wake-ups."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Engine, insert, select
+
+from taskyard.store import schema as t
+from taskyard.store.engine import db_now, is_sqlite, make_engine
+from taskyard.store.records import JSON, dumps
+
+SCHEDULER_ID = "taskyard"
+"""First word of every event routing key (TaskCluster's schedulerId)."""
+
+
+def routing_key(graph_id: int | None, graph_routing: str, job_routing: str) -> str:
+    """``<scheduler-id>.<graph-id>.<graph routing>.<job routing>``; empty parts are ``_``."""
+    return ".".join(
+        (SCHEDULER_ID, str(graph_id) if graph_id else "_", graph_routing or "_", job_routing or "_")
+    )
+
+
+class StoreBase:
+    """Connection handling shared by every part of the store."""
+
+    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+        self.url = url
+        self.engine = engine or make_engine(url)
+        self.dialect: str = self.engine.dialect.name
+        self.sqlite = is_sqlite(self.engine)
+        self._now: ColumnElement[float] = db_now(self.engine)
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """A read transaction; on SQLite deferred so readers never wait for writers."""
+        with self.engine.connect() as conn:
+            if self.sqlite:
+                conn = conn.execution_options(sqlite_begin="DEFERRED")
+            with conn.begin():
+                yield conn
+
+    def now(self) -> float:
+        """The database clock, in epoch seconds."""
+        with self._read() as conn:
+            return float(conn.execute(select(self._now)).scalar_one())
+
+    def _events(
+        self,
+        conn: Connection,
+        rows: Iterable[tuple[str, str, dict[str, JSON], int | None, int | None]],
+    ) -> None:
+        """Append events (topic, routing key, payload, job id, graph id) in this transaction."""
+        params = [
+            {"topic": topic, "routing_key": key, "payload": dumps(payload), "job_id": job,
+             "graph_id": graph}
+            for topic, key, payload, job, graph in rows
+        ]
+        if params:
+            conn.execute(insert(t.events).values(created_at=self._now), params)
+
+    def _notify(self, conn: Connection, channels: Sequence[str]) -> None:
+        """Wake listeners of ``channels`` when this transaction commits.
+
+        PostgreSQL delivers NOTIFY on commit; SQLite listeners poll the
+        database's change counter, so any commit wakes them and nothing is sent.
+        """
+        if self.sqlite:
+            return
+        for channel in dict.fromkeys(channels):
+            conn.exec_driver_sql("SELECT pg_notify(%s, '')", (pg_channel(channel),))
+
+
+def pg_channel(channel: str) -> str:
+    """PostgreSQL channel name for a taskyard channel (``worker.3`` → ``taskyard_worker_3``)."""
+    return "taskyard_" + channel.replace(".", "_")
+
+
+def row_dict(row: Any) -> dict[str, Any]:
+    return dict(row._mapping)

@@ -1,0 +1,222 @@
+"""The store side of the scheduling cycle: one transaction under the global lock."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, and_, insert, or_, select, update
+from sqlalchemy.engine import make_url
+
+from taskyard.core.locks import decode_claim
+from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
+from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.store import schema as t
+from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
+from taskyard.store.records import loads
+from taskyard.store.workers import WorkerStore
+
+_J = t.jobs
+_A = t.attempts
+_W = t.workers
+
+MAX_WORKER_LOSSES = 5
+"""Worker losses a job survives before it ends in error (separate from its retries)."""
+TIMEOUT_GRACE = 10.0
+"""Seconds past an attempt's deadline before the scheduler fails it itself (the
+worker normally kills the child at the deadline; this covers a vanished worker)."""
+
+
+class CycleTx:
+    """Operations of one cycle, all inside the caller's transaction."""
+
+    def __init__(self, store: CycleStore, conn: Connection) -> None:
+        self.store = store
+        self.conn = conn
+        self._now = store._now
+        self.notify: set[str] = set()
+
+    def expel_expired_workers(self) -> list[int]:
+        """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
+        expelled = [
+            int(i)
+            for i in self.conn.execute(
+                update(_W)
+                .where(_W.c.state == "active", _W.c.lease_expires_at < self._now)
+                .values(state="expelled", stopped_at=self._now)
+                .returning(_W.c.id)
+            ).scalars()
+        ]
+        self.store._suspend_jobs_of(self.conn, expelled, "worker lease expired")
+        return expelled
+
+    def time_out_attempts(self) -> list[int]:
+        """Fail (exit 130) running attempts well past their deadline whose worker did not."""
+        rows = self.conn.execute(
+            select(_J.c.id, _J.c.attempt, _J.c.worker_id).where(
+                _J.c.state.in_(ACTIVE), _J.c.deadline < self._now - TIMEOUT_GRACE
+            )
+        ).all()
+        ended = []
+        for job_id, attempt, worker_id in rows:
+            done = self.conn.execute(
+                update(_J)
+                .where(_J.c.id == job_id, _J.c.attempt == attempt, _J.c.state.in_(ACTIVE))
+                .values(state=JobState.FAILED, worker_id=None, deadline=None, exit_code=130,
+                        error="timed out (enforced by the scheduler)", finished_at=self._now)
+            ).rowcount
+            if done:
+                self.conn.execute(
+                    update(_A)
+                    .where(_A.c.job_id == job_id, _A.c.attempt == attempt)
+                    .values(state=AttemptState.FAILED, exit_code=130, finished_at=self._now,
+                            error="timed out (enforced by the scheduler)")
+                )
+                self.notify.add(f"worker.{worker_id}")
+                ended.append(job_id)
+        if ended:
+            self.store._cascade_failure(self.conn, ended)
+        return ended
+
+    def requeue_suspended(self, limit: int = 1000) -> int:
+        """Suspended jobs go back to pending, or to error when worker losses are spent."""
+        base = select(_J.c.id).where(_J.c.state == JobState.SUSPENDED).limit(limit)
+        ids = list(self.conn.execute(base).scalars())
+        if not ids:
+            return 0
+        gone = [
+            int(i)
+            for i in self.conn.execute(
+                update(_J)
+                .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED,
+                       _J.c.worker_losses > MAX_WORKER_LOSSES)
+                .values(state=JobState.ERROR, finished_at=self._now,
+                        error=f"lost its worker more than {MAX_WORKER_LOSSES} times")
+                .returning(_J.c.id)
+            ).scalars()
+        ]
+        if gone:
+            self.store._cascade_failure(self.conn, gone)
+        return int(
+            self.conn.execute(
+                update(_J)
+                .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED)
+                .values(state=JobState.PENDING)
+            ).rowcount
+        )
+
+    def workers(self) -> list[WorkerSlot]:
+        rows = self.conn.execute(
+            select(_W.c.id, _W.c.name, _W.c.pools, _W.c.capacity).where(
+                _W.c.state == "active", _W.c.lease_expires_at >= self._now
+            )
+        ).all()
+        return [WorkerSlot(r.id, r.name, tuple(loads(r.pools)), r.capacity) for r in rows]
+
+    def active_jobs(self) -> list[ActiveJob]:
+        rows = self.conn.execute(
+            select(_J.c.id, _J.c.type, _J.c.worker_id, _J.c.cost, _J.c.locks).where(
+                _J.c.state.in_(ACTIVE)
+            )
+        ).all()
+        return [
+            ActiveJob(r.id, r.type, r.worker_id, r.cost, _claims(r.locks)) for r in rows
+        ]
+
+    def queue_limits(self) -> dict[str, int]:
+        tt = t.task_types
+        rows = self.conn.execute(
+            select(tt.c.name, tt.c.max_queue_length).where(tt.c.max_queue_length.is_not(None))
+        ).all()
+        return {r.name: r.max_queue_length for r in rows}
+
+    def candidates(self, after: tuple[int, int] | None, limit: int) -> list[Candidate]:
+        """Pending jobs due now, in placement order, after the keyset ``after``."""
+        query = (
+            select(_J.c.id, _J.c.type, _J.c.priority, _J.c.pools, _J.c.cost, _J.c.locks)
+            .where(_J.c.state == JobState.PENDING,
+                   or_(_J.c.run_after.is_(None), _J.c.run_after <= self._now))
+            .order_by(_J.c.priority.desc(), _J.c.id)
+            .limit(limit)
+        )
+        if after is not None:
+            priority, job_id = after
+            query = query.where(
+                or_(_J.c.priority < priority, and_(_J.c.priority == priority, _J.c.id > job_id))
+            )
+        return [
+            Candidate(r.id, r.type, r.priority, tuple(loads(r.pools)), r.cost, _claims(r.locks))
+            for r in self.conn.execute(query)
+        ]
+
+    def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
+        """Write placements: pending → dispatched with a new attempt number (guarded)."""
+        by_worker: dict[int, list[int]] = {}
+        for p in placements:
+            by_worker.setdefault(p.worker_id, []).append(p.job_id)
+        placed: list[int] = []
+        attempt_rows: list[dict[str, Any]] = []
+        for worker_id, job_ids in by_worker.items():
+            rows = self.conn.execute(
+                update(_J)
+                .where(_J.c.id.in_(job_ids), _J.c.state == JobState.PENDING)
+                .values(state=JobState.DISPATCHED, worker_id=worker_id, attempt=_J.c.attempt + 1)
+                .returning(_J.c.id, _J.c.attempt)
+            ).all()
+            for job_id, attempt in rows:
+                placed.append(job_id)
+                attempt_rows.append({"job_id": job_id, "attempt": attempt, "worker_id": worker_id,
+                                     "worker_name": names.get(worker_id),
+                                     "state": AttemptState.DISPATCHED})
+            if rows:
+                self.notify.add(f"worker.{worker_id}")
+        if attempt_rows:
+            self.conn.execute(insert(_A).values(dispatched_at=self._now), attempt_rows)
+        return placed
+
+    def record_cycle(self, holder: str) -> None:
+        st = t.scheduler_state
+        self.conn.execute(
+            update(st).where(st.c.id == 1).values(
+                cycles=st.c.cycles + 1, holder=holder, last_cycle_finished_at=self._now
+            )
+        )
+
+
+def _claims(text: str) -> tuple[Any, ...]:
+    return tuple(decode_claim(c) for c in loads(text))
+
+
+class CycleStore(WorkerStore):
+    @contextlib.contextmanager
+    def cycle(self) -> Iterator[CycleTx | None]:
+        """One cycle's transaction under the global lock; yields None if another holds it."""
+        if self.sqlite:
+            lock = FileLock(lock_path_for(make_url(self.url).database))
+            if not lock.acquire():
+                yield None
+                return
+            try:
+                with self._tx() as conn:
+                    tx = CycleTx(self, conn)
+                    yield tx
+                    self._notify(conn, sorted(tx.notify))
+            finally:
+                lock.release()
+            return
+        with self._tx() as conn:
+            if not try_advisory(conn):
+                yield None
+                return
+            tx = CycleTx(self, conn)
+            yield tx
+            self._notify(conn, sorted(tx.notify))
+
+    def cycles_run(self) -> int:
+        """How many cycles have completed (for monitoring and tests)."""
+        with self._read() as conn:
+            st = t.scheduler_state
+            return int(conn.execute(select(st.c.cycles).where(st.c.id == 1)).scalar_one())
+
+

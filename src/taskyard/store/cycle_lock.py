@@ -1,0 +1,69 @@
+"""The one global scheduling lock: whoever holds it runs the cycle; others return at once.
+
+PostgreSQL: a transaction-scoped advisory lock, released on commit, rollback
+or a lost connection. SQLite: an ``flock`` on a file beside the database,
+released by the kernel even when the holder is killed (a lease row would leave
+the lock held until it expired), plus the cycle's ``BEGIN IMMEDIATE``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from typing import IO
+
+from sqlalchemy import Connection, text
+
+ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
+
+_process_locks: dict[str, threading.Lock] = {}
+_guard = threading.Lock()
+
+
+def try_advisory(conn: Connection) -> bool:
+    """Take the PostgreSQL advisory lock for this transaction, or return False."""
+    return bool(conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": ADVISORY_KEY})
+                .scalar())
+
+
+class FileLock:
+    """A non-blocking exclusive lock on ``path`` (and on the path within this process)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        with _guard:
+            self._thread_lock = _process_locks.setdefault(path or ":memory:", threading.Lock())
+        self._handle: IO[bytes] | None = None
+
+    def acquire(self) -> bool:
+        # flock is per open file description, so threads of one process need
+        # their own lock too.
+        if not self._thread_lock.acquire(blocking=False):
+            return False
+        if self.path is None:
+            return True
+        try:
+            handle = open(self.path, "ab")  # noqa: SIM115 - held until release()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            if "handle" in locals():
+                handle.close()
+            self._thread_lock.release()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+        self._thread_lock.release()
+
+
+def lock_path_for(database: str | None) -> str | None:
+    """The lock file of a SQLite database file (None for in-memory databases)."""
+    if not database or database == ":memory:":
+        return None
+    return os.path.abspath(database) + ".cycle-lock"

@@ -1,0 +1,92 @@
+"""Engines for the two backends, configured for taskyard's access pattern.
+
+SQLite: WAL, a busy timeout, and explicit ``BEGIN IMMEDIATE`` for write
+transactions (a deferred transaction that later writes can fail with
+SQLITE_BUSY without waiting for the busy timeout). PostgreSQL: psycopg 3,
+whatever driver-less URL the user wrote.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from sqlalchemy import ColumnElement, Engine, create_engine, event, literal_column
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class UnsupportedDatabase(ValueError):
+    """The URL names a database taskyard does not run on."""
+
+
+def normalize_url(url: str) -> str:
+    """Pick the driver: ``postgresql://`` → psycopg 3; SQLite stays on pysqlite."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite").render_as_string(hide_password=False)
+    raise UnsupportedDatabase(
+        f"database URL {parsed.render_as_string()!r}: taskyard runs on sqlite:/// or postgresql://"
+    )
+
+
+def make_engine(url: str, *, pool_size: int = 5) -> Engine:
+    """An engine for ``url`` with the settings taskyard relies on."""
+    normalized = normalize_url(url)
+    if normalized.startswith("sqlite"):
+        return _sqlite_engine(normalized)
+    return create_engine(
+        normalized,
+        pool_size=pool_size,
+        max_overflow=10,
+        pool_pre_ping=True,
+        connect_args={"prepare_threshold": 5},
+    )
+
+
+def _sqlite_engine(url: str) -> Engine:
+    memory = make_url(url).database in (None, "", ":memory:")
+    # An in-memory database lives as long as its one connection: share it.
+    extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        **extra,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # Take transaction control away from pysqlite so BEGIN is ours to emit.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def db_now(engine: Engine) -> ColumnElement[float]:
+    """The database clock as epoch seconds, usable inside any statement.
+
+    Leases and deadlines are measured with this, never with a host clock.
+    """
+    if is_sqlite(engine):
+        return literal_column("((julianday('now') - 2440587.5) * 86400.0)")
+    return literal_column("CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")

@@ -1,0 +1,19 @@
+"""Errors the store raises; each message names the culprit in one line."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error taskyard's store raises on purpose."""
+
+
+class NotFound(StoreError):
+    """A job, worker, task type or graph that does not exist."""
+
+
+class InvalidInput(StoreError):
+    """Input rejected before anything was written; the message says which field and why."""
+
+
+class Conflict(StoreError):
+    """The requested transition does not apply to the current state (a lost race or a misuse)."""

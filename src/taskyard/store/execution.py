@@ -1,0 +1,192 @@
+"""The worker's hot path: claim dispatched jobs, complete attempts (fenced, batched)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, exists, select, update
+
+from taskyard.core.retry import RetryPolicy, decide_retry
+from taskyard.core.states import AttemptState, JobState
+from taskyard.store import schema as t
+from taskyard.store.base import routing_key
+from taskyard.store.errors import InvalidInput
+from taskyard.store.records import ClaimedJob, Outcome, dumps, loads
+from taskyard.store.resolution import ResolutionMixin, chunks
+
+_J = t.jobs
+_A = t.attempts
+_ENDS = {
+    AttemptState.SUCCEEDED: JobState.SUCCEEDED,
+    AttemptState.FAILED: JobState.FAILED,
+    AttemptState.ERROR: JobState.ERROR,
+    AttemptState.CANCELED: JobState.CANCELED,
+}
+_TOPIC = {
+    JobState.SUCCEEDED: "job-completed",
+    JobState.FAILED: "job-failed",
+    JobState.ERROR: "job-exception",
+    JobState.CANCELED: "job-exception",
+}
+
+
+class ExecutionMixin(ResolutionMixin):
+    def claim_dispatched(self, worker_id: int, limit: int) -> list[ClaimedJob]:
+        """Move up to ``limit`` jobs dispatched to this worker to running, in one transaction."""
+        if limit <= 0:
+            return []
+        mine = (_J.c.worker_id == worker_id) & (_J.c.state == JobState.DISPATCHED)
+        if self.sqlite:
+            # Listeners on SQLite wake on any commit: look before taking the write lock.
+            with self._read() as conn:
+                if not conn.execute(select(exists().where(mine))).scalar():
+                    return []
+        with self._tx() as conn:
+            picked = select(_J.c.id).where(mine).order_by(_J.c.priority.desc(), _J.c.id)
+            picked = picked.limit(limit)
+            if not self.sqlite:
+                picked = picked.with_for_update(skip_locked=True)
+            rows = conn.execute(
+                update(_J)
+                .where(_J.c.id.in_(picked.scalar_subquery()), _J.c.state == JobState.DISPATCHED)
+                .values(
+                    state=JobState.RUNNING,
+                    started_at=self._now,
+                    deadline=self._now + _J.c.timeout,
+                )
+                .returning(
+                    _J.c.id, _J.c.attempt, _J.c.type, _J.c.args, _J.c.timeout,
+                    _J.c.graph_id, _J.c.label, _J.c.routing,
+                )
+            ).all()
+            if not rows:
+                return []
+            conn.execute(
+                update(_A)
+                .where(_A.c.job_id == bindparam("j"), _A.c.attempt == bindparam("a"))
+                .values(state=AttemptState.RUNNING, started_at=self._now),
+                [{"j": r.id, "a": r.attempt} for r in rows],
+            )
+            handlers = dict(
+                conn.execute(
+                    select(t.task_types.c.name, t.task_types.c.handler).where(
+                        t.task_types.c.name.in_({r.type for r in rows})
+                    )
+                ).all()
+            )
+            self._events(
+                conn,
+                (
+                    ("job-running", routing_key(r.graph_id, "", r.routing),
+                     {"job_id": r.id, "attempt": r.attempt, "worker_id": worker_id}, r.id,
+                     r.graph_id)
+                    for r in rows
+                ),
+            )
+        rows.sort(key=lambda r: r.id)
+        return [
+            ClaimedJob(
+                job_id=r.id,
+                attempt=r.attempt,
+                type=r.type,
+                handler=handlers[r.type],
+                args=loads(r.args),
+                timeout=r.timeout,
+                graph_id=r.graph_id,
+                label=r.label,
+            )
+            for r in rows
+        ]
+
+    def complete_attempts(self, worker_id: int, outcomes: Sequence[Outcome]) -> list[bool]:
+        """End attempts in one transaction. Each is accepted only if it is the job's current
+        attempt, still running on this worker; otherwise it changes nothing (False)."""
+        for o in outcomes:
+            if o.state not in _ENDS:
+                raise InvalidInput(f"outcome of job {o.job_id}: unknown state {o.state!r}")
+        if not outcomes:
+            return []
+        accepted: list[bool] = []
+        with self._tx() as conn:
+            failing = [o for o in outcomes if o.state != AttemptState.SUCCEEDED]
+            policies = self._retry_policies(conn, [o.job_id for o in failing])
+            succeeded: list[int] = []
+            failed_for_good: list[int] = []
+            events: list[tuple[str, str, dict[str, Any], int | None, int | None]] = []
+            for o in outcomes:
+                end = _ENDS[AttemptState(o.state)]
+                retry_after = None
+                if end in (JobState.FAILED, JobState.ERROR) and o.job_id in policies:
+                    decision = decide_retry(policies[o.job_id], o.attempt, random.random())
+                    if decision.retry:
+                        retry_after = decision.delay
+                row = self._end_job(conn, worker_id, o, end, retry_after)
+                accepted.append(row is not None)
+                if row is None:
+                    continue
+                self._end_attempt(conn, o)
+                payload = {"job_id": o.job_id, "attempt": o.attempt, "state": o.state,
+                           "retry": retry_after is not None}
+                events.append((_TOPIC[end], routing_key(row.graph_id, "", row.routing), payload,
+                               o.job_id, row.graph_id))
+                if end == JobState.SUCCEEDED:
+                    succeeded.append(o.job_id)
+                elif retry_after is None:
+                    failed_for_good.append(o.job_id)
+            if succeeded:
+                self._resolve_succeeded(conn, succeeded)
+            if failed_for_good:
+                self._cascade_failure(conn, failed_for_good)
+            self._events(conn, events)
+            if any(accepted):
+                self._notify(conn, ["scheduler"])
+        return accepted
+
+    def _retry_policies(self, conn: Connection, job_ids: list[int]) -> dict[int, RetryPolicy]:
+        policies: dict[int, RetryPolicy] = {}
+        for part in chunks(job_ids):
+            for r in conn.execute(
+                select(_J.c.id, _J.c.retries, _J.c.retry_delay, _J.c.retry_backoff,
+                       _J.c.retry_max_delay).where(_J.c.id.in_(part))
+            ):
+                policies[r.id] = RetryPolicy(r.retries, r.retry_delay, r.retry_backoff,
+                                             r.retry_max_delay)
+        return policies
+
+    def _end_job(
+        self, conn: Connection, worker_id: int, o: Outcome, end: JobState,
+        retry_after: float | None,
+    ) -> Any:
+        """The fenced transition: only the current, running attempt on this worker may end."""
+        guard = (
+            (_J.c.id == o.job_id)
+            & (_J.c.attempt == o.attempt)
+            & (_J.c.state == JobState.RUNNING)
+            & (_J.c.worker_id == worker_id)
+        )
+        common = {"worker_id": None, "deadline": None, "exit_code": o.exit_code,
+                  "error": o.error, "result": None if o.result is None else dumps(o.result)}
+        if retry_after is not None:
+            values = {**common, "state": JobState.PENDING, "run_after": self._now + retry_after}
+        else:
+            values = {**common, "state": end, "finished_at": self._now}
+        return conn.execute(
+            update(_J).where(guard).values(**values).returning(_J.c.graph_id, _J.c.routing)
+        ).first()
+
+    def _end_attempt(self, conn: Connection, o: Outcome) -> None:
+        conn.execute(
+            update(_A)
+            .where(_A.c.job_id == o.job_id, _A.c.attempt == o.attempt)
+            .values(
+                state=o.state,
+                finished_at=self._now,
+                exit_code=o.exit_code,
+                result=None if o.result is None else dumps(o.result),
+                error=o.error,
+                stdout_tail=o.stdout_tail,
+                stderr_tail=o.stderr_tail,
+            )
+        )

@@ -1,0 +1,273 @@
+"""Jobs: submit, read, cancel, retry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, and_, insert, select, update
+
+from taskyard.core.limits import LimitError, encode_args
+from taskyard.core.locks import LockTemplateError, render_claims
+from taskyard.core.states import ACTIVE, FAILURES, TERMINAL, AttemptState, JobState
+from taskyard.store import schema as t
+from taskyard.store.base import routing_key
+from taskyard.store.errors import Conflict, InvalidInput, NotFound
+from taskyard.store.records import (
+    AttemptRecord,
+    JobRecord,
+    JobSubmission,
+    TaskTypeSpec,
+    dumps,
+    loads,
+)
+from taskyard.store.resolution import ResolutionMixin
+from taskyard.store.task_types import row_to_spec
+
+_J = t.jobs
+_A = t.attempts
+
+# Columns a job listing needs, with the worker of its current attempt.
+_JOB_COLUMNS = (*_J.c, _A.c.worker_name)
+_JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
+
+
+def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int) -> dict[str, Any]:
+    """The jobs row for a submission, or InvalidInput naming what is wrong."""
+    where = f"job {index}" if sub.label is None else f"task {sub.label!r}"
+    try:
+        args_text = encode_args(sub.args, where=where)
+        claims = render_claims(
+            spec.name, spec.locks, sub.args, simultaneous=spec.simultaneous, extra=sub.locks
+        )
+    except (LimitError, LockTemplateError) as exc:
+        raise InvalidInput(str(exc)) from None
+    pools = list(sub.pools) if sub.pools else list(spec.pools)
+    if any(not p for p in pools):
+        raise InvalidInput(f"{where}: pool names must not be empty")
+    if isinstance(sub.priority, bool) or not isinstance(sub.priority, int):
+        raise InvalidInput(f"{where}: priority must be an integer")
+    return {
+        "type": spec.name,
+        "args": args_text,
+        "priority": sub.priority,
+        "pools": dumps(pools),
+        "cost": spec.cost,
+        "locks": dumps([c.encode() for c in claims]),
+        "retries": spec.retries if sub.retries is None else sub.retries,
+        "retry_delay": spec.retry_delay,
+        "retry_backoff": spec.retry_backoff,
+        "retry_max_delay": spec.retry_max_delay,
+        "timeout": spec.timeout if sub.timeout is None else sub.timeout,
+        "run_after": sub.run_after,
+        "label": sub.label,
+        "graph_id": sub.graph_id,
+        "routing": sub.routing,
+        "launch_type": sub.launch_type,
+        "schedule_name": sub.schedule_name,
+        "dedup_key": sub.dedup_key,
+        "state": JobState.PENDING,
+    }
+
+
+def to_record(row: Any, attempts: Sequence[AttemptRecord] = ()) -> JobRecord:
+    m = row._mapping
+    return JobRecord(
+        id=m["id"],
+        type=m["type"],
+        state=m["state"],
+        attempt=m["attempt"],
+        args=loads(m["args"]),
+        result=loads(m["result"]),
+        exit_code=m["exit_code"],
+        priority=m["priority"],
+        pools=tuple(loads(m["pools"])),
+        worker=m.get("worker_name"),
+        graph_id=m["graph_id"],
+        label=m["label"],
+        created_at=m["created_at"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+        cost=m["cost"],
+        locks=tuple(loads(m["locks"])),
+        run_after=m["run_after"],
+        unmet_deps=m["unmet_deps"],
+        retries=m["retries"],
+        timeout=m["timeout"],
+        error=m["error"],
+        launch_type=m["launch_type"],
+        cancel_requested=bool(m["cancel_requested"]),
+        attempts=tuple(attempts),
+    )
+
+
+def attempt_record(row: Any) -> AttemptRecord:
+    m = row._mapping
+    return AttemptRecord(
+        attempt=m["attempt"],
+        state=m["state"],
+        worker=m["worker_name"],
+        exit_code=m["exit_code"],
+        dispatched_at=m["dispatched_at"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+        result=loads(m["result"]),
+        error=m["error"],
+        stdout_tail=m["stdout_tail"],
+        stderr_tail=m["stderr_tail"],
+    )
+
+
+class JobStore(ResolutionMixin):
+    def submit_jobs(self, subs: Sequence[JobSubmission]) -> list[int]:
+        """Insert pending jobs atomically; all or nothing. Returns their ids in order."""
+        if not subs:
+            return []
+        with self._tx() as conn:
+            specs = self._specs_for(conn, {s.type for s in subs})
+            rows = []
+            for index, sub in enumerate(subs):
+                spec = specs.get(sub.type)
+                if spec is None:
+                    raise InvalidInput(f"unknown task type {sub.type!r}")
+                rows.append(job_row(sub, spec, index))
+            return self._insert_jobs(conn, rows)
+
+    def _specs_for(self, conn: Connection, names: set[str]) -> dict[str, TaskTypeSpec]:
+        found = conn.execute(select(t.task_types).where(t.task_types.c.name.in_(names))).all()
+        return {r._mapping["name"]: row_to_spec(r) for r in found}
+
+    def _insert_jobs(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        """Insert rows (already validated) and announce the pending ones."""
+        stmt = insert(_J).values(created_at=self._now).returning(
+            _J.c.id, sort_by_parameter_order=True
+        )
+        ids = [int(i) for i in conn.execute(stmt, rows).scalars()]
+        self._events(
+            conn,
+            (
+                (
+                    "job-pending",
+                    routing_key(row["graph_id"], "", row["routing"]),
+                    {"job_id": job_id, "type": row["type"]},
+                    job_id,
+                    row["graph_id"],
+                )
+                for job_id, row in zip(ids, rows, strict=True)
+                if row["state"] == JobState.PENDING
+            ),
+        )
+        self._notify(conn, ["scheduler"])
+        return ids
+
+    def get_job(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                select(*_JOB_COLUMNS).select_from(_JOB_FROM).where(_J.c.id == job_id)
+            ).first()
+            if row is None:
+                return None
+            tries: list[AttemptRecord] = []
+            if attempts:
+                tries = [
+                    attempt_record(r)
+                    for r in conn.execute(
+                        select(_A).where(_A.c.job_id == job_id).order_by(_A.c.attempt)
+                    )
+                ]
+        return to_record(row, tries)
+
+    def list_jobs(
+        self, *, state: str | None = None, type: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """Jobs, newest first, optionally of one state and/or type."""
+        query = select(*_JOB_COLUMNS).select_from(_JOB_FROM).order_by(_J.c.id.desc()).limit(limit)
+        if state is not None:
+            if state not in set(JobState):
+                raise InvalidInput(
+                    f"unknown state {state!r} (one of {', '.join(s.value for s in JobState)})"
+                )
+            query = query.where(_J.c.state == state)
+        if type is not None:
+            query = query.where(_J.c.type == type)
+        with self._read() as conn:
+            return [to_record(r) for r in conn.execute(query)]
+
+    def list_pending(self, type: str, limit: int = 100) -> list[JobRecord]:
+        """That type's pending jobs, oldest first (swh's ``task list-pending``)."""
+        query = (
+            select(*_JOB_COLUMNS)
+            .select_from(_JOB_FROM)
+            .where(_J.c.type == type, _J.c.state == JobState.PENDING)
+            .order_by(_J.c.id)
+            .limit(limit)
+        )
+        with self._read() as conn:
+            return [to_record(r) for r in conn.execute(query)]
+
+    def cancel_job(self, job_id: int) -> JobRecord:
+        """Cancel a job: dependents end dependency_failed; a running one is stopped by its worker."""
+        with self._tx() as conn:
+            row = conn.execute(select(_J.c.state, _J.c.worker_id).where(_J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound(f"no job {job_id}")
+            state, worker_id = row
+            if state in TERMINAL:
+                raise Conflict(f"job {job_id} is already {state}")
+            done = conn.execute(
+                update(_J)
+                .where(_J.c.id == job_id, _J.c.state == state)
+                .values(
+                    state=JobState.CANCELED,
+                    worker_id=None,
+                    deadline=None,
+                    cancel_requested=state in ACTIVE,
+                    finished_at=self._now,
+                )
+            ).rowcount
+            if done != 1:
+                raise Conflict(f"job {job_id} changed state while canceling; try again")
+            if state in ACTIVE:
+                conn.execute(
+                    update(_A)
+                    .where(_A.c.job_id == job_id, _A.c.state.in_(ACTIVE))
+                    .values(state=AttemptState.CANCELED, finished_at=self._now)
+                )
+            self._cascade_failure(conn, [job_id])
+            self._events(
+                conn,
+                [("job-exception", routing_key(None, "", ""),
+                  {"job_id": job_id, "reason": "canceled"}, job_id, None)],
+            )
+            self._notify(conn, ["scheduler", *([f"worker.{worker_id}"] if worker_id else [])])
+        record = self.get_job(job_id)
+        assert record is not None
+        return record
+
+    def retry_job(self, job_id: int) -> JobRecord:
+        """Run a finished failure again (one more attempt); its dependents wait again."""
+        with self._tx() as conn:
+            row = conn.execute(select(_J.c.state).where(_J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound(f"no job {job_id}")
+            if row[0] not in FAILURES:
+                raise Conflict(f"job {job_id} is {row[0]}; only a failed job can be retried")
+            conn.execute(
+                update(_J)
+                .where(_J.c.id == job_id, _J.c.state == row[0])
+                .values(
+                    state=JobState.PENDING,
+                    retries=_J.c.attempt,
+                    run_after=None,
+                    finished_at=None,
+                    result=None,
+                    exit_code=None,
+                    error=None,
+                    cancel_requested=False,
+                    unmet_deps=0,
+                )
+            )
+            self._notify(conn, ["scheduler"])
+        record = self.get_job(job_id)
+        assert record is not None
+        return record

@@ -1,0 +1,80 @@
+"""Wake-ups between processes that share only the database.
+
+PostgreSQL: LISTEN on a dedicated autocommit connection; writers NOTIFY in
+their transaction, so a wake-up arrives only after the change is visible.
+SQLite: poll ``PRAGMA data_version``, which changes whenever another
+connection commits; the poll reads shared memory, not the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Protocol
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+from taskyard.store.base import pg_channel
+
+SQLITE_POLL_SECONDS = 0.001
+
+
+class Listener(Protocol):
+    def wait(self, timeout: float) -> bool:
+        """Block until woken (True, possibly spurious) or ``timeout`` passes (False)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class PgListener:
+    def __init__(self, url: str, channel: str) -> None:
+        parsed = make_url(url).set(drivername="postgresql")
+        self._conn = psycopg.connect(parsed.render_as_string(hide_password=False),
+                                     autocommit=True)
+        self._conn.execute(f'LISTEN "{pg_channel(channel)}"')
+
+    def wait(self, timeout: float) -> bool:
+        woken = False
+        for _ in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
+            woken = True
+        if woken:
+            # Coalesce a burst of notifications into one wake-up.
+            for _ in self._conn.notifies(timeout=0.0):
+                pass
+        return woken
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class SqliteListener:
+    def __init__(self, database: str, poll: float = SQLITE_POLL_SECONDS) -> None:
+        self._conn = sqlite3.connect(database, check_same_thread=False)
+        self._poll = poll
+        self._version = self._read()
+
+    def _read(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            version = self._read()
+            if version != self._version:
+                self._version = version
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self._poll)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def open_listener(url: str, channel: str) -> Listener:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return SqliteListener(parsed.database or ":memory:")
+    return PgListener(url, channel)

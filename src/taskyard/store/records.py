@@ -1,0 +1,272 @@
+"""Values passed across the store seam: what goes in and what comes out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskyard.core.durations import Interval, iso
+
+JSON = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Prerequisite:
+    """Update-on-launch: run ``type`` with ``args`` first, reusing one within ``cache`` s."""
+
+    type: str
+    args: dict[str, JSON] = field(default_factory=dict)
+    cache: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTypeSpec:
+    """A named kind of work and its policies (swh task type + AWX template rules)."""
+
+    name: str
+    handler: str
+    description: str = ""
+    pools: tuple[str, ...] = ("default",)
+    cost: int = 1
+    timeout: float | None = None
+    retries: int = 0
+    retry_delay: float = 0.0
+    retry_backoff: float = 1.0
+    retry_max_delay: float = 3600.0
+    interval: Interval | None = None
+    backoff_factor: float | None = None
+    max_queue_length: int | None = None
+    locks: tuple[str, ...] = ()
+    simultaneous: bool = True
+    prerequisites: tuple[Prerequisite, ...] = ()
+
+    def to_json(self) -> dict[str, JSON]:
+        interval = self.interval
+        return {
+            "name": self.name,
+            "handler": self.handler,
+            "description": self.description,
+            "pools": list(self.pools),
+            "cost": self.cost,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "retry_delay": self.retry_delay,
+            "retry_backoff": self.retry_backoff,
+            "retry_max_delay": self.retry_max_delay,
+            "interval": None
+            if interval is None
+            else {"default": interval.default, "min": interval.minimum, "max": interval.maximum},
+            "backoff_factor": self.backoff_factor,
+            "max_queue_length": self.max_queue_length,
+            "locks": list(self.locks),
+            "simultaneous": self.simultaneous,
+            "prerequisites": [
+                {"type": p.type, "args": p.args, "cache": p.cache} for p in self.prerequisites
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JobSubmission:
+    """A request to run one job. ``None`` fields fall back to the task type's."""
+
+    type: str
+    args: dict[str, JSON] = field(default_factory=dict)
+    priority: int = 0
+    pools: tuple[str, ...] | None = None
+    run_after: float | None = None
+    locks: tuple[str, ...] = ()
+    retries: int | None = None
+    timeout: float | None = None
+    label: str | None = None
+    graph_id: int | None = None
+    routing: str = ""
+    launch_type: str = "manual"
+    schedule_name: str | None = None
+    dedup_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    attempt: int
+    state: str
+    worker: str | None
+    exit_code: int | None
+    dispatched_at: float | None
+    started_at: float | None
+    finished_at: float | None
+    result: JSON = None
+    error: str | None = None
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "attempt": self.attempt,
+            "state": self.state,
+            "worker": self.worker,
+            "exit_code": self.exit_code,
+            "dispatched_at": iso(self.dispatched_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "result": self.result,
+            "error": self.error,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A job as stored, with its attempts when asked for."""
+
+    id: int
+    type: str
+    state: str
+    attempt: int
+    args: dict[str, JSON]
+    result: JSON
+    exit_code: int | None
+    priority: int
+    pools: tuple[str, ...]
+    worker: str | None
+    graph_id: int | None
+    label: str | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    cost: int = 1
+    locks: tuple[str, ...] = ()
+    run_after: float | None = None
+    unmet_deps: int = 0
+    retries: int = 0
+    timeout: float | None = None
+    error: str | None = None
+    launch_type: str = "manual"
+    cancel_requested: bool = False
+    attempts: tuple[AttemptRecord, ...] = ()
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "state": self.state,
+            "attempt": self.attempt,
+            "args": self.args,
+            "result": self.result,
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "priority": self.priority,
+            "pools": list(self.pools),
+            "cost": self.cost,
+            "locks": list(self.locks),
+            "worker": self.worker,
+            "graph_id": self.graph_id,
+            "label": self.label,
+            "launch_type": self.launch_type,
+            "retries": self.retries,
+            "timeout": self.timeout,
+            "run_after": iso(self.run_after),
+            "unmet_deps": self.unmet_deps,
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "attempts": [a.to_json() for a in self.attempts],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    id: int
+    name: str
+    pools: tuple[str, ...]
+    capacity: int
+    state: str
+    hostname: str
+    pid: int | None
+    started_at: float
+    last_heartbeat_at: float
+    lease_expires_at: float
+    running: int = 0
+    used: int = 0
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "pools": list(self.pools),
+            "capacity": self.capacity,
+            "state": self.state,
+            "hostname": self.hostname,
+            "pid": self.pid,
+            "running": self.running,
+            "used": self.used,
+            "started_at": iso(self.started_at),
+            "last_heartbeat_at": iso(self.last_heartbeat_at),
+            "lease_expires_at": iso(self.lease_expires_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job a worker has moved to running under ``attempt``: what it needs to run it."""
+
+    job_id: int
+    attempt: int
+    type: str
+    handler: str
+    args: dict[str, JSON]
+    timeout: float | None
+    graph_id: int | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a worker reports when an attempt ends. ``state``: an attempt end state."""
+
+    job_id: int
+    attempt: int
+    state: str
+    exit_code: int | None = None
+    result: JSON = None
+    error: str | None = None
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseStatus:
+    """Answer to a heartbeat: is the lease renewed, and which attempts must stop."""
+
+    renewed: bool
+    stop: tuple[tuple[int, int], ...] = ()
+    """(job_id, attempt) pairs the worker must terminate: canceled or no longer current."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    id: int
+    topic: str
+    routing_key: str
+    payload: JSON
+    created_at: float
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "topic": self.topic,
+            "routing_key": self.routing_key,
+            "payload": self.payload,
+            "created_at": iso(self.created_at),
+        }
+
+
+def dumps(value: JSON) -> str:
+    """Compact JSON as stored in text columns."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def loads(text: str | None) -> JSON:
+    return None if text is None else json.loads(text)

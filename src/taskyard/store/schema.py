@@ -1,0 +1,313 @@
+"""Tables of the taskyard database (SQLAlchemy Core).
+
+Times are stored as UTC epoch seconds (double precision) so that the same
+comparisons run on SQLite and PostgreSQL and the database clock can be used
+directly (see :mod:`taskyard.store.clock`). Ids are integers from sequences:
+the id order of jobs is their creation order.
+
+The Alembic migrations in ``migrations/versions`` create exactly these
+tables; a test checks that a migrated schema equals ``metadata.create_all``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    text,
+)
+
+from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite only aliases the rowid (fast inserts, monotonic ids) for INTEGER PRIMARY KEY.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+Time = Float(precision=53)
+
+
+def _quoted(states: object) -> str:
+    return ", ".join(f"'{s}'" for s in sorted(states))  # type: ignore[attr-defined]
+
+
+_ACTIVE_SQL = _quoted(ACTIVE)
+_JOB_STATES_SQL = _quoted(JobState)
+_TERMINAL_SQL = _quoted(TERMINAL)
+
+task_types = Table(
+    "task_types",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("handler", Text, nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("pools", Text, nullable=False, server_default='["default"]'),
+    Column("cost", Integer, nullable=False, server_default="1"),
+    Column("timeout", Time),
+    Column("retries", Integer, nullable=False, server_default="0"),
+    Column("retry_delay", Time, nullable=False, server_default="0"),
+    Column("retry_backoff", Time, nullable=False, server_default="1"),
+    Column("retry_max_delay", Time, nullable=False, server_default="3600"),
+    Column("interval_default", Time),
+    Column("interval_min", Time),
+    Column("interval_max", Time),
+    Column("backoff_factor", Time),
+    Column("max_queue_length", Integer),
+    Column("locks", Text, nullable=False, server_default="[]"),
+    Column("simultaneous", Boolean, nullable=False, server_default=text("true")),
+    Column("prerequisites", Text, nullable=False, server_default="[]"),
+    Column("created_at", Time, nullable=False),
+    Column("updated_at", Time, nullable=False),
+    CheckConstraint("cost >= 0", name="cost_nonnegative"),
+    CheckConstraint("retries >= 0", name="retries_nonnegative"),
+    CheckConstraint("max_queue_length IS NULL OR max_queue_length > 0", name="queue_positive"),
+)
+
+pools = Table(
+    "pools",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("created_at", Time, nullable=False),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("hostname", String(255), nullable=False, server_default=""),
+    Column("pid", Integer),
+    Column("pools", Text, nullable=False),
+    Column("capacity", Integer, nullable=False),
+    Column("state", String(20), nullable=False, server_default="active"),
+    Column("lease_expires_at", Time, nullable=False),
+    Column("started_at", Time, nullable=False),
+    Column("last_heartbeat_at", Time, nullable=False),
+    Column("stopped_at", Time),
+    CheckConstraint("capacity >= 0", name="capacity_nonnegative"),
+    CheckConstraint("state IN ('active', 'stopped', 'expelled')", name="state_known"),
+    # Only one live worker per name; stopped/expelled rows stay for history.
+    Index(
+        "uq_workers_live_name",
+        "name",
+        unique=True,
+        sqlite_where=text("state = 'active'"),
+        postgresql_where=text("state = 'active'"),
+    ),
+    Index(
+        "ix_workers_active_lease",
+        "lease_expires_at",
+        sqlite_where=text("state = 'active'"),
+        postgresql_where=text("state = 'active'"),
+    ),
+)
+
+graphs = Table(
+    "graphs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("state", String(20), nullable=False, server_default="running"),
+    Column("routing", String(200), nullable=False, server_default=""),
+    Column("created_at", Time, nullable=False),
+    Column("finished_at", Time),
+    Column("last_progress_at", Time, nullable=False),
+    Column("stalled_at", Time),
+    Column("jobs_total", Integer, nullable=False, server_default="0"),
+    Column("jobs_done", Integer, nullable=False, server_default="0"),
+    CheckConstraint(
+        "state IN ('running', 'blocked', 'finished', 'canceled')", name="state_known"
+    ),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("type", String(200), ForeignKey("task_types.name"), nullable=False),
+    Column("args", Text, nullable=False, server_default="{}"),
+    Column("state", String(20), nullable=False),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("pools", Text, nullable=False),
+    Column("cost", Integer, nullable=False, server_default="1"),
+    Column("locks", Text, nullable=False, server_default="[]"),
+    Column("attempt", Integer, nullable=False, server_default="0"),
+    Column("retries", Integer, nullable=False, server_default="0"),
+    Column("retry_delay", Time, nullable=False, server_default="0"),
+    Column("retry_backoff", Time, nullable=False, server_default="1"),
+    Column("retry_max_delay", Time, nullable=False, server_default="3600"),
+    Column("timeout", Time),
+    Column("worker_losses", Integer, nullable=False, server_default="0"),
+    Column("unmet_deps", Integer, nullable=False, server_default="0"),
+    Column("run_after", Time),
+    Column("worker_id", Id, ForeignKey("workers.id")),
+    Column("deadline", Time),
+    Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
+    Column("graph_id", Id, ForeignKey("graphs.id")),
+    Column("label", String(200)),
+    Column("routing", String(200), nullable=False, server_default=""),
+    Column("launch_type", String(20), nullable=False, server_default="manual"),
+    Column("schedule_name", String(200)),
+    Column("dedup_key", String(400)),
+    Column("created_at", Time, nullable=False),
+    Column("started_at", Time),
+    Column("finished_at", Time),
+    Column("result", Text),
+    Column("exit_code", Integer),
+    Column("error", Text),
+    CheckConstraint(f"state IN ({_JOB_STATES_SQL})", name="state_known"),
+    CheckConstraint(
+        f"(state IN ({_ACTIVE_SQL})) = (worker_id IS NOT NULL)", name="worker_iff_active"
+    ),
+    CheckConstraint(
+        f"state NOT IN ({_TERMINAL_SQL}) OR finished_at IS NOT NULL", name="finished_at_set"
+    ),
+    CheckConstraint("unmet_deps >= 0", name="unmet_nonnegative"),
+    CheckConstraint("state <> 'waiting' OR unmet_deps > 0", name="waiting_has_deps"),
+    CheckConstraint("cost >= 0 AND attempt >= 0", name="counts_nonnegative"),
+    # The placement index: the cycle reads pending jobs in this order, bounded,
+    # so its cost follows the work placed, not the backlog.
+    Index(
+        "ix_jobs_pending_order",
+        text("priority DESC"),
+        "id",
+        sqlite_where=text("state = 'pending'"),
+        postgresql_where=text("state = 'pending'"),
+    ),
+    Index(
+        "ix_jobs_active_worker",
+        "worker_id",
+        sqlite_where=text(f"state IN ({_ACTIVE_SQL})"),
+        postgresql_where=text(f"state IN ({_ACTIVE_SQL})"),
+    ),
+    Index(
+        "ix_jobs_suspended",
+        "id",
+        sqlite_where=text("state = 'suspended'"),
+        postgresql_where=text("state = 'suspended'"),
+    ),
+    Index("ix_jobs_type_state_id", "type", "state", "id"),
+    Index("ix_jobs_state_id", "state", "id"),
+    Index("ix_jobs_graph_label", "graph_id", "label"),
+    Index("uq_jobs_dedup_key", "dedup_key", unique=True),
+    Index("ix_jobs_schedule", "schedule_name", "id"),
+)
+
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("job_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("worker_id", Id, ForeignKey("workers.id")),
+    Column("worker_name", String(200)),
+    Column("state", String(20), nullable=False),
+    Column("dispatched_at", Time, nullable=False),
+    Column("started_at", Time),
+    Column("finished_at", Time),
+    Column("exit_code", Integer),
+    Column("result", Text),
+    Column("error", Text),
+    Column("stdout_tail", Text),
+    Column("stderr_tail", Text),
+    PrimaryKeyConstraint("job_id", "attempt"),
+    CheckConstraint(f"state IN ({_quoted(AttemptState)})", name="state_known"),
+)
+
+stages = Table(
+    "stages",
+    metadata,
+    Column("job_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("started_at", Time, nullable=False),
+    Column("finished_at", Time),
+    Column("result", Text),
+    PrimaryKeyConstraint("job_id", "attempt", "name"),
+    CheckConstraint("state IN ('running', 'succeeded', 'failed')", name="state_known"),
+)
+
+dependencies = Table(
+    "dependencies",
+    metadata,
+    Column("job_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("requires_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("condition", String(20), nullable=False, server_default="success"),
+    Column("satisfied", Boolean),
+    PrimaryKeyConstraint("job_id", "requires_id"),
+    CheckConstraint("condition IN ('success', 'failure', 'always')", name="condition_known"),
+    CheckConstraint("job_id <> requires_id", name="not_self"),
+    # Completion finds dependents through this index: O(dependents), no scan.
+    Index("ix_dependencies_requires_id", "requires_id"),
+)
+
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("type", String(200), ForeignKey("task_types.name"), nullable=False),
+    Column("args", Text, nullable=False, server_default="{}"),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("every", Time),
+    Column("cron", String(200)),
+    Column("timezone", String(100), nullable=False, server_default="UTC"),
+    Column("current_interval", Time),
+    Column("next_run", Time, nullable=False),
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    Column("catchup", String(20), nullable=False, server_default="one"),
+    Column("last_job_id", Id),
+    Column("last_run_at", Time),
+    Column("last_outcome", String(40)),
+    Column("created_at", Time, nullable=False),
+    Column("updated_at", Time, nullable=False),
+    CheckConstraint("every IS NULL OR cron IS NULL", name="every_xor_cron"),
+    Index(
+        "ix_schedules_due",
+        "next_run",
+        sqlite_where=text("paused = 0"),
+        postgresql_where=text("paused = false"),
+    ),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("topic", String(60), nullable=False),
+    Column("routing_key", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("job_id", Id),
+    Column("graph_id", Id),
+    Column("created_at", Time, nullable=False),
+    Index("ix_events_job_id", "job_id"),
+)
+
+scheduler_state = Table(
+    "scheduler_state",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("cycles", BigInteger, nullable=False, server_default="0"),
+    Column("holder", String(200)),
+    Column("last_cycle_started_at", Time),
+    Column("last_cycle_finished_at", Time),
+    CheckConstraint("id = 1", name="single_row"),
+)

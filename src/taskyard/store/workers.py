@@ -1,0 +1,162 @@
+"""Workers: registration, leases on the database clock, graceful stop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.store import schema as t
+from taskyard.store.base import StoreBase
+from taskyard.store.errors import Conflict, InvalidInput
+from taskyard.store.records import LeaseStatus, WorkerRecord, dumps, loads
+from taskyard.store.task_types import TaskTypeStore
+
+_W = t.workers
+_J = t.jobs
+_A = t.attempts
+
+
+class WorkerStore(TaskTypeStore, StoreBase):
+    def register_worker(
+        self,
+        name: str,
+        pools: Sequence[str],
+        capacity: int,
+        *,
+        lease_seconds: float,
+        hostname: str = "",
+        pid: int | None = None,
+    ) -> WorkerRecord:
+        """Join the cluster with a lease; a live worker of the same name is a Conflict."""
+        if not name or not pools or capacity < 0 or lease_seconds <= 0:
+            raise InvalidInput("worker: needs a name, at least one pool, capacity >= 0, a lease")
+        try:
+            with self._tx() as conn:
+                worker_id = conn.execute(
+                    insert(_W)
+                    .values(
+                        name=name,
+                        hostname=hostname,
+                        pid=pid,
+                        pools=dumps(list(pools)),
+                        capacity=capacity,
+                        state="active",
+                        lease_expires_at=self._now + lease_seconds,
+                        started_at=self._now,
+                        last_heartbeat_at=self._now,
+                    )
+                    .returning(_W.c.id)
+                ).scalar_one()
+                self._ensure_pools(conn, pools)
+                self._notify(conn, ["scheduler"])
+        except IntegrityError:
+            raise Conflict(f"a live worker named {name!r} is already registered") from None
+        return self._worker(int(worker_id))
+
+    def _worker(self, worker_id: int) -> WorkerRecord:
+        return next(w for w in self._workers(_W.c.id == worker_id))
+
+    def renew_lease(
+        self, worker_id: int, lease_seconds: float, running: Sequence[tuple[int, int]]
+    ) -> LeaseStatus:
+        """Extend the lease; say which of ``running`` must stop (canceled or fenced)."""
+        with self._tx() as conn:
+            renewed = conn.execute(
+                update(_W)
+                .where(_W.c.id == worker_id, _W.c.state == "active")
+                .values(lease_expires_at=self._now + lease_seconds, last_heartbeat_at=self._now)
+            ).rowcount
+            current: set[tuple[int, int]] = set()
+            if running:
+                current = {
+                    (int(r.id), int(r.attempt))
+                    for r in conn.execute(
+                        select(_J.c.id, _J.c.attempt).where(
+                            _J.c.id.in_([job for job, _ in running]),
+                            _J.c.worker_id == worker_id,
+                            _J.c.state.in_(ACTIVE),
+                        )
+                    )
+                }
+        stop = tuple(pair for pair in running if pair not in current)
+        return LeaseStatus(renewed=renewed == 1, stop=stop)
+
+    def stop_worker(self, worker_id: int) -> int:
+        """Leave the cluster; this worker's jobs are suspended (requeued by the next cycle)."""
+        with self._tx() as conn:
+            conn.execute(
+                update(_W)
+                .where(_W.c.id == worker_id, _W.c.state == "active")
+                .values(state="stopped", stopped_at=self._now)
+            )
+            suspended = self._suspend_jobs_of(conn, [worker_id], "worker stopped")
+            self._notify(conn, ["scheduler"])
+        return suspended
+
+    def _suspend_jobs_of(self, conn: Connection, worker_ids: Sequence[int], why: str) -> int:
+        """Move the workers' dispatched/running jobs to suspended; their attempts are lost."""
+        if not worker_ids:
+            return 0
+        rows = conn.execute(
+            update(_J)
+            .where(_J.c.worker_id.in_(worker_ids), _J.c.state.in_(ACTIVE))
+            .values(
+                state=JobState.SUSPENDED,
+                worker_id=None,
+                deadline=None,
+                worker_losses=_J.c.worker_losses + 1,
+            )
+            .returning(_J.c.id, _J.c.attempt)
+        ).all()
+        for job_id, attempt in rows:
+            conn.execute(
+                update(_A)
+                .where(_A.c.job_id == job_id, _A.c.attempt == attempt, _A.c.state.in_(ACTIVE))
+                .values(state=AttemptState.LOST, finished_at=self._now, error=why)
+            )
+        return len(rows)
+
+    def list_workers(self, *, include_gone: bool = False) -> list[WorkerRecord]:
+        """Live workers (and stopped/expelled ones with ``include_gone``), by name."""
+        return self._workers(None if include_gone else _W.c.state == "active")
+
+    def _workers(self, where: object) -> list[WorkerRecord]:
+        load = (
+            select(
+                _J.c.worker_id,
+                func.count().label("running"),
+                func.coalesce(func.sum(_J.c.cost), 0).label("used"),
+            )
+            .where(_J.c.state.in_(ACTIVE))
+            .group_by(_J.c.worker_id)
+            .subquery()
+        )
+        query = (
+            select(_W, load.c.running, load.c.used)
+            .select_from(_W.outerjoin(load, load.c.worker_id == _W.c.id))
+            .order_by(_W.c.name, _W.c.id)
+        )
+        if where is not None:
+            query = query.where(and_(where))  # type: ignore[arg-type]
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        return [
+            WorkerRecord(
+                id=r.id,
+                name=r.name,
+                pools=tuple(loads(r.pools)),
+                capacity=r.capacity,
+                state=r.state,
+                hostname=r.hostname,
+                pid=r.pid,
+                started_at=r.started_at,
+                last_heartbeat_at=r.last_heartbeat_at,
+                lease_expires_at=r.lease_expires_at,
+                running=int(r.running or 0),
+                used=int(r.used or 0),
+            )
+            for r in rows
+        ]
