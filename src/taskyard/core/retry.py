@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """``retries`` extra attempts (N+1 in all), ``delay`` × ``backoff``^(n-1), capped."""
+    """``retries`` extra attempts (N+1 in all), ``delay * backoff**(n-1)``, capped."""
 
     retries: int = 0
     delay: float = 0.0

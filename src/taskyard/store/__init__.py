@@ -7,17 +7,19 @@ are named after the transitions they perform and each guards its change in SQL.
 from __future__ import annotations
 
 from taskyard.store.cycle import CycleStore, CycleTx
+from taskyard.store.events import EventStore
 from taskyard.store.execution import ExecutionMixin
-from taskyard.store.jobs import JobStore
+from taskyard.store.graphs import GraphStore
 from taskyard.store.listen import Listener, open_listener
 
 
-class Store(CycleStore, ExecutionMixin, JobStore):
+class Store(CycleStore, ExecutionMixin, GraphStore, EventStore):
     """All persistence operations, on SQLite or PostgreSQL."""
 
     def init_schema(self) -> None:
         """Create or migrate the schema to the latest version (idempotent)."""
-        from taskyard.store.migrate import upgrade
+        # Imported here: Alembic is slow to import and only init needs it.
+        from taskyard.store.migrate import upgrade  # noqa: PLC0415
 
         upgrade(self.engine)
 

@@ -46,9 +46,8 @@ class StoreBase:
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
         """A read transaction; on SQLite deferred so readers never wait for writers."""
-        with self.engine.connect() as conn:
-            if self.sqlite:
-                conn = conn.execution_options(sqlite_begin="DEFERRED")
+        with self.engine.connect() as raw:
+            conn = raw.execution_options(sqlite_begin="DEFERRED") if self.sqlite else raw
             with conn.begin():
                 yield conn
 

@@ -15,6 +15,7 @@ from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
 from taskyard.store.records import loads
+from taskyard.store.resolution import Ended, ResolutionMixin
 from taskyard.store.workers import WorkerStore
 
 _J = t.jobs
@@ -54,12 +55,12 @@ class CycleTx:
     def time_out_attempts(self) -> list[int]:
         """Fail (exit 130) running attempts well past their deadline whose worker did not."""
         rows = self.conn.execute(
-            select(_J.c.id, _J.c.attempt, _J.c.worker_id).where(
+            select(_J.c.id, _J.c.attempt, _J.c.worker_id, _J.c.graph_id).where(
                 _J.c.state.in_(ACTIVE), _J.c.deadline < self._now - TIMEOUT_GRACE
             )
         ).all()
-        ended = []
-        for job_id, attempt, worker_id in rows:
+        ended: list[Ended] = []
+        for job_id, attempt, worker_id, graph_id in rows:
             done = self.conn.execute(
                 update(_J)
                 .where(_J.c.id == job_id, _J.c.attempt == attempt, _J.c.state.in_(ACTIVE))
@@ -74,10 +75,10 @@ class CycleTx:
                             error="timed out (enforced by the scheduler)")
                 )
                 self.notify.add(f"worker.{worker_id}")
-                ended.append(job_id)
+                ended.append(Ended(job_id, JobState.FAILED, graph_id))
         if ended:
-            self.store._cascade_failure(self.conn, ended)
-        return ended
+            self.store._jobs_ended(self.conn, ended)
+        return [e.job_id for e in ended]
 
     def requeue_suspended(self, limit: int = 1000) -> int:
         """Suspended jobs go back to pending, or to error when worker losses are spent."""
@@ -86,18 +87,18 @@ class CycleTx:
         if not ids:
             return 0
         gone = [
-            int(i)
-            for i in self.conn.execute(
+            Ended(row.id, JobState.ERROR, row.graph_id)
+            for row in self.conn.execute(
                 update(_J)
                 .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED,
                        _J.c.worker_losses > MAX_WORKER_LOSSES)
                 .values(state=JobState.ERROR, finished_at=self._now,
                         error=f"lost its worker more than {MAX_WORKER_LOSSES} times")
-                .returning(_J.c.id)
-            ).scalars()
+                .returning(_J.c.id, _J.c.graph_id)
+            )
         ]
         if gone:
-            self.store._cascade_failure(self.conn, gone)
+            self.store._jobs_ended(self.conn, gone)
         return int(
             self.conn.execute(
                 update(_J)
@@ -188,7 +189,7 @@ def _claims(text: str) -> tuple[Any, ...]:
     return tuple(decode_claim(c) for c in loads(text))
 
 
-class CycleStore(WorkerStore):
+class CycleStore(WorkerStore, ResolutionMixin):
     @contextlib.contextmanager
     def cycle(self) -> Iterator[CycleTx | None]:
         """One cycle's transaction under the global lock; yields None if another holds it."""

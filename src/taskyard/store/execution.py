@@ -8,13 +8,14 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, exists, select, update
 
+from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.retry import RetryPolicy, decide_retry
 from taskyard.core.states import AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import routing_key
 from taskyard.store.errors import InvalidInput
 from taskyard.store.records import ClaimedJob, Outcome, dumps, loads
-from taskyard.store.resolution import ResolutionMixin, chunks
+from taskyard.store.resolution import Ended, ResolutionMixin, chunks
 
 _J = t.jobs
 _A = t.attempts
@@ -48,7 +49,7 @@ class ExecutionMixin(ResolutionMixin):
             picked = picked.limit(limit)
             if not self.sqlite:
                 picked = picked.with_for_update(skip_locked=True)
-            rows = conn.execute(
+            rows = list(conn.execute(
                 update(_J)
                 .where(_J.c.id.in_(picked.scalar_subquery()), _J.c.state == JobState.DISPATCHED)
                 .values(
@@ -60,7 +61,7 @@ class ExecutionMixin(ResolutionMixin):
                     _J.c.id, _J.c.attempt, _J.c.type, _J.c.args, _J.c.timeout,
                     _J.c.graph_id, _J.c.label, _J.c.routing,
                 )
-            ).all()
+            ).all())
             if not rows:
                 return []
             conn.execute(
@@ -69,13 +70,14 @@ class ExecutionMixin(ResolutionMixin):
                 .values(state=AttemptState.RUNNING, started_at=self._now),
                 [{"j": r.id, "a": r.attempt} for r in rows],
             )
-            handlers = dict(
-                conn.execute(
+            handlers: dict[str, str] = {
+                h.name: h.handler
+                for h in conn.execute(
                     select(t.task_types.c.name, t.task_types.c.handler).where(
                         t.task_types.c.name.in_({r.type for r in rows})
                     )
-                ).all()
-            )
+                )
+            }
             self._events(
                 conn,
                 (
@@ -85,6 +87,7 @@ class ExecutionMixin(ResolutionMixin):
                     for r in rows
                 ),
             )
+            results = self._upstream_results(conn, rows)
         rows.sort(key=lambda r: r.id)
         return [
             ClaimedJob(
@@ -92,13 +95,32 @@ class ExecutionMixin(ResolutionMixin):
                 attempt=r.attempt,
                 type=r.type,
                 handler=handlers[r.type],
-                args=loads(r.args),
+                args=substitute_results(loads(r.args), results[r.graph_id])
+                if r.graph_id in results else loads(r.args),
                 timeout=r.timeout,
                 graph_id=r.graph_id,
                 label=r.label,
             )
             for r in rows
         ]
+
+    def _upstream_results(self, conn: Connection, rows: Sequence[Any]) -> dict[int, dict[str, Any]]:
+        """Results of the labels that ``{$result: LABEL}`` markers name, per graph."""
+        wanted: dict[int, set[str]] = {}
+        for r in rows:
+            if r.graph_id is not None and '"$result"' in r.args:
+                wanted.setdefault(r.graph_id, set()).update(result_references(loads(r.args)))
+        found: dict[int, dict[str, Any]] = {}
+        for graph_id, labels in wanted.items():
+            found[graph_id] = {
+                label: loads(result)
+                for label, result in conn.execute(
+                    select(_J.c.label, _J.c.result).where(
+                        _J.c.graph_id == graph_id, _J.c.label.in_(labels)
+                    )
+                )
+            }
+        return found
 
     def complete_attempts(self, worker_id: int, outcomes: Sequence[Outcome]) -> list[bool]:
         """End attempts in one transaction. Each is accepted only if it is the job's current
@@ -112,8 +134,7 @@ class ExecutionMixin(ResolutionMixin):
         with self._tx() as conn:
             failing = [o for o in outcomes if o.state != AttemptState.SUCCEEDED]
             policies = self._retry_policies(conn, [o.job_id for o in failing])
-            succeeded: list[int] = []
-            failed_for_good: list[int] = []
+            ended: list[Ended] = []
             events: list[tuple[str, str, dict[str, Any], int | None, int | None]] = []
             for o in outcomes:
                 end = _ENDS[AttemptState(o.state)]
@@ -131,15 +152,11 @@ class ExecutionMixin(ResolutionMixin):
                            "retry": retry_after is not None}
                 events.append((_TOPIC[end], routing_key(row.graph_id, "", row.routing), payload,
                                o.job_id, row.graph_id))
-                if end == JobState.SUCCEEDED:
-                    succeeded.append(o.job_id)
-                elif retry_after is None:
-                    failed_for_good.append(o.job_id)
-            if succeeded:
-                self._resolve_succeeded(conn, succeeded)
-            if failed_for_good:
-                self._cascade_failure(conn, failed_for_good)
+                if retry_after is None:
+                    ended.append(Ended(o.job_id, end, row.graph_id))
             self._events(conn, events)
+            if ended:
+                self._jobs_ended(conn, ended)
             if any(accepted):
                 self._notify(conn, ["scheduler"])
         return accepted

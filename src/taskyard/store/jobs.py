@@ -21,15 +21,15 @@ from taskyard.store.records import (
     dumps,
     loads,
 )
-from taskyard.store.resolution import ResolutionMixin
+from taskyard.store.resolution import Ended, ResolutionMixin
 from taskyard.store.task_types import row_to_spec
 
 _J = t.jobs
 _A = t.attempts
 
 # Columns a job listing needs, with the worker of its current attempt.
-_JOB_COLUMNS = (*_J.c, _A.c.worker_name)
-_JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
+JOB_COLUMNS = (*_J.c, _A.c.worker_name)
+JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
 
 
 def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int) -> dict[str, Any]:
@@ -163,7 +163,7 @@ class JobStore(ResolutionMixin):
     def get_job(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
         with self._read() as conn:
             row = conn.execute(
-                select(*_JOB_COLUMNS).select_from(_JOB_FROM).where(_J.c.id == job_id)
+                select(*JOB_COLUMNS).select_from(JOB_FROM).where(_J.c.id == job_id)
             ).first()
             if row is None:
                 return None
@@ -181,7 +181,7 @@ class JobStore(ResolutionMixin):
         self, *, state: str | None = None, type: str | None = None, limit: int = 100
     ) -> list[JobRecord]:
         """Jobs, newest first, optionally of one state and/or type."""
-        query = select(*_JOB_COLUMNS).select_from(_JOB_FROM).order_by(_J.c.id.desc()).limit(limit)
+        query = select(*JOB_COLUMNS).select_from(JOB_FROM).order_by(_J.c.id.desc()).limit(limit)
         if state is not None:
             if state not in set(JobState):
                 raise InvalidInput(
@@ -196,8 +196,8 @@ class JobStore(ResolutionMixin):
     def list_pending(self, type: str, limit: int = 100) -> list[JobRecord]:
         """That type's pending jobs, oldest first (swh's ``task list-pending``)."""
         query = (
-            select(*_JOB_COLUMNS)
-            .select_from(_JOB_FROM)
+            select(*JOB_COLUMNS)
+            .select_from(JOB_FROM)
             .where(_J.c.type == type, _J.c.state == JobState.PENDING)
             .order_by(_J.c.id)
             .limit(limit)
@@ -206,12 +206,14 @@ class JobStore(ResolutionMixin):
             return [to_record(r) for r in conn.execute(query)]
 
     def cancel_job(self, job_id: int) -> JobRecord:
-        """Cancel a job: dependents end dependency_failed; a running one is stopped by its worker."""
+        """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
         with self._tx() as conn:
-            row = conn.execute(select(_J.c.state, _J.c.worker_id).where(_J.c.id == job_id)).first()
+            row = conn.execute(
+                select(_J.c.state, _J.c.worker_id, _J.c.graph_id).where(_J.c.id == job_id)
+            ).first()
             if row is None:
                 raise NotFound(f"no job {job_id}")
-            state, worker_id = row
+            state, worker_id, graph_id = row
             if state in TERMINAL:
                 raise Conflict(f"job {job_id} is already {state}")
             done = conn.execute(
@@ -233,7 +235,7 @@ class JobStore(ResolutionMixin):
                     .where(_A.c.job_id == job_id, _A.c.state.in_(ACTIVE))
                     .values(state=AttemptState.CANCELED, finished_at=self._now)
                 )
-            self._cascade_failure(conn, [job_id])
+            self._jobs_ended(conn, [Ended(job_id, JobState.CANCELED, graph_id)])
             self._events(
                 conn,
                 [("job-exception", routing_key(None, "", ""),

@@ -270,3 +270,32 @@ def dumps(value: JSON) -> str:
 
 def loads(text: str | None) -> JSON:
     return None if text is None else json.loads(text)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphRecord:
+    """A task graph and (when asked for) its jobs."""
+
+    id: int
+    state: str
+    routing: str
+    created_at: float
+    finished_at: float | None
+    jobs_total: int
+    jobs_done: int
+    stalled_at: float | None = None
+    jobs: tuple[JobRecord, ...] = ()
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "state": self.state,
+            "routing": self.routing,
+            "created_at": iso(self.created_at),
+            "finished_at": iso(self.finished_at),
+            "jobs_total": self.jobs_total,
+            "jobs_done": self.jobs_done,
+            "stalled": self.stalled_at is not None,
+            "stalled_at": iso(self.stalled_at),
+            "jobs": [j.to_json() for j in self.jobs],
+        }

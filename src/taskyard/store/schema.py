@@ -11,6 +11,8 @@ tables; a test checks that a migrated schema equals ``metadata.create_all``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -45,8 +47,8 @@ Id = BigInteger().with_variant(Integer(), "sqlite")
 Time = Float(precision=53)
 
 
-def _quoted(states: object) -> str:
-    return ", ".join(f"'{s}'" for s in sorted(states))  # type: ignore[attr-defined]
+def _quoted(states: Iterable[str]) -> str:
+    return ", ".join(f"'{s}'" for s in sorted(states))
 
 
 _ACTIVE_SQL = _quoted(ACTIVE)
@@ -157,6 +159,11 @@ jobs = Table(
     Column("timeout", Time),
     Column("worker_losses", Integer, nullable=False, server_default="0"),
     Column("unmet_deps", Integer, nullable=False, server_default="0"),
+    # Parent edges that can no longer hold because a parent failed (vs. was skipped):
+    # decides dependency_failed vs skipped for convergence 'any' (see core.edges).
+    Column("dep_failures", Integer, nullable=False, server_default="0"),
+    Column("convergence", String(3), nullable=False, server_default="all"),
+    Column("definition_hash", String(64)),
     Column("run_after", Time),
     Column("worker_id", Id, ForeignKey("workers.id")),
     Column("deadline", Time),
@@ -181,8 +188,8 @@ jobs = Table(
         f"state NOT IN ({_TERMINAL_SQL}) OR finished_at IS NOT NULL", name="finished_at_set"
     ),
     CheckConstraint("unmet_deps >= 0", name="unmet_nonnegative"),
-    CheckConstraint("state <> 'waiting' OR unmet_deps > 0", name="waiting_has_deps"),
     CheckConstraint("cost >= 0 AND attempt >= 0", name="counts_nonnegative"),
+    CheckConstraint("convergence IN ('all', 'any')", name="convergence_known"),
     # The placement index: the cycle reads pending jobs in this order, bounded,
     # so its cost follows the work placed, not the backlog.
     Index(

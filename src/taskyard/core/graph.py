@@ -1,0 +1,321 @@
+"""Task graphs (TaskCluster's format): parsing, validation, substitution.
+
+Everything here is pure: the store calls :func:`parse_graph` before it writes
+anything, so a bad graph is rejected whole with a message naming the culprit.
+Cycle detection is iterative so that a 100,000-task chain cannot hit Python's
+recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
+
+CONDITIONS = ("success", "failure", "always")
+REQUIRES_MODES = {"all-completed": "success", "all-resolved": "always"}
+MAX_ROUTING = 200
+_TASK_KEYS = {
+    "type", "args", "requires", "reruns", "priority", "pools", "routing", "requires_mode",
+    "convergence", "locks", "timeout",
+}
+
+
+class GraphError(ValueError):
+    """A graph rejected before anything was written; the message names the culprit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """``label`` must resolve; the dependent runs when its ``on`` condition holds."""
+
+    label: str
+    on: str = "success"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskNode:
+    label: str
+    type: str
+    args: dict[str, Any] = field(default_factory=dict)
+    requires: tuple[Edge, ...] = ()
+    reruns: int | None = None
+    priority: int = 0
+    pools: tuple[str, ...] | None = None
+    routing: str = ""
+    convergence: str = "all"
+    locks: tuple[str, ...] = ()
+    timeout: float | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """A canonical form, to tell an identical re-added task from a changed one."""
+        return {
+            "type": self.type, "args": self.args,
+            "requires": [(e.label, e.on) for e in self.requires], "reruns": self.reruns,
+            "priority": self.priority, "pools": self.pools, "routing": self.routing,
+            "convergence": self.convergence, "locks": self.locks, "timeout": self.timeout,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSpec:
+    routing: str
+    tasks: dict[str, TaskNode]
+
+
+def parse_graph(
+    doc: Any,
+    *,
+    known_types: Callable[[str], bool],
+    existing: Iterable[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
+    require_routing_ok: bool = True,
+) -> GraphSpec:
+    """Validate a graph document; ``existing`` labels may be required (add-tasks)."""
+    if not isinstance(doc, Mapping):
+        raise GraphError("graph: the document must be a mapping with a 'tasks' key")
+    unknown = set(doc) - {"routing", "tasks"}
+    if unknown:
+        raise GraphError(f"graph: unknown keys {sorted(unknown)} (expected routing, tasks)")
+    routing = doc.get("routing", "") or ""
+    if require_routing_ok:
+        _check_routing(routing, "graph routing")
+    tasks = doc.get("tasks")
+    if not isinstance(tasks, Mapping) or not tasks:
+        raise GraphError("graph: 'tasks' must map at least one label to a task")
+    if len(tasks) > limits.max_graph_tasks:
+        raise GraphError(f"graph: {len(tasks)} tasks (limit {limits.max_graph_tasks})")
+    nodes = {str(label): _parse_task(str(label), body, limits) for label, body in tasks.items()}
+    known = set(nodes) | set(existing)
+    for node in nodes.values():
+        if not known_types(node.type):
+            raise GraphError(f"task {node.label!r}: unknown task type {node.type!r}")
+        for edge in node.requires:
+            if edge.label not in known:
+                raise GraphError(f"task {node.label!r}: requires unknown label {edge.label!r}")
+        for ref in references(node.args):
+            if ref not in known:
+                raise GraphError(f"task {node.label!r}: refers to unknown label {ref!r}")
+        for ref in result_references(node.args):
+            if ref not in known:
+                raise GraphError(f"task {node.label!r}: $result of unknown label {ref!r}")
+            if ref not in {e.label for e in node.requires}:
+                raise GraphError(
+                    f"task {node.label!r}: $result of {ref!r} needs {ref!r} in its requires"
+                )
+    cycle = find_cycle({label: [e.label for e in n.requires] for label, n in nodes.items()})
+    if cycle:
+        raise GraphError(f"graph: cycle {' -> '.join(cycle)}")
+    return GraphSpec(routing, nodes)
+
+
+def parse_duplicate_safe(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """``object_pairs_hook`` for JSON/YAML loaders that rejects duplicate labels."""
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise GraphError(f"duplicate label or key {key!r}")
+        out[key] = value
+    return out
+
+
+def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
+    where = f"task {label!r}"
+    if not label or "." in label or len(label) > 200:
+        raise GraphError(f"{where}: a label is 1-200 characters without dots")
+    if not isinstance(body, Mapping):
+        raise GraphError(f"{where}: must be a mapping with at least 'type'")
+    unknown = set(body) - _TASK_KEYS
+    if unknown:
+        raise GraphError(f"{where}: unknown keys {sorted(unknown)}")
+    type_ = body.get("type")
+    if not isinstance(type_, str) or not type_:
+        raise GraphError(f"{where}: 'type' must name a task type")
+    args = body.get("args", {}) or {}
+    try:
+        encode_args(args, where=where, limits=limits)
+    except LimitError as exc:
+        raise GraphError(str(exc)) from None
+    mode = body.get("requires_mode")
+    if mode is not None and mode not in REQUIRES_MODES:
+        raise GraphError(f"{where}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
+    requires = _parse_requires(where, body.get("requires", []) or [], mode)
+    reruns = body.get("reruns")
+    if reruns is not None and (isinstance(reruns, bool) or not isinstance(reruns, int)
+                               or reruns < 0):
+        raise GraphError(f"{where}: reruns must be a whole number >= 0")
+    priority = body.get("priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise GraphError(f"{where}: priority must be an integer")
+    pools = body.get("pools")
+    if pools is not None and (not isinstance(pools, list) or not pools
+                              or not all(isinstance(p, str) and p for p in pools)):
+        raise GraphError(f"{where}: pools must be a non-empty list of names")
+    routing = body.get("routing", "") or ""
+    _check_routing(routing, f"{where} routing")
+    convergence = body.get("convergence", "all")
+    if convergence not in ("all", "any"):
+        raise GraphError(f"{where}: convergence must be 'all' or 'any'")
+    locks = body.get("locks", []) or []
+    if not isinstance(locks, list) or not all(isinstance(x, str) and x for x in locks):
+        raise GraphError(f"{where}: locks must be a list of lock names")
+    timeout = body.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or timeout <= 0):
+        raise GraphError(f"{where}: timeout must be a positive number of seconds")
+    return TaskNode(label, type_, dict(args), requires, reruns, priority,
+                    tuple(pools) if pools else None, routing, convergence, tuple(locks),
+                    None if timeout is None else float(timeout))
+
+
+def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:
+    if not isinstance(raw, list):
+        raise GraphError(f"{where}: requires must be a list of labels")
+    default_on = REQUIRES_MODES[mode] if mode else "success"
+    edges: dict[str, Edge] = {}
+    for entry in raw:
+        if isinstance(entry, str):
+            edge = Edge(entry, default_on)
+        elif isinstance(entry, Mapping):
+            extra = set(entry) - {"label", "on"}
+            if extra or not isinstance(entry.get("label"), str):
+                raise GraphError(f"{where}: a requires entry is a label or {{label, on}}")
+            on = entry.get("on", default_on)
+            if on not in CONDITIONS:
+                raise GraphError(
+                    f"{where}: requires {entry['label']!r} has on={on!r}; "
+                    f"use one of {', '.join(CONDITIONS)}"
+                )
+            edge = Edge(entry["label"], on)
+        else:
+            raise GraphError(f"{where}: a requires entry is a label or {{label, on}}")
+        if edge.label in edges:
+            raise GraphError(f"{where}: requires {edge.label!r} twice")
+        edges[edge.label] = edge
+    return tuple(edges.values())
+
+
+def _check_routing(routing: Any, where: str) -> None:
+    if not isinstance(routing, str) or len(routing) > MAX_ROUTING:
+        raise GraphError(f"{where}: must be text of at most {MAX_ROUTING} characters")
+
+
+def find_cycle(requires: Mapping[str, list[str]]) -> list[str] | None:
+    """A cycle as labels in order (first repeated at the end), or None. Iterative DFS."""
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(requires, white)
+    for root in requires:
+        if color[root] != white:
+            continue
+        stack: list[tuple[str, int]] = [(root, 0)]
+        path: list[str] = [root]
+        color[root] = grey
+        while stack:
+            node, index = stack[-1]
+            parents = requires.get(node, [])
+            if index < len(parents):
+                stack[-1] = (node, index + 1)
+                nxt = parents[index]
+                state = color.get(nxt, black)  # labels outside this graph cannot loop back
+                if state == grey:
+                    start = path.index(nxt)
+                    # Report in dependency order: each label requires the one before it.
+                    loop = [*path[start:], nxt]
+                    return list(reversed(loop))
+                if state == white:
+                    color[nxt] = grey
+                    stack.append((nxt, 0))
+                    path.append(nxt)
+            else:
+                color[node] = black
+                stack.pop()
+                path.pop()
+    return None
+
+
+def _walk(value: Any, visit: Callable[[Mapping[str, Any]], Any]) -> Any:
+    """Rebuild ``value`` without recursion. ``visit`` gets each mapping and returns it
+    unchanged (keep and descend) or any other object (the replacement, not descended)."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, key = stack.pop()
+        if isinstance(item, Mapping):
+            replaced = visit(item)
+            if replaced is not item:
+                parent[key] = replaced
+                continue
+            new: dict[str, Any] = {}
+            parent[key] = new
+            stack.extend((v, new, k) for k, v in item.items())
+        elif isinstance(item, list):
+            new_list: list[Any] = [None] * len(item)
+            parent[key] = new_list
+            stack.extend((v, new_list, i) for i, v in enumerate(item))
+        else:
+            parent[key] = item
+    return root[0]
+
+
+def _marker(item: Mapping[str, Any], name: str) -> Any:
+    if len(item) == 1 and name in item:
+        return item[name]
+    return None
+
+
+def references(args: Any) -> set[str]:
+    """Labels named by ``{$subs: "taskId:LABEL"}`` markers."""
+    found: set[str] = set()
+
+    def visit(item: Mapping[str, Any]) -> Any:
+        target = _marker(item, "$subs")
+        if isinstance(target, str) and target.startswith("taskId:"):
+            found.add(target[len("taskId:"):])
+            return 0
+        if target is not None:
+            raise GraphError(f"$subs {target!r}: expected 'taskId:LABEL'")
+        return item
+
+    _walk(args, visit)
+    return found
+
+
+def result_references(args: Any) -> set[str]:
+    """Labels named by ``{$result: LABEL}`` markers."""
+    found: set[str] = set()
+
+    def visit(item: Mapping[str, Any]) -> Any:
+        target = _marker(item, "$result")
+        if isinstance(target, str):
+            found.add(target)
+            return 0
+        return item
+
+    _walk(args, visit)
+    return found
+
+
+def substitute_ids(args: Any, ids: Mapping[str, int]) -> Any:
+    """Replace ``{$subs: "taskId:LABEL"}`` with that label's job id (at submission)."""
+
+    def visit(item: Mapping[str, Any]) -> Any:
+        target = _marker(item, "$subs")
+        if isinstance(target, str) and target.startswith("taskId:"):
+            return ids[target[len("taskId:"):]]
+        return item
+
+    return _walk(args, visit)
+
+
+def substitute_results(args: Any, results: Mapping[str, Any]) -> Any:
+    """Replace ``{$result: LABEL}`` with that label's job result (at dispatch)."""
+
+    def visit(item: Mapping[str, Any]) -> Any:
+        target = _marker(item, "$result")
+        if isinstance(target, str) and target in results:
+            return results[target]
+        return item
+
+    return _walk(args, visit)

@@ -1,0 +1,42 @@
+"""A synchronous in-test worker: drives real store transitions without processes.
+
+It calls the same store methods as the worker daemon (claim, complete) and the
+real scheduling cycle, deciding each attempt's outcome with a function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from taskyard.scheduler.cycle import schedule
+from taskyard.store import Store
+from taskyard.store.records import ClaimedJob, Outcome
+
+Decide = Callable[[ClaimedJob], tuple[str, Any]]
+
+
+def succeed(job: ClaimedJob) -> tuple[str, Any]:
+    return "succeeded", {"label": job.label, "args": job.args}
+
+
+def drive(store: Store, decide: Decide = succeed, *, capacity: int = 4, rounds: int = 500,
+          worker: str = "driver") -> list[ClaimedJob]:
+    """Run jobs until nothing is placeable; returns every claimed attempt in order."""
+    existing = [w for w in store.list_workers() if w.name == worker]
+    worker_id = existing[0].id if existing else store.register_worker(
+        worker, ["default"], capacity, lease_seconds=300).id
+    seen: list[ClaimedJob] = []
+    for _ in range(rounds):
+        schedule(store)
+        claimed = store.claim_dispatched(worker_id, capacity)
+        if not claimed:
+            return seen
+        seen.extend(claimed)
+        outcomes = []
+        for job in claimed:
+            state, result = decide(job)
+            outcomes.append(Outcome(job.job_id, job.attempt, state,
+                                    0 if state == "succeeded" else 1, result))
+        store.complete_attempts(worker_id, outcomes)
+    raise AssertionError("jobs kept coming after many rounds")

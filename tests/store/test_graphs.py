@@ -1,0 +1,190 @@
+"""Task graphs on both stores: readiness by counter, cascades, reruns, live graphs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from driver import drive
+from sqlalchemy import func, select
+
+from taskyard.store import Store
+from taskyard.store import schema as t
+from taskyard.store.errors import InvalidInput
+from taskyard.store.records import ClaimedJob, TaskTypeSpec
+
+
+@pytest.fixture
+def store_g(store: Store) -> Store:
+    store.put_task_type(TaskTypeSpec("step", "shell:true"))
+    return store
+
+
+def states(store: Store, graph_id: int) -> dict[str, str]:
+    return {j.label or "": j.state for j in store.get_graph(graph_id).jobs}
+
+
+def fail_labels(*labels: str) -> Any:
+    def decide(job: ClaimedJob) -> tuple[str, Any]:
+        return ("failed", None) if job.label in labels else ("succeeded", job.label)
+    return decide
+
+
+def test_diamond_runs_in_dependency_order(store_g: Store) -> None:
+    gid = store_g.submit_graph({"routing": "ci", "tasks": {
+        "a": {"type": "step"},
+        "b": {"type": "step", "requires": ["a"]},
+        "c": {"type": "step", "requires": ["a"]},
+        "d": {"type": "step", "requires": ["b", "c"]},
+    }})
+    order = [j.label for j in drive(store_g)]
+    assert order[0] == "a" and order[-1] == "d" and set(order[1:3]) == {"b", "c"}
+    graph = store_g.get_graph(gid)
+    assert graph.state == "finished" and set(states(store_g, gid).values()) == {"succeeded"}
+    topics = [e.topic for e in store_g.list_events(graph_id=gid)]
+    assert topics[0] == "graph-running" and topics[-1] == "graph-finished"
+
+
+def test_fan_in_of_100(store_g: Store) -> None:
+    tasks: dict[str, Any] = {f"p{i}": {"type": "step"} for i in range(100)}
+    tasks["join"] = {"type": "step", "requires": [f"p{i}" for i in range(100)]}
+    gid = store_g.submit_graph({"tasks": tasks})
+    order = [j.label for j in drive(store_g, capacity=16)]
+    assert order[-1] == "join" and len(order) == 101
+    assert store_g.get_graph(gid).state == "finished"
+
+
+def test_three_level_failure_cascade_blocks_the_graph(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {
+        "root": {"type": "step"},
+        "l1": {"type": "step", "requires": ["root"]},
+        "l2": {"type": "step", "requires": ["l1"]},
+        "l3": {"type": "step", "requires": ["l2"]},
+        "other": {"type": "step"},
+    }})
+    drive(store_g, fail_labels("root"))
+    assert states(store_g, gid) == {"root": "failed", "l1": "dependency_failed",
+                                    "l2": "dependency_failed", "l3": "dependency_failed",
+                                    "other": "succeeded"}
+    assert store_g.get_graph(gid).state == "blocked"
+    assert "graph-blocked" in [e.topic for e in store_g.list_events(graph_id=gid)]
+
+
+def test_reruns_then_success(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {"flaky": {"type": "step", "reruns": 2},
+                                          "after": {"type": "step", "requires": ["flaky"]}}})
+
+    def decide(job: ClaimedJob) -> tuple[str, Any]:
+        return ("failed", None) if job.label == "flaky" and job.attempt < 3 else ("succeeded", 1)
+
+    drive(store_g, decide)
+    flaky = next(j for j in store_g.get_graph(gid).jobs if j.label == "flaky")
+    assert (flaky.state, flaky.attempt) == ("succeeded", 3)
+    assert [a.state for a in flaky.attempts] == ["failed", "failed", "succeeded"]
+    assert store_g.get_graph(gid).state == "finished"
+
+
+def test_substitutions_reach_the_handler(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {
+        "build": {"type": "step"},
+        "test": {"type": "step", "requires": ["build"],
+                 "args": {"build_job": {"$subs": "taskId:build"},
+                          "artifact": {"$result": "build"}}},
+    }})
+    seen = drive(store_g, lambda j: ("succeeded", {"tar": "b.tgz"} if j.label == "build" else 1))
+    build_id = next(j.id for j in store_g.get_graph(gid).jobs if j.label == "build")
+    test_job = next(j for j in seen if j.label == "test")
+    assert test_job.args == {"build_job": build_id, "artifact": {"tar": "b.tgz"}}
+
+
+def test_add_tasks_to_running_and_finished_graphs(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {"a": {"type": "step"}}})
+    store_g.add_graph_tasks(gid, {"tasks": {"b": {"type": "step", "requires": ["a"]}}})
+    drive(store_g)
+    assert store_g.get_graph(gid).state == "finished"
+    assert store_g.add_graph_tasks(gid, {"tasks": {"a": {"type": "step"}}}) == []
+    with pytest.raises(InvalidInput, match="'a'.*another definition"):
+        store_g.add_graph_tasks(gid, {"tasks": {"a": {"type": "step", "priority": 3}}})
+    (c,) = store_g.add_graph_tasks(gid, {"tasks": {"c": {"type": "step", "requires": ["b"]}}})
+    assert store_g.get_graph(gid).state == "running"
+    assert store_g.get_job(c).state == "pending"  # type: ignore[union-attr]
+    drive(store_g)
+    assert store_g.get_graph(gid).state == "finished"
+
+
+def test_new_task_requiring_a_failed_one_fails_at_once(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {"a": {"type": "step"}}})
+    drive(store_g, fail_labels("a"))
+    (b,) = store_g.add_graph_tasks(gid, {"tasks": {"b": {"type": "step", "requires": ["a"]}}})
+    assert store_g.get_job(b).state == "dependency_failed"  # type: ignore[union-attr]
+
+
+def test_cancel_while_running(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {"a": {"type": "step"},
+                                          "b": {"type": "step", "requires": ["a"]}}})
+    worker = store_g.register_worker("w", ["default"], 2, lease_seconds=60)
+    from taskyard.scheduler.cycle import schedule
+
+    schedule(store_g)
+    (claimed,) = store_g.claim_dispatched(worker.id, 2)
+    graph = store_g.cancel_graph(gid)
+    assert graph.state == "canceled"
+    assert {j.label: j.state for j in graph.jobs} == {"a": "canceled", "b": "canceled"}
+    assert store_g.renew_lease(worker.id, 60, [(claimed.job_id, 1)]).stop == (
+        (claimed.job_id, 1),)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "message"),
+    [
+        ({"a": {"type": "step", "requires": ["b"]}, "b": {"type": "step", "requires": ["a"]}},
+         "cycle"),
+        ({"a": {"type": "step", "requires": ["ghost"]}}, "unknown label 'ghost'"),
+        ({"a": {"type": "nope"}}, "unknown task type 'nope'"),
+        ({"a": {"type": "step", "args": {"x": {"$result": "a2"}}}}, "unknown label 'a2'"),
+    ],
+)
+def test_invalid_graph_writes_nothing(store_g: Store, tasks: Any, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        store_g.submit_graph({"tasks": tasks})
+    with store_g.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(t.graphs)).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(t.jobs)).scalar_one() == 0
+
+
+def test_edges_rollback_and_notify(store_g: Store) -> None:
+    spec = {"tasks": {
+        "deploy": {"type": "step"},
+        "rollback": {"type": "step", "requires": [{"label": "deploy", "on": "failure"}]},
+        "verify": {"type": "step", "requires": ["deploy"]},
+        "after-verify": {"type": "step", "requires": ["verify"]},
+        "notify": {"type": "step", "requires": [{"label": "deploy", "on": "always"}]},
+    }}
+    ok = store_g.submit_graph(spec)
+    drive(store_g)
+    assert states(store_g, ok) == {"deploy": "succeeded", "rollback": "skipped",
+                                   "verify": "succeeded", "after-verify": "succeeded",
+                                   "notify": "succeeded"}
+    assert store_g.get_graph(ok).state == "finished"
+    bad = store_g.submit_graph(spec)
+    drive(store_g, fail_labels("deploy"))
+    assert states(store_g, bad) == {"deploy": "failed", "rollback": "succeeded",
+                                    "verify": "dependency_failed",
+                                    "after-verify": "dependency_failed", "notify": "succeeded"}
+    assert store_g.get_graph(bad).state == "finished"  # the failure was handled
+
+
+def test_skipping_propagates_and_all_resolved_runs_after_failure(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {
+        "a": {"type": "step"},
+        "on-fail": {"type": "step", "requires": [{"label": "a", "on": "failure"}]},
+        "needs-on-fail": {"type": "step", "requires": ["on-fail"]},
+        "b": {"type": "step"},
+        "report": {"type": "step", "requires": ["b"], "requires_mode": "all-resolved"},
+        "either": {"type": "step", "convergence": "any",
+                   "requires": ["b", {"label": "a", "on": "success"}]},
+    }})
+    drive(store_g, fail_labels("b"))
+    assert states(store_g, gid) == {"a": "succeeded", "on-fail": "skipped",
+                                    "needs-on-fail": "skipped", "b": "failed",
+                                    "report": "succeeded", "either": "succeeded"}

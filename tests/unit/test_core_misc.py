@@ -1,0 +1,100 @@
+"""States, durations, locks, retries, handler specs, limits."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from taskyard.core.durations import DurationError, parse_duration, parse_interval, parse_when
+from taskyard.core.handlers import HandlerSpecError, parse_handler, render_shell
+from taskyard.core.limits import LimitError, encode_args, nesting_depth
+from taskyard.core.locks import LockClaim, LockTemplateError, render_claims
+from taskyard.core.retry import RetryPolicy, decide_retry
+from taskyard.core.states import JOB_TRANSITIONS, TERMINAL, JobState, can_transition
+
+
+def test_every_state_has_a_transition_row_and_success_is_final():
+    assert set(JOB_TRANSITIONS) == set(JobState)
+    assert not JOB_TRANSITIONS[JobState.SUCCEEDED]
+    assert can_transition(JobState.PENDING, JobState.DISPATCHED)
+    assert not can_transition(JobState.PENDING, JobState.SUCCEEDED)
+    # Only the worker's claim starts a job; nothing jumps from waiting to running.
+    assert not can_transition(JobState.WAITING, JobState.RUNNING)
+    for state in TERMINAL:
+        assert JOB_TRANSITIONS[state] <= {JobState.PENDING}
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300), ("2h", 7200), ("1d", 86400)]
+)
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "-1", "5x", "1.2.3", "m"])
+def test_bad_durations_are_named(text):
+    with pytest.raises(DurationError, match="timeout"):
+        parse_duration(text, field="timeout")
+
+
+def test_interval_forms():
+    iv = parse_interval("1d,12h,64d")
+    assert (iv.default, iv.minimum, iv.maximum) == (86400, 43200, 64 * 86400)
+    assert parse_interval({"default": "1h", "min": "1m", "max": "1d"}).minimum == 60
+    with pytest.raises(DurationError):
+        parse_interval("1h,2h,3h")
+
+
+def test_run_after_takes_duration_or_iso():
+    assert parse_when("2s", now=100.0) == 102.0
+    assert parse_when("1970-01-01T00:01:00Z", now=0) == 60.0
+    with pytest.raises(DurationError):
+        parse_when("tomorrow-ish", now=0)
+
+
+def test_lock_templates_render_and_name_missing_args():
+    claims = render_claims("playbook", ["project:{project_id}:shared"], {"project_id": 7})
+    assert claims == (LockClaim("project:7", exclusive=False),)
+    with pytest.raises(LockTemplateError, match="project_id"):
+        render_claims("t", ["project:{project_id}"], {})
+    a = render_claims("jt", [], {"x": 1}, simultaneous=False)
+    assert a == render_claims("jt", [], {"x": 1}, simultaneous=False)
+    assert a != render_claims("jt", [], {"x": 2}, simultaneous=False)
+
+
+@given(st.integers(0, 5), st.floats(0, 100), st.floats(1, 4), st.integers(1, 8), st.floats(0, 1))
+def test_retry_delay_never_below_half_and_attempts_bounded(retries, delay, backoff, attempt, j):
+    decision = decide_retry(RetryPolicy(retries, delay, backoff, 1e9), attempt, j)
+    assert decision.retry == (attempt <= retries)
+    if decision.retry:
+        full = delay * backoff ** (attempt - 1)
+        assert full / 2 - 1e-9 <= decision.delay <= full + 1e-9
+
+
+def test_handler_specs():
+    assert parse_handler("python:pkg.mod:run").module == "pkg.mod"
+    assert parse_handler("shell:echo hi").target == "echo hi"
+    for bad in ["java:x", "python:mod", "python:1mod:f", "shell:  "]:
+        with pytest.raises(HandlerSpecError):
+            parse_handler(bad)
+    assert render_shell("echo {a} {b}", {"a": "it's here", "b": 3}) == "echo 'it'\"'\"'s here' 3"
+    with pytest.raises(HandlerSpecError, match="'c'"):
+        render_shell("echo {c}", {})
+
+
+def test_limits():
+    assert nesting_depth({"a": [{"b": 1}]}) == 3
+    with pytest.raises(LimitError, match="nest"):
+        encode_args(_deep(70), where="job 0")
+    with pytest.raises(LimitError, match="bytes"):
+        encode_args({"x": "y" * 300_000}, where="job 0")
+    with pytest.raises(LimitError, match="JSON object"):
+        encode_args([1], where="job 0")
+
+
+def _deep(n: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(n):
+        value = {"a": value}
+    return value

@@ -1,0 +1,80 @@
+"""Graph parsing, validation, cycle detection and substitution (pure core)."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskyard.core.graph import (
+    GraphError,
+    find_cycle,
+    parse_graph,
+    references,
+    substitute_ids,
+    substitute_results,
+)
+
+
+def known(name: str) -> bool:
+    return name in {"compile", "test"}
+
+
+def test_valid_graph_parses_with_edges() -> None:
+    spec = parse_graph(
+        {"routing": "nightly", "tasks": {
+            "build": {"type": "compile", "reruns": 2},
+            "test": {"type": "test", "requires": ["build", ], "args": {
+                "b": {"$subs": "taskId:build"}, "a": {"$result": "build"}}},
+            "cleanup": {"type": "test", "requires": [{"label": "test", "on": "always"}]},
+        }},
+        known_types=known,
+    )
+    assert spec.tasks["test"].requires[0].on == "success"
+    assert spec.tasks["cleanup"].requires[0].on == "always"
+    assert spec.tasks["build"].reruns == 2
+
+
+@pytest.mark.parametrize(
+    ("tasks", "message"),
+    [
+        ({"a": {"type": "compile", "requires": ["a"]}}, "cycle a -> a"),
+        ({"a": {"type": "compile", "requires": ["b"]}, "b": {"type": "compile",
+          "requires": ["a"]}}, "cycle"),
+        ({"a": {"type": "compile", "requires": ["zz"]}}, "requires unknown label 'zz'"),
+        ({"a": {"type": "nope"}}, "unknown task type 'nope'"),
+        ({"a": {"type": "compile", "args": {"x": {"$subs": "taskId:q"}}}}, "unknown label 'q'"),
+        ({"a": {"type": "compile", "requires": [{"label": "b", "on": "maybe"}]},
+          "b": {"type": "compile"}}, "on='maybe'"),
+        ({"a": {"type": "compile", "args": {"x": "y" * 300_000}}}, "bytes"),
+        ({"a": {"type": "compile", "reruns": -1}}, "reruns"),
+        ({"a.b": {"type": "compile"}}, "without dots"),
+    ],
+)
+def test_invalid_graphs_name_the_culprit(tasks: dict[str, object], message: str) -> None:
+    with pytest.raises(GraphError, match=message.replace("(", r"\(")):
+        parse_graph({"tasks": tasks}, known_types=known)
+
+
+def test_cycle_is_reported_in_order() -> None:
+    assert find_cycle({"a": ["c"], "b": ["a"], "c": ["b"]}) in (
+        ["a", "b", "c", "a"], ["b", "c", "a", "b"], ["c", "a", "b", "c"])
+
+
+def test_long_chain_validates_without_recursion() -> None:
+    n = 100_000
+    tasks = {f"t{i}": {"type": "compile", "requires": [f"t{i - 1}"] if i else []}
+             for i in range(n)}
+    spec = parse_graph({"tasks": tasks}, known_types=known)
+    assert len(spec.tasks) == n
+    tasks["t0"]["requires"] = [f"t{n - 1}"]
+    with pytest.raises(GraphError, match="cycle"):
+        parse_graph({"tasks": tasks}, known_types=known)
+
+
+def test_substitutions() -> None:
+    args = {"id": {"$subs": "taskId:build"}, "deep": [{"r": {"$result": "build"}}], "k": 1}
+    assert references(args) == {"build"}
+    with_ids = substitute_ids(args, {"build": 42})
+    assert with_ids["id"] == 42 and with_ids["deep"][0]["r"] == {"$result": "build"}
+    done = substitute_results(with_ids, {"build": {"artifact": "x.tar"}})
+    assert done == {"id": 42, "deep": [{"r": {"artifact": "x.tar"}}], "k": 1}
+    assert substitute_results({"r": {"$result": "b"}}, {"b": None}) == {"r": None}
