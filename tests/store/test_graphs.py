@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from taskyard.store import Store
 from taskyard.store import schema as t
 from taskyard.store.errors import InvalidInput
-from taskyard.store.records import ClaimedJob, TaskTypeSpec
+from taskyard.store.records import ClaimedJob, JobSubmission, TaskTypeSpec
 
 
 @pytest.fixture
@@ -188,3 +188,29 @@ def test_skipping_propagates_and_all_resolved_runs_after_failure(store_g: Store)
     assert states(store_g, gid) == {"a": "succeeded", "on-fail": "skipped",
                                     "needs-on-fail": "skipped", "b": "failed",
                                     "report": "succeeded", "either": "succeeded"}
+
+
+def test_watchdog_flags_a_graph_that_stops_making_progress(store: Store) -> None:
+    import time
+
+    from taskyard.scheduler.cycle import schedule
+
+    store.put_task_type(TaskTypeSpec("res", "shell:true", locks=("res",)))
+    (hog,) = store.submit_jobs([JobSubmission("res")])
+    worker = store.register_worker("w", ["default"], 4, lease_seconds=60)
+    schedule(store)
+    store.claim_dispatched(worker.id, 4)  # the hog runs and never ends
+    gid = store.submit_graph({"tasks": {"blocked": {"type": "res"}}})
+    time.sleep(0.05)
+    report = schedule(store, stall_after=0.01)
+    assert report is not None and report.stalled == [gid]
+    assert store.get_graph(gid).stalled_at is not None
+    assert "graph-stalled" in [e.topic for e in store.list_events(graph_id=gid)]
+    again = schedule(store, stall_after=0.01)
+    assert again is not None and again.stalled == []  # flagged once
+    assert schedule(store, stall_after=0.01, cancel_stalled=False) is not None
+    store.cancel_job(hog)
+    store.stop_worker(worker.id)
+    drive(store)
+    assert store.get_graph(gid).state == "finished"
+    assert store.get_graph(gid).stalled_at is None  # progress clears the flag

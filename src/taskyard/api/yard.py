@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
@@ -16,7 +16,14 @@ from taskyard.core.states import TERMINAL
 from taskyard.scheduler.cycle import CycleReport, schedule
 from taskyard.store import Store, open_store
 from taskyard.store.errors import InvalidInput, NotFound
-from taskyard.store.records import JobRecord, JobSubmission, TaskTypeSpec, WorkerRecord
+from taskyard.store.records import (
+    EventRecord,
+    GraphRecord,
+    JobRecord,
+    JobSubmission,
+    TaskTypeSpec,
+    WorkerRecord,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_URL = "sqlite:///taskyard.db"
@@ -156,10 +163,9 @@ class Yard:
             locks=tuple(locks),
         )
         (job_id,) = self.store.submit_jobs([sub])
-        if self.inline_cycle:
-            # Seed 000 runs schedule() on job creation: the job can reach its
-            # worker in one hop instead of waiting for the scheduler daemon.
-            schedule(self.store, holder="inline")
+        # Seed 000 runs schedule() on job creation: the job can reach its
+        # worker in one hop instead of waiting for the scheduler daemon.
+        self._cycle()
         return job_id
 
     def get_job(self, job_id: int) -> JobRecord:
@@ -191,9 +197,51 @@ class Yard:
 
     def retry(self, job_id: int) -> JobRecord:
         job = self.store.retry_job(job_id)
+        self._cycle()
+        return job
+
+    def submit_graph(self, doc: Mapping[str, Any]) -> int:
+        """Submit a task graph (TaskCluster's format, as a mapping); returns the graph id."""
+        graph_id = self.store.submit_graph(doc)
+        self._cycle()
+        return graph_id
+
+    def add_graph_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
+        """Add tasks (``{"tasks": {...}}``) to a graph; returns the new job ids."""
+        ids = self.store.add_graph_tasks(graph_id, doc)
+        self._cycle()
+        return ids
+
+    def graph(self, graph_id: int) -> GraphRecord:
+        return self.store.get_graph(graph_id)
+
+    def graphs(self, *, state: str | None = None, limit: int = 100) -> list[GraphRecord]:
+        return self.store.list_graphs(state=state, limit=limit)
+
+    def cancel_graph(self, graph_id: int) -> GraphRecord:
+        return self.store.cancel_graph(graph_id)
+
+    def wait_graph(self, graph_id: int, timeout: float | None = None) -> GraphRecord:
+        """Block until the graph is finished, blocked or canceled."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            graph = self.store.get_graph(graph_id, jobs=False)
+            if graph.state != "running":
+                return self.store.get_graph(graph_id)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"graph {graph_id} still running after {timeout}s")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+
+    def events(
+        self, *, after_id: int | None = None, topic: str | None = None, limit: int = 1000
+    ) -> list[EventRecord]:
+        return self.store.list_events(after_id=after_id, topic=topic, limit=limit)
+
+    def _cycle(self) -> None:
         if self.inline_cycle:
             schedule(self.store, holder="inline")
-        return job
 
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
         return self.store.list_workers(include_gone=include_gone)

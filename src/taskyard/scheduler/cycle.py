@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from taskyard.core.placement import Placement, Planner, Skip
 from taskyard.store import Store
+from taskyard.store.watchdog import flag_stalled_graphs
 
 SCAN_LIMIT = 10_000
 """Most pending jobs one cycle examines; the rest wait for the next cycle."""
@@ -30,16 +31,30 @@ class CycleReport:
     requeued: int = 0
     placed: list[Placement] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    stalled: list[int] = field(default_factory=list)
     scanned: int = 0
     seconds: float = 0.0
 
     @property
     def changed(self) -> bool:
-        return bool(self.expelled or self.timed_out or self.requeued or self.placed)
+        return bool(
+            self.expelled or self.timed_out or self.requeued or self.placed or self.stalled
+        )
 
 
-def schedule(store: Store, *, holder: str = "", scan_limit: int = SCAN_LIMIT) -> CycleReport | None:
-    """Run one cycle; ``None`` when another caller holds the global lock."""
+def schedule(
+    store: Store,
+    *,
+    holder: str = "",
+    scan_limit: int = SCAN_LIMIT,
+    stall_after: float | None = None,
+    cancel_stalled: bool = False,
+) -> CycleReport | None:
+    """Run one cycle; ``None`` when another caller holds the global lock.
+
+    ``stall_after``: flag running graphs without progress for that many seconds
+    (``graph-stalled`` event); with ``cancel_stalled`` they are canceled too.
+    """
     started = time.perf_counter()
     with store.cycle() as tx:
         if tx is None:
@@ -69,11 +84,17 @@ def schedule(store: Store, *, holder: str = "", scan_limit: int = SCAN_LIMIT) ->
                 after = (batch[-1].priority, batch[-1].id)
             if report.placed:
                 tx.dispatch(report.placed, {w.id: w.name for w in workers})
+            if stall_after is not None:
+                served = {p for w in workers for p in w.pools}
+                report.stalled = flag_stalled_graphs(tx, stall_after, served)
         if report.changed:
             # Only a cycle that changed something writes, so that SQLite
             # listeners (woken by any commit) are not woken by idle cycles.
             tx.record_cycle(holder)
     report.seconds = time.perf_counter() - started
+    if cancel_stalled:
+        for graph_id in report.stalled:
+            store.cancel_graph(graph_id)
     return report
 
 

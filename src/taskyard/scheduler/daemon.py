@@ -22,12 +22,15 @@ class SchedulerDaemon:
 
     def __init__(
         self, store: Store, *, interval: float = 1.0, wakeups: bool = True,
-        holder: str | None = None,
+        holder: str | None = None, stall_after: float | None = 600.0,
+        cancel_stalled: bool = False,
     ) -> None:
         self.store = store
         self.interval = interval
         self.wakeups = wakeups
         self.holder = holder or f"{socket.gethostname()}-{os.getpid()}"
+        self.stall_after = stall_after
+        self.cancel_stalled = cancel_stalled
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set."""
@@ -37,7 +40,9 @@ class SchedulerDaemon:
         try:
             while not stop.is_set():
                 try:
-                    report = schedule(self.store, holder=self.holder)
+                    report = schedule(self.store, holder=self.holder,
+                                      stall_after=self.stall_after,
+                                      cancel_stalled=self.cancel_stalled)
                     failures = 0
                 except Exception:  # the daemon must outlive a database hiccup
                     failures += 1

@@ -88,6 +88,10 @@ class ExecutionMixin(ResolutionMixin):
                 ),
             )
             results = self._upstream_results(conn, rows)
+            graph_ids = sorted({r.graph_id for r in rows if r.graph_id is not None})
+            if graph_ids:
+                conn.execute(update(t.graphs).where(t.graphs.c.id.in_(graph_ids))
+                             .values(last_progress_at=self._now, stalled_at=None))
         rows.sort(key=lambda r: r.id)
         return [
             ClaimedJob(
