@@ -98,3 +98,15 @@ def _deep(n: int) -> dict[str, object]:
     for _ in range(n):
         value = {"a": value}
     return value
+
+
+def test_lock_groups_share_within_and_exclude_across() -> None:
+    from taskyard.core.locks import decode_claim
+
+    job_a, job_b = decode_claim("inv:1:shared"), decode_claim("inv:1:shared")
+    upd_a, upd_b = decode_claim("inv:1:group=updates"), decode_claim("inv:1:group=updates")
+    assert not job_a.conflicts(job_b) and not upd_a.conflicts(upd_b)
+    assert job_a.conflicts(upd_a) and upd_a.conflicts(job_a)
+    assert decode_claim("inv:1").conflicts(job_a)
+    assert upd_a.encode() == "inv:1:group=updates" and decode_claim(upd_a.encode()) == upd_a
+    assert not decode_claim("inv:2").conflicts(decode_claim("inv:1"))

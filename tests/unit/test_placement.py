@@ -32,7 +32,11 @@ workers_st = st.lists(
 ).map(lambda ws: [WorkerSlot(n, w.name, w.pools, w.capacity) for n, w in enumerate(ws)])
 
 claims_st = st.lists(
-    st.builds(LockClaim, st.sampled_from(["p1", "p2", "inv"]), st.booleans()),
+    st.builds(
+        lambda key, mode: LockClaim(key, mode == "x", mode if mode in ("g1", "g2") else ""),
+        st.sampled_from(["p1", "p2", "inv"]),
+        st.sampled_from(["x", "shared", "g1", "g2"]),
+    ),
     max_size=2,
     unique_by=lambda c: c.key,
 ).map(tuple)

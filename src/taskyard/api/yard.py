@@ -10,7 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
+from taskyard.api.apply import Declarations, parse_config
 from taskyard.core.durations import DurationError, parse_when
+from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
 from taskyard.scheduler.cycle import CycleReport, schedule
@@ -104,6 +106,23 @@ class Yard:
             verify_handler(handler)
         return self.store.put_task_type(TaskTypeSpec(name=name, handler=handler, **policy))
 
+    def apply(self, doc: Any, *, verify: bool = True) -> Declarations:
+        """Create or update what a configuration document declares (``taskyard apply``).
+
+        Task types and pools are written in one transaction after all are validated.
+        """
+        decl = parse_config(doc)
+        if verify:
+            for spec in decl.task_types:
+                verify_handler(spec.handler)
+        self.store.put_task_types(decl.task_types, decl.pools)
+        apply_schedules = getattr(self, "apply_schedules", None)
+        if decl.schedules:
+            if apply_schedules is None:
+                raise InvalidInput("config: schedules are not supported by this version")
+            apply_schedules(decl.schedules)
+        return decl
+
     def task_type(self, name: str | None = None, **policy: Any) -> Callable[[F], F]:
         """Decorator: declare a Python function as a task type (registered by :meth:`init`
         or the first :meth:`submit`). The function must live in an importable module."""
@@ -186,6 +205,10 @@ class Yard:
                 raise TimeoutError(f"job {job_id} still {job.state} after {timeout}s")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
+
+    def explain(self, job_id: int) -> list[Reason]:
+        """Why the job is not running yet: dependencies, locks, capacity, queue, run_after."""
+        return self.store.explain_job(job_id)
 
     def jobs(
         self, *, state: str | None = None, type: str | None = None, limit: int = 100

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,22 +16,40 @@ class LockTemplateError(ValueError):
 
 @dataclass(frozen=True, slots=True, order=True)
 class LockClaim:
-    """A named resource a job holds while dispatched or running."""
+    """A named resource a job holds while dispatched or running.
+
+    Modes: exclusive (the default), shared, or shared within a named group
+    (``group``): claims on one key are compatible only when neither is
+    exclusive and both are in the same group — plain shared claims form the
+    group ``""``. Groups express "jobs xor updates" (AWX: a job xor inventory
+    updates of one inventory), which shared/exclusive alone cannot.
+    """
 
     key: str
     exclusive: bool = True
+    group: str = ""
 
     def conflicts(self, other: LockClaim) -> bool:
-        """Two claims on one key conflict unless both are shared."""
-        return self.key == other.key and (self.exclusive or other.exclusive)
+        """Two claims on one key conflict unless both are shared in the same group."""
+        if self.key != other.key:
+            return False
+        return self.exclusive or other.exclusive or self.group != other.group
 
     def encode(self) -> str:
-        """``key`` or ``key:shared`` — the form stored and shown."""
-        return self.key if self.exclusive else f"{self.key}:shared"
+        """``key``, ``key:shared`` or ``key:group=NAME`` — the form stored and shown."""
+        if self.exclusive:
+            return self.key
+        return f"{self.key}:group={self.group}" if self.group else f"{self.key}:shared"
+
+
+_GROUP = re.compile(r":group=([A-Za-z0-9_.-]+)$")
 
 
 def decode_claim(text: str) -> LockClaim:
     """Inverse of :meth:`LockClaim.encode`; ``:exclusive`` is also accepted."""
+    group = _GROUP.search(text)
+    if group:
+        return LockClaim(text[: group.start()], exclusive=False, group=group.group(1))
     if text.endswith(":shared"):
         return LockClaim(text[: -len(":shared")], exclusive=False)
     if text.endswith(":exclusive"):
@@ -56,7 +75,7 @@ def render_claim(template: str, args: Mapping[str, object]) -> LockClaim:
             f"lock {template!r}: the job's args have no {', '.join(repr(m) for m in missing)}"
         )
     values = {f: _plain(args[f]) for f in fields}
-    return LockClaim(claim.key.format_map(values), claim.exclusive)
+    return LockClaim(claim.key.format_map(values), claim.exclusive, claim.group)
 
 
 def _plain(value: object) -> str:

@@ -79,6 +79,8 @@ class Skip:
     job_id: int
     reason: SkipReason
     detail: str = ""
+    blocker: int | None = None
+    """The job holding (or, ahead in order, wanting) the conflicting lock."""
 
 
 @dataclass
@@ -89,9 +91,8 @@ class Planner:
     queue_limits: Mapping[str, int] = field(default_factory=dict)
     _used: Counter[int] = field(default_factory=Counter)
     _jobs_on: Counter[int] = field(default_factory=Counter)
-    _held: dict[str, list[LockClaim]] = field(default_factory=dict)
-    _held_by: dict[str, int] = field(default_factory=dict)
-    _ahead: dict[str, list[LockClaim]] = field(default_factory=dict)
+    _held: dict[str, list[tuple[LockClaim, int]]] = field(default_factory=dict)
+    _ahead: dict[str, list[tuple[LockClaim, int]]] = field(default_factory=dict)
     _queued: Counter[str] = field(default_factory=Counter)
     _by_pool: dict[str, list[WorkerSlot]] = field(default_factory=dict)
 
@@ -117,8 +118,7 @@ class Planner:
         self._jobs_on[worker_id] += 1
         self._queued[type_] += 1
         for claim in locks:
-            self._held.setdefault(claim.key, []).append(claim)
-            self._held_by.setdefault(claim.key, job_id)
+            self._held.setdefault(claim.key, []).append((claim, job_id))
 
     def remaining(self, worker_id: int) -> int:
         return self.workers[worker_id].capacity - self._used[worker_id]
@@ -130,10 +130,6 @@ class Planner:
         """True when no worker can take any job: stop reading candidates."""
         return all(not self.idle(w) and self.remaining(w) <= 0 for w in self.workers)
 
-    def holder_of(self, key: str) -> int | None:
-        """Id of an active job holding ``key`` (for explanations)."""
-        return self._held_by.get(key)
-
     def offer(self, job: Candidate) -> Placement | Skip:
         """Place ``job`` or say why not. Candidates must come in placement order."""
         decision = self._decide(job)
@@ -143,16 +139,18 @@ class Planner:
             # A job left behind still wants its locks: younger conflicting jobs
             # must wait behind it (chronological fairness).
             for claim in job.locks:
-                self._ahead.setdefault(claim.key, []).append(claim)
+                self._ahead.setdefault(claim.key, []).append((claim, job.id))
         return decision
 
     def _decide(self, job: Candidate) -> Placement | Skip:
         for claim in job.locks:
-            if any(claim.conflicts(h) for h in self._held.get(claim.key, ())):
-                return Skip(job.id, SkipReason.LOCK_HELD, claim.key)
+            for held, holder in self._held.get(claim.key, ()):
+                if claim.conflicts(held):
+                    return Skip(job.id, SkipReason.LOCK_HELD, claim.encode(), holder)
         for claim in job.locks:
-            if any(claim.conflicts(a) for a in self._ahead.get(claim.key, ())):
-                return Skip(job.id, SkipReason.LOCK_WANTED_AHEAD, claim.key)
+            for wanted, wanter in self._ahead.get(claim.key, ()):
+                if claim.conflicts(wanted):
+                    return Skip(job.id, SkipReason.LOCK_WANTED_AHEAD, claim.encode(), wanter)
         limit = self.queue_limits.get(job.type)
         if limit is not None and self._queued[job.type] >= limit:
             return Skip(job.id, SkipReason.QUEUE_FULL, job.type)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from taskyard.store.cycle import CycleStore, CycleTx
 from taskyard.store.events import EventStore
 from taskyard.store.execution import ExecutionMixin
+from taskyard.store.explain import ExplainMixin
 from taskyard.store.graphs import GraphStore
 from taskyard.store.listen import Listener, open_listener
 
 
-class Store(CycleStore, ExecutionMixin, GraphStore, EventStore):
+class Store(ExplainMixin, CycleStore, ExecutionMixin, GraphStore, EventStore):
     """All persistence operations, on SQLite or PostgreSQL."""
 
     def init_schema(self) -> None:

@@ -13,6 +13,7 @@ from taskyard.core.states import ACTIVE, FAILURES, TERMINAL, AttemptState, JobSt
 from taskyard.store import schema as t
 from taskyard.store.base import routing_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
+from taskyard.store.prereqs import PrereqMixin, PrereqPlan
 from taskyard.store.records import (
     AttemptRecord,
     JobRecord,
@@ -118,7 +119,7 @@ def attempt_record(row: Any) -> AttemptRecord:
     )
 
 
-class JobStore(ResolutionMixin):
+class JobStore(ResolutionMixin, PrereqMixin):
     def submit_jobs(self, subs: Sequence[JobSubmission]) -> list[int]:
         """Insert pending jobs atomically; all or nothing. Returns their ids in order."""
         if not subs:
@@ -131,7 +132,33 @@ class JobStore(ResolutionMixin):
                 if spec is None:
                     raise InvalidInput(f"unknown task type {sub.type!r}")
                 rows.append(job_row(sub, spec, index))
-            return self._insert_jobs(conn, rows)
+            plan = self._plan_prerequisites(conn, subs, specs)
+            if not plan.spawn and not plan.waits:
+                return self._insert_jobs(conn, rows)
+            return self._insert_with_prerequisites(conn, rows, plan, specs)
+
+    def _insert_with_prerequisites(
+        self, conn: Connection, rows: list[dict[str, Any]], plan: PrereqPlan,
+        specs: dict[str, TaskTypeSpec],
+    ) -> list[int]:
+        """Spawned prerequisites first, then the launched jobs waiting on them."""
+        missing = {s.type for s in plan.spawn} - set(specs)
+        specs = {**specs, **self._specs_for(conn, missing)} if missing else specs
+        prereq_ids = self._insert_jobs(
+            conn, [job_row(s, specs[s.type], i) for i, s in enumerate(plan.spawn)]
+        )
+        waits = {index: list(ids) for index, ids in plan.waits.items()}
+        for prereq_id, waiters in zip(prereq_ids, plan.spawn_waiters, strict=True):
+            for index in waiters:
+                waits.setdefault(index, []).append(prereq_id)
+        for index, ids in waits.items():
+            rows[index].update(state=JobState.WAITING, unmet_deps=len(ids))
+        job_ids = self._insert_jobs(conn, rows)
+        conn.execute(insert(t.dependencies), [
+            {"job_id": job_ids[index], "requires_id": prereq, "condition": "success"}
+            for index, ids in waits.items() for prereq in ids
+        ])
+        return job_ids
 
     def _specs_for(self, conn: Connection, names: set[str]) -> dict[str, TaskTypeSpec]:
         found = conn.execute(select(t.task_types).where(t.task_types.c.name.in_(names))).all()
@@ -139,6 +166,8 @@ class JobStore(ResolutionMixin):
 
     def _insert_jobs(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
         """Insert rows (already validated) and announce the pending ones."""
+        if not rows:  # an empty executemany would run as one bare INSERT
+            return []
         stmt = insert(_J).values(created_at=self._now).returning(
             _J.c.id, sort_by_parameter_order=True
         )

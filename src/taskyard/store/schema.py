@@ -216,6 +216,14 @@ jobs = Table(
     Index("ix_jobs_graph_label", "graph_id", "label"),
     Index("uq_jobs_dedup_key", "dedup_key", unique=True),
     Index("ix_jobs_schedule", "schedule_name", "id"),
+    # Prerequisite reuse looks up recent successes of a type within a cache window.
+    Index(
+        "ix_jobs_type_succeeded",
+        "type",
+        "finished_at",
+        sqlite_where=text("state = 'succeeded'"),
+        postgresql_where=text("state = 'succeeded'"),
+    ),
 )
 
 attempts = Table(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -109,28 +110,44 @@ def row_to_spec(row: Any) -> TaskTypeSpec:
 class TaskTypeStore(StoreBase):
     def put_task_type(self, spec: TaskTypeSpec) -> TaskTypeSpec:
         """Create the task type, or update it in place when it exists."""
-        validate_task_type(spec)
-        values = spec_to_row(spec)
-        with self._tx() as conn:
-            for prereq in spec.prerequisites:
-                if prereq.type != spec.name and conn.execute(
-                    select(t.task_types.c.name).where(t.task_types.c.name == prereq.type)
-                ).first() is None:
-                    raise InvalidInput(
-                        f"task type {spec.name!r}: prerequisite type {prereq.type!r} does not exist"
-                    )
-            ins = (sqlite_insert if self.sqlite else pg_insert)(t.task_types)
-            stmt = ins.values(**values, created_at=self._now, updated_at=self._now)
-            changes = {k: stmt.excluded[k] for k in values if k != "name"}
-            conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=["name"], set_={**changes, "updated_at": self._now}
-                )
-            )
-            self._ensure_pools(conn, spec.pools)
+        self.put_task_types([spec])
         return spec
 
-    def _ensure_pools(self, conn: Any, names: Any) -> None:
+    def put_task_types(
+        self, specs: Sequence[TaskTypeSpec], pools: Mapping[str, str] | None = None
+    ) -> None:
+        """Create or update task types and pools in one transaction (all or nothing)."""
+        for spec in specs:
+            validate_task_type(spec)
+        with self._tx() as conn:
+            for spec in specs:
+                self._put_task_type(conn, spec)
+            for name, description in (pools or {}).items():
+                ins = (sqlite_insert if self.sqlite else pg_insert)(t.pools)
+                stmt = ins.values(name=name, description=description, created_at=self._now)
+                conn.execute(stmt.on_conflict_do_update(
+                    index_elements=["name"], set_={"description": stmt.excluded.description}))
+
+    def _put_task_type(self, conn: Connection, spec: TaskTypeSpec) -> None:
+        for prereq in spec.prerequisites:
+            if prereq.type != spec.name and conn.execute(
+                select(t.task_types.c.name).where(t.task_types.c.name == prereq.type)
+            ).first() is None:
+                raise InvalidInput(
+                    f"task type {spec.name!r}: prerequisite type {prereq.type!r} does not exist"
+                )
+        values = spec_to_row(spec)
+        ins = (sqlite_insert if self.sqlite else pg_insert)(t.task_types)
+        stmt = ins.values(**values, created_at=self._now, updated_at=self._now)
+        changes = {k: stmt.excluded[k] for k in values if k != "name"}
+        conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["name"], set_={**changes, "updated_at": self._now}
+            )
+        )
+        self._ensure_pools(conn, spec.pools)
+
+    def _ensure_pools(self, conn: Connection, names: Iterable[str]) -> None:
         ins = (sqlite_insert if self.sqlite else pg_insert)(t.pools)
         for name in names:
             conn.execute(

@@ -1,0 +1,45 @@
+"""Human sentences for why a job is not running (AWX users' "why is it blocked?")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from taskyard.core.placement import Placement, Skip, SkipReason
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One cause, machine-readable (``code``, ``job_id``, ``detail``) and in words."""
+
+    code: str
+    message: str
+    job_id: int | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "job_id": self.job_id,
+                "detail": self.detail}
+
+
+def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[int, str],
+                  queue_limit: int | None = None) -> Reason:
+    """Explain the placement function's decision for a pending job."""
+    if isinstance(decision, Placement):
+        name = worker_names.get(decision.worker_id, str(decision.worker_id))
+        return Reason("placeable", f"can be placed on worker {name} at the next cycle",
+                      detail=name)
+    r, d, who = decision.reason, decision.detail, decision.blocker
+    if r is SkipReason.LOCK_HELD:
+        return Reason("lock_held", f"lock {d} conflicts with job {who}, which holds it", who, d)
+    if r is SkipReason.LOCK_WANTED_AHEAD:
+        return Reason("lock_wanted_ahead",
+                      f"job {who}, ahead in line, wants conflicting lock {d}; jobs that "
+                      "conflict run in order", who, d)
+    if r is SkipReason.QUEUE_FULL:
+        return Reason("queue_full", f"task type {d} is at its max queue length "
+                      f"({queue_limit} dispatched or running)", detail=d)
+    if r is SkipReason.NO_WORKER:
+        return Reason("no_worker", f"no live worker serves its pools ({d})", detail=d)
+    return Reason("no_capacity", f"no worker in its pools ({d}) has room for it; "
+                  f"{ahead} job(s) ahead in line", detail=d)

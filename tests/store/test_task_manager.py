@@ -1,0 +1,171 @@
+"""Seed 000's task-manager rules, literally, on both stores (examples/awx/taskyard.yaml)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from driver import drive
+
+from taskyard.api.yard import Yard
+from taskyard.scheduler.cycle import schedule
+from taskyard.store import Store
+from taskyard.store.errors import InvalidInput
+from taskyard.store.records import JobSubmission, Outcome, TaskTypeSpec
+
+AWX = Path(__file__).parents[2] / "examples" / "awx" / "taskyard.yaml"
+
+
+@pytest.fixture
+def awx(db_url: str) -> Any:
+    yard = Yard(db_url, inline_cycle=False)
+    yard.apply(yaml.safe_load(AWX.read_text()), verify=False)
+    yard.store.register_worker("big", ["default", "east"], 100, lease_seconds=300)
+    yield yard
+    yard.close()
+
+
+def submit(store: Store, type_: str, **args: Any) -> int:
+    (job_id,) = store.submit_jobs([JobSubmission(type_, args)])
+    return job_id
+
+
+def running(store: Store) -> set[int]:
+    schedule(store)
+    return {j.id for j in store.list_jobs(state="dispatched", limit=1000)}
+
+
+def test_one_project_update_per_project(awx: Yard) -> None:
+    s = awx.store
+    a, b, c = (submit(s, "project-update", project_id=p) for p in (1, 1, 2))
+    assert running(s) == {a, c}
+
+
+def test_one_inventory_update_per_source_but_sources_update_together(awx: Yard) -> None:
+    s = awx.store
+    a = submit(s, "inventory-update", source_id=1, inventory_id=7)
+    b = submit(s, "inventory-update", source_id=1, inventory_id=7)
+    c = submit(s, "inventory-update", source_id=2, inventory_id=7)
+    assert running(s) == {a, c} and b not in running(s)
+
+
+def test_job_xor_project_update(awx: Yard) -> None:
+    s = awx.store
+    update = submit(s, "project-update", project_id=1)
+    job = s.submit_jobs([JobSubmission("job", {"template_id": 1, "project_id": 1,
+                                               "inventory_id": 1}, launch_type="dependent")])[0]
+    assert running(s) == {update}
+    assert job not in running(s)
+
+
+def test_job_xor_inventory_updates_and_jobs_share(awx: Yard) -> None:
+    s = awx.store
+    jobs = [s.submit_jobs([JobSubmission("job", {"template_id": t, "project_id": 1,
+                                                 "inventory_id": 7},
+                                         launch_type="dependent")])[0] for t in (1, 2)]
+    update = submit(s, "inventory-update", source_id=3, inventory_id=7)
+    assert running(s) == set(jobs)  # two jobs share the inventory; the update waits
+    assert update not in running(s)
+
+
+def test_one_job_per_job_template_unless_simultaneous(awx: Yard) -> None:
+    s = awx.store
+    args = {"template_id": 1, "project_id": 1, "inventory_id": 1}
+    first, second = (s.submit_jobs([JobSubmission("job", args, launch_type="dependent")])[0]
+                     for _ in range(2))
+    assert running(s) == {first}
+    s.put_task_type(TaskTypeSpec("job-sim", "shell:true"))
+    x, y = (submit(s, "job-sim", template_id=1) for _ in range(2))
+    assert {x, y} <= running(s)
+
+
+def test_one_system_job_at_a_time(awx: Yard) -> None:
+    s = awx.store
+    a, b = submit(s, "system-job"), submit(s, "system-job")
+    assert running(s) == {a}
+
+
+def test_blocked_groups_run_in_creation_order(awx: Yard) -> None:
+    s = awx.store
+    args = {"template_id": 1, "project_id": 1, "inventory_id": 1}
+    job = s.submit_jobs([JobSubmission("job", args, launch_type="dependent")])[0]
+    assert running(s) == {job}
+    update = submit(s, "project-update", project_id=1)  # waits for the job
+    later_job = s.submit_jobs([JobSubmission("job", {**args, "template_id": 2},
+                                             launch_type="dependent")])[0]
+    unrelated = submit(s, "project-update", project_id=99)
+    now_running = running(s)
+    assert update not in now_running and later_job not in now_running  # no overtaking
+    assert unrelated in now_running  # conflicts with nothing: flows past
+    reasons = s.explain_job(later_job)
+    assert [(r.code, r.job_id) for r in reasons] == [("lock_wanted_ahead", update)]
+    assert [(r.code, r.job_id) for r in s.explain_job(update)] == [("lock_held", job)]
+
+
+def test_update_on_launch_spawns_reuses_and_caches(awx: Yard) -> None:
+    s = awx.store
+    args = {"template_id": 1, "project_id": 5, "inventory_id": 1}
+    first = awx.submit("job", args)
+    job = s.get_job(first)
+    assert job is not None and job.state == "waiting"
+    (prereq,) = s.list_jobs(type="project-update")
+    assert prereq.launch_type == "dependent" and prereq.args == {"project_id": 5}
+    assert [r.code for r in s.explain_job(first)] == ["dependency"]
+    second = awx.submit("job", {**args, "template_id": 2})  # in flight: reused, no new job
+    assert len(s.list_jobs(type="project-update")) == 1
+    drive(s, worker="big")
+    assert s.get_job(first).state == s.get_job(second).state == "succeeded"  # type: ignore[union-attr]
+    third = awx.submit("job", {**args, "template_id": 3})  # within the 60 s cache window
+    assert len(s.list_jobs(type="project-update")) == 1
+    assert s.get_job(third).state == "pending"  # type: ignore[union-attr]
+    explicit = awx.submit("project-update", {"project_id": 5})  # explicit runs always
+    assert s.get_job(explicit).state == "pending"  # type: ignore[union-attr]
+
+
+def test_cache_window_expiry_and_failed_prerequisite(db_url: str) -> None:
+    yard = Yard(db_url, inline_cycle=False)
+    s = yard.store
+    s.put_task_type(TaskTypeSpec("update", "shell:true"))
+    s.put_task_type(TaskTypeSpec("run", "shell:true", prerequisites=(
+        __import__("taskyard.store.records", fromlist=["P"]).Prerequisite(
+            "update", {"p": "{p}"}, 0.2),)))
+    s.register_worker("w", ["default"], 4, lease_seconds=300)
+    a = yard.submit("run", {"p": 1})
+    drive(s, worker="w")
+    time.sleep(0.3)
+    b = yard.submit("run", {"p": 1})  # cache expired: a new update is spawned
+    assert len(s.list_jobs(type="update")) == 2
+    drive(s, lambda j: ("failed", None) if j.type == "update" else ("succeeded", 1), worker="w")
+    assert s.get_job(a).state == "succeeded"  # type: ignore[union-attr]
+    assert s.get_job(b).state == "dependency_failed"  # type: ignore[union-attr]
+    c = yard.submit("run", {"p": 1})  # a failed one is never reused
+    assert len(s.list_jobs(type="update")) == 3 and s.get_job(c).state == "waiting"  # type: ignore[union-attr]
+    with pytest.raises(InvalidInput, match="'p'"):
+        yard.submit("run", {})
+    yard.close()
+
+
+def test_max_queue_length(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("lister", "shell:true", max_queue_length=2))
+    ids = store.submit_jobs([JobSubmission("lister") for _ in range(5)])
+    store.register_worker("w", ["default"], 10, lease_seconds=300)
+    assert running(store) == set(ids[:2])
+    assert [r.code for r in store.explain_job(ids[2])] == ["queue_full"]
+
+
+def test_explain_pools_run_after_and_capacity(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true"))
+    gpu = store.submit_jobs([JobSubmission("t", pools=("gpu",))])[0]
+    later = store.submit_jobs([JobSubmission("t", run_after=store.now() + 3600)])[0]
+    assert [r.code for r in store.explain_job(gpu)] == ["no_worker"]
+    assert [r.code for r in store.explain_job(later)] == ["run_after"]
+    w = store.register_worker("w", ["default"], 1, lease_seconds=300)
+    busy, queued = store.submit_jobs([JobSubmission("t"), JobSubmission("t")])
+    schedule(store)
+    assert [r.code for r in store.explain_job(queued)] == ["no_capacity"]
+    store.claim_dispatched(w.id, 1)
+    store.complete_attempts(w.id, [Outcome(busy, 1, "succeeded")])
+    assert [r.code for r in store.explain_job(queued)] == ["placeable"]
