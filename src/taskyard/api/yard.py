@@ -26,6 +26,7 @@ from taskyard.store.records import (
     TaskTypeSpec,
     WorkerRecord,
 )
+from taskyard.store.schedules import ScheduleRecord  # recurring:
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_URL = "sqlite:///taskyard.db"
@@ -272,3 +273,35 @@ class Yard:
     def schedule(self) -> CycleReport | None:
         """Run one scheduling cycle now (None if another is running)."""
         return schedule(self.store, holder="api")
+
+    # recurring: schedules (store/schedules.py); the CLI's `schedule` group calls these.
+    def add_schedule(self, name: str, type: str, **options: Any) -> ScheduleRecord:
+        """Create (or with ``replace=True`` redefine) a schedule. Options as
+        :meth:`Store.add_schedule`: every, cron, args, timezone, priority, catchup, paused."""
+        record = self.store.add_schedule(name, type, **options)
+        self._cycle()
+        return record
+
+    def list_schedules(self) -> list[ScheduleRecord]:
+        return self.store.list_schedules()
+
+    def get_schedule(self, name: str) -> ScheduleRecord:
+        found = self.store.get_schedule(name)
+        if found is None:
+            raise NotFound(f"no schedule {name!r}")
+        return found
+
+    def pause_schedule(self, name: str) -> ScheduleRecord:
+        return self.store.pause_schedule(name)
+
+    def resume_schedule(self, name: str) -> ScheduleRecord:
+        record = self.store.resume_schedule(name)
+        self._cycle()
+        return record
+
+    def delete_schedule(self, name: str) -> None:
+        self.store.delete_schedule(name)
+
+    def apply_schedules(self, decls: Mapping[str, Mapping[str, Any]]) -> list[ScheduleRecord]:
+        """Create or update schedules from an ``apply`` file's ``schedules`` section."""
+        return self.store.apply_schedules(decls)

@@ -29,6 +29,7 @@ class CycleReport:
     expelled: list[int] = field(default_factory=list)
     timed_out: list[int] = field(default_factory=list)
     requeued: int = 0
+    scheduled: list[int] = field(default_factory=list)  # recurring: jobs from schedules
     placed: list[Placement] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     stalled: list[int] = field(default_factory=list)
@@ -39,6 +40,7 @@ class CycleReport:
     def changed(self) -> bool:
         return bool(
             self.expelled or self.timed_out or self.requeued or self.placed or self.stalled
+            or self.scheduled  # recurring:
         )
 
 
@@ -63,6 +65,7 @@ def schedule(
         report.expelled = tx.expel_expired_workers()
         report.timed_out = tx.time_out_attempts()
         report.requeued = tx.requeue_suspended()
+        report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3, due schedules
         workers = tx.workers()
         if workers:
             planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, insert, select
+from sqlalchemy import ColumnElement, Connection, Engine, insert, literal_column, select
 
 from taskyard.store import schema as t
 from taskyard.store.engine import db_now, is_sqlite, make_engine
@@ -85,6 +85,21 @@ class StoreBase:
 def pg_channel(channel: str) -> str:
     """PostgreSQL channel name for a taskyard channel (``worker.3`` → ``taskyard_worker_3``)."""
     return "taskyard_" + channel.replace(".", "_")
+
+
+def lit(value: str) -> ColumnElement[Any]:
+    """A state name as an SQL literal, not a bound parameter.
+
+    Partial indexes (``WHERE state = 'pending'``) are only usable when the
+    planner can see the value: SQLite at prepare time, PostgreSQL in generic
+    plans of prepared statements. Values are taskyard's own state names.
+    """
+    assert value.replace("_", "").isalnum()
+    return literal_column(f"'{value}'")
+
+
+def lits(values: Iterable[str]) -> list[ColumnElement[Any]]:
+    return [lit(v) for v in sorted(values)]
 
 
 def row_dict(row: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.retry import RetryPolicy, decide_retry
 from taskyard.core.states import AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import routing_key
+from taskyard.store.base import lit, routing_key
 from taskyard.store.errors import InvalidInput
 from taskyard.store.records import ClaimedJob, Outcome, dumps, loads
 from taskyard.store.resolution import Ended, ResolutionMixin, chunks
@@ -38,7 +38,7 @@ class ExecutionMixin(ResolutionMixin):
         """Move up to ``limit`` jobs dispatched to this worker to running, in one transaction."""
         if limit <= 0:
             return []
-        mine = (_J.c.worker_id == worker_id) & (_J.c.state == JobState.DISPATCHED)
+        mine = (_J.c.worker_id == worker_id) & (_J.c.state == lit(JobState.DISPATCHED))
         if self.sqlite:
             # Listeners on SQLite wake on any commit: look before taking the write lock.
             with self._read() as conn:

@@ -66,7 +66,11 @@ class ResolutionMixin(StoreBase):
             frontier = self._propagate(conn, frontier)
             everything.extend(frontier)
         self._graph_bookkeeping(conn, everything)
+        self._schedule_outcomes(conn, everything)  # recurring: last outcome, adaptive interval
         return everything
+
+    def _schedule_outcomes(self, conn: Connection, ended: Sequence[Ended]) -> None:
+        """recurring: overridden by ScheduleStore (store/schedules.py)."""
 
     def _propagate(
         self, conn: Connection, parents: Sequence[Ended], only: set[int] | None = None

@@ -1,0 +1,88 @@
+"""Delayed one-shot jobs, the priority runner, list-pending — on both stores."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from taskyard.api.yard import Yard
+from taskyard.scheduler.cycle import schedule
+from taskyard.store import Store
+from taskyard.store.records import JobSubmission, Outcome, TaskTypeSpec
+
+
+@pytest.fixture
+def echo(store: Store) -> Store:
+    store.put_task_type(TaskTypeSpec("echo", "shell:echo {x}"))
+    store.put_task_type(TaskTypeSpec("other", "shell:true"))
+    return store
+
+
+def placed(store: Store) -> list[int]:
+    report = schedule(store)
+    assert report is not None
+    return [p.job_id for p in report.placed]
+
+
+def test_a_delayed_job_is_not_placed_before_its_time(echo: Store) -> None:
+    echo.register_worker("w", ["default"], 4, lease_seconds=300)
+    (job_id,) = echo.submit_jobs([JobSubmission("echo", {"x": 1}, run_after=echo.now() + 0.5)])
+    assert placed(echo) == []
+    assert echo.get_job(job_id).state == "pending"  # type: ignore[union-attr]
+    time.sleep(0.6)
+    assert placed(echo) == [job_id]
+
+
+def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str) -> None:
+    echo.register_worker("w", ["default"], 4, lease_seconds=300)
+    with Yard(db_url, inline_cycle=False) as yard:
+        soon = yard.submit("echo", {"x": 1}, run_after="0.5s")
+        when = datetime.fromtimestamp(echo.now() + 0.5, UTC).isoformat()
+        at_time = yard.submit("echo", {"x": 2}, run_after=when)
+        for job_id in (soon, at_time):
+            job = yard.get_job(job_id)
+            assert job.run_after is not None and job.run_after > echo.now()
+        assert placed(echo) == []
+        time.sleep(0.6)
+        assert sorted(placed(echo)) == sorted([soon, at_time])
+
+
+def test_a_flood_of_low_priority_jobs_cannot_delay_a_high_priority_one(echo: Store) -> None:
+    worker = echo.register_worker("w", ["default"], 1, lease_seconds=300)
+    echo.submit_jobs([JobSubmission("echo", {"x": i}) for i in range(5000)])
+    (first,) = placed(echo)  # the slot is busy with the oldest low-priority job
+    (urgent,) = echo.submit_jobs([JobSubmission("echo", {"x": "urgent"}, priority=10)])
+    echo.claim_dispatched(worker.id, 1)
+    echo.complete_attempts(worker.id, [Outcome(first, 1, "succeeded", 0)])
+    started = time.perf_counter()
+    report = schedule(echo)
+    seconds = time.perf_counter() - started
+    assert report is not None and [p.job_id for p in report.placed] == [urgent]
+    # The cycle read a page of candidates, not the backlog.
+    assert report.scanned <= 2
+    assert seconds < 2.0
+
+
+def test_same_priority_runs_oldest_first_and_priority_beats_age(echo: Store) -> None:
+    echo.register_worker("w", ["default"], 3, lease_seconds=300)
+    old_low, mid, new_high = echo.submit_jobs([
+        JobSubmission("echo", {"x": 1}, priority=-1),
+        JobSubmission("echo", {"x": 2}),
+        JobSubmission("echo", {"x": 3}, priority=5),
+    ])
+    report = schedule(echo)
+    assert report is not None
+    assert [p.job_id for p in report.placed] == [new_high, mid, old_low]
+
+
+def test_list_pending_is_that_types_pending_jobs_oldest_first(echo: Store) -> None:
+    ids = echo.submit_jobs([JobSubmission("echo", {"x": i}, priority=i % 3) for i in range(7)])
+    echo.submit_jobs([JobSubmission("other")])
+    echo.cancel_job(ids[1])
+    got = echo.list_pending("echo", limit=4)
+    assert [j.id for j in got] == [ids[0], ids[2], ids[3], ids[4]]
+    assert all(j.state == "pending" and j.type == "echo" for j in got)
+    assert [j.id for j in echo.list_pending("other")] != []
+    assert echo.list_pending("nope") == []
