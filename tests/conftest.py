@@ -1,0 +1,96 @@
+"""Real databases for every test: a fresh SQLite file, or a fresh PostgreSQL
+database cloned from a migrated template (one template per xdist worker).
+
+``TASKYARD_TEST_PG`` is the admin URL of the throwaway cluster that
+``make test`` starts; without it PostgreSQL cases are skipped, unless
+``TASKYARD_REQUIRE_PG=1`` (as in ``make test``), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from taskyard.store import Store, open_store
+from taskyard.store.engine import make_engine
+from taskyard.store.migrate import upgrade
+
+PG_ADMIN = os.environ.get("TASKYARD_TEST_PG")
+REQUIRE_PG = os.environ.get("TASKYARD_REQUIRE_PG") == "1"
+
+
+def _pg_url(database: str) -> str:
+    assert PG_ADMIN is not None
+    return make_url(PG_ADMIN).set(database=database).render_as_string(hide_password=False)
+
+
+def _admin() -> Engine:
+    assert PG_ADMIN is not None
+    return create_engine(
+        make_url(PG_ADMIN).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
+    )
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    # Closing the last connection checkpoints the WAL into the file we copy.
+    engine.dispose()
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template(worker_id: str) -> Iterator[str]:
+    if PG_ADMIN is None:
+        if REQUIRE_PG:
+            pytest.fail("TASKYARD_REQUIRE_PG=1 but TASKYARD_TEST_PG is not set")
+        pytest.skip("PostgreSQL not configured (set TASKYARD_TEST_PG or run `make test`)")
+    name = f"taskyard_template_{worker_id}"
+    admin = _admin()
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    engine = make_engine(_pg_url(name))
+    upgrade(engine)
+    engine.dispose()
+    yield name
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "pg"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """URL of a fresh, migrated database of each backend."""
+    if request.param == "sqlite":
+        path = tmp_path / "taskyard.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
+        return
+    template = request.getfixturevalue("pg_template")
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    admin = _admin()
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {template}"))
+    try:
+        yield _pg_url(name)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    s = open_store(db_url)
+    yield s
+    s.close()
