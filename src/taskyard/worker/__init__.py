@@ -1,0 +1,1 @@
+"""The worker: claims jobs placed on it, runs handlers in child processes, reports outcomes."""

@@ -1,0 +1,109 @@
+"""Entry point of a reusable Python child process (one per worker slot).
+
+The child imports handlers once and runs job after job: no interpreter start
+per job. Each job's stdout/stderr go to temp files (the fds are swapped), and
+only a bounded tail is sent back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+TAIL_BYTES = 8192
+
+
+def read_tail(path: str, limit: int = TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a file, decoded leniently."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[..., Any]:
+    func = cache.get(target)
+    if func is None:
+        module_name, _, path = target.partition(":")
+        obj: Any = importlib.import_module(module_name)
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        if not callable(obj):
+            raise TypeError(f"{target} is not callable")
+        func = cache[target] = obj
+    return func
+
+
+def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any]) -> dict[str, Any]:
+    """Run one job; the outcome carries the tails of what it printed."""
+    out = tempfile.NamedTemporaryFile(prefix="ty-out-", delete=False)  # noqa: SIM115
+    err = tempfile.NamedTemporaryFile(prefix="ty-err-", delete=False)  # noqa: SIM115
+    saved = os.dup(1), os.dup(2)
+    os.environ.update(msg["env"])
+    try:
+        outcome = _call(cache, msg, out.fileno(), err.fileno())
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        for key in msg["env"]:
+            os.environ.pop(key, None)
+        out.close()
+        err.close()
+    outcome["stdout_tail"] = read_tail(out.name, msg.get("tail", TAIL_BYTES))
+    outcome["stderr_tail"] = read_tail(err.name, msg.get("tail", TAIL_BYTES))
+    os.unlink(out.name)
+    os.unlink(err.name)
+    return outcome
+
+
+def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], out: int,
+          err: int) -> dict[str, Any]:
+    try:
+        func = _resolve(cache, msg["target"])
+    except Exception as exc:
+        return {"state": "error", "exit_code": None,
+                "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    try:
+        value = func(**msg["args"])
+    except BaseException as exc:  # the handler's failure, whatever it raised
+        traceback.print_exc()
+        return {"state": "failed", "exit_code": 1, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return {"state": "error", "exit_code": None,
+                "error": f"the handler's return value is not JSON: {exc}"}
+    return {"state": "succeeded", "exit_code": 0, "result": value}
+
+
+def child_main(conn: Connection, cwd: str) -> None:
+    """Serve jobs sent over ``conn`` until it closes."""
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    cache: dict[str, Callable[..., Any]] = {}
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        conn.send(_run(cache, msg))

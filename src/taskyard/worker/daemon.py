@@ -1,0 +1,190 @@
+"""The worker daemon: lease, claims, execution, batched completions, clean stop.
+
+Threads: the main loop (wake-up → claim → start), a heartbeat (renews the
+lease; stops attempts the store says are canceled or fenced; kills everything
+if the lease cannot be renewed — self-fencing), and a completer that reports
+outcomes in batches (one transaction each: group commit).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from taskyard.store import Store, open_store
+from taskyard.store.records import Outcome
+from taskyard.worker.executor import Executor
+
+log = logging.getLogger("taskyard.worker")
+BATCH = 500
+
+
+class WorkerDaemon:
+    def __init__(
+        self, store: Store, *, name: str | None = None, pools: Sequence[str] = ("default",),
+        capacity: int | None = None, lease_seconds: float = 15.0,
+        heartbeat_every: float | None = None, kill_grace: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}"
+        self.pools = tuple(pools)
+        self.capacity = capacity if capacity is not None else (os.cpu_count() or 1)
+        self.lease_seconds = lease_seconds
+        self.heartbeat_every = heartbeat_every or max(0.2, lease_seconds / 5)
+        self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+        self.executor = Executor(self.capacity, on_done=self._outcomes.put, kill_grace=kill_grace)
+        self.worker_id: int | None = None
+        self._fenced = threading.Event()
+        self._draining = threading.Event()
+        self.stats = {"claimed": 0, "completed": 0, "refused": 0}
+
+    def run(self, stop: threading.Event) -> None:
+        """Serve until ``stop`` is set (or the lease is lost), then leave cleanly."""
+        record = self.store.register_worker(
+            self.name, self.pools, self.capacity, lease_seconds=self.lease_seconds,
+            hostname=socket.gethostname(), pid=os.getpid(),
+        )
+        self.worker_id = record.id
+        log.info("event=worker-started worker=%s id=%s pools=%s capacity=%s", self.name,
+                 record.id, ",".join(self.pools), self.capacity)
+        listener = self.store.listener(f"worker.{record.id}")
+        threads = [threading.Thread(target=self._heartbeat, args=(stop,), daemon=True),
+                   threading.Thread(target=self._complete, daemon=True)]
+        for thread in threads:
+            thread.start()
+        try:
+            while not stop.is_set() and not self._fenced.is_set():
+                free = self.capacity - self.executor.busy()
+                if free > 0:
+                    try:
+                        for job in self.store.claim_dispatched(record.id, free):
+                            self.stats["claimed"] += 1
+                            self.executor.start(job)
+                    except Exception:
+                        log.exception("event=claim-failed worker=%s", self.name)
+                        stop.wait(0.5)
+                listener.wait(0.5)
+        finally:
+            listener.close()
+            self._shutdown(stop)
+            for thread in threads:
+                thread.join(10)
+
+    def _shutdown(self, stop: threading.Event) -> None:
+        stop.set()
+        assert self.worker_id is not None
+        if not self._fenced.is_set():
+            # Seed 001: on SIGTERM suspend our jobs so they are requeued at once.
+            # Leave first, then kill: a killed child's outcome is then refused.
+            try:
+                suspended = self.store.stop_worker(self.worker_id)
+                log.info("event=worker-stopping worker=%s suspended=%d", self.name, suspended)
+            except Exception:
+                log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
+                              self.name)
+        self._draining.set()
+        self.executor.shutdown(kill=True)
+        self._outcomes.put(None)
+        log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d",
+                 self.name, self.stats["claimed"], self.stats["completed"],
+                 self.stats["refused"])
+
+    def _heartbeat(self, stop: threading.Event) -> None:
+        assert self.worker_id is not None
+        last_ok = time.monotonic()
+        while not stop.wait(self.heartbeat_every):
+            try:
+                status = self.store.renew_lease(self.worker_id, self.lease_seconds,
+                                                self.executor.running())
+                last_ok = time.monotonic()
+            except Exception:
+                log.exception("event=heartbeat-failed worker=%s", self.name)
+                if time.monotonic() - last_ok > self.lease_seconds / 2:
+                    # Self-fencing: our lease will expire before we can renew it; no
+                    # job may run unowned, so stop them all now.
+                    log.error("event=self-fenced worker=%s", self.name)
+                    self._fence(stop)
+                    return
+                continue
+            if not status.renewed:
+                log.error("event=expelled worker=%s", self.name)
+                self._fence(stop)
+                return
+            for job_id, attempt in status.stop:
+                log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
+                self.executor.stop(job_id, attempt)
+
+    def _fence(self, stop: threading.Event) -> None:
+        self._fenced.set()
+        self.executor.stop_all("error")
+        stop.set()
+
+    def _complete(self) -> None:
+        assert self.worker_id is not None
+        done = False
+        while not done:
+            first = self._outcomes.get()
+            batch = [] if first is None else [first]
+            done = first is None
+            while len(batch) < BATCH:
+                try:
+                    more = self._outcomes.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    done = True
+                    break
+                batch.append(more)
+            if batch:
+                self._report(batch)
+
+    def _report(self, batch: list[Outcome]) -> None:
+        assert self.worker_id is not None
+        delay = 0.05
+        for _ in range(20):
+            try:
+                accepted = self.store.complete_attempts(self.worker_id, batch)
+                break
+            except Exception:
+                log.exception("event=complete-failed worker=%s jobs=%d", self.name, len(batch))
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        else:
+            log.error("event=outcomes-dropped worker=%s jobs=%d (the lease will requeue them)",
+                      self.name, len(batch))
+            return
+        for outcome, ok in zip(batch, accepted, strict=True):
+            if ok:
+                self.stats["completed"] += 1
+            else:
+                self.stats["refused"] += 1
+                log.info("event=completion-refused job=%s attempt=%s state=%s",
+                         outcome.job_id, outcome.attempt, outcome.state)
+
+
+def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: int | None,
+                lease_seconds: float = 15.0) -> int:
+    """Run a worker until SIGTERM/SIGINT; used by ``taskyard worker``."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("event=signal signal=%s", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    store = open_store(url)
+    try:
+        daemon = WorkerDaemon(store, name=name, pools=pools, capacity=capacity,
+                              lease_seconds=lease_seconds)
+        daemon.run(stop)
+        return 1 if daemon._fenced.is_set() else 0
+    finally:
+        store.close()

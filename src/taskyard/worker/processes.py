@@ -1,0 +1,149 @@
+"""Child processes of the worker: a reusable Python child, and shell commands."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from taskyard.core.handlers import render_shell
+from taskyard.worker.child import child_main, read_tail
+
+_SPAWN = multiprocessing.get_context("spawn")
+POLL = 0.05
+
+
+class Stopped(Exception):
+    """The attempt was stopped from outside (cancel, fencing, shutdown)."""
+
+
+def terminate(pid: int, *, group: bool, grace: float, alive: Callable[[], bool]) -> int | None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; returns the signal that ended it."""
+    sender = os.killpg if group else os.kill
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            sender(pid, sig)
+        except ProcessLookupError:
+            return None
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not alive():
+                return int(sig)
+            time.sleep(0.01)
+    return int(signal.SIGKILL)
+
+
+class PythonChild:
+    """One spawned interpreter that runs Python handlers one after the other."""
+
+    def __init__(self) -> None:
+        self._conn, theirs = _SPAWN.Pipe()
+        self.process = _SPAWN.Process(target=child_main, args=(theirs, os.getcwd()), daemon=True)
+        self.process.start()
+        theirs.close()
+
+    @property
+    def pid(self) -> int:
+        return int(self.process.pid or 0)
+
+    def run(self, msg: dict[str, Any], deadline: float | None,
+            stop_requested: Callable[[], bool]) -> dict[str, Any]:
+        """Send a job and wait for its outcome; raise TimeoutError or Stopped."""
+        self._conn.send(msg)
+        while True:
+            wait = POLL if deadline is None else max(0.0, min(POLL, deadline - time.monotonic()))
+            try:
+                if self._conn.poll(wait):
+                    outcome: dict[str, Any] = self._conn.recv()
+                    return outcome
+            except (EOFError, OSError):
+                raise ChildDied(self.process.exitcode) from None
+            if not self.process.is_alive() and not self._conn.poll(0):
+                raise ChildDied(self.process.exitcode)
+            if stop_requested():
+                raise Stopped
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError
+
+    def kill(self, grace: float) -> int | None:
+        sig = terminate(self.pid, group=False, grace=grace, alive=self.process.is_alive)
+        self.process.join(1)
+        self._conn.close()
+        return sig
+
+    def close(self) -> None:
+        self._conn.close()
+        self.process.join(2)
+        if self.process.is_alive():
+            self.kill(0.5)
+
+
+class ChildDied(Exception):
+    def __init__(self, exitcode: int | None) -> None:
+        super().__init__(f"worker child died (exit code {exitcode})")
+        self.exitcode = exitcode
+
+
+def run_shell(
+    command: str, args: dict[str, Any], env: dict[str, str], *, deadline: float | None,
+    stop_requested: Callable[[], bool], grace: float, tail: int,
+) -> dict[str, Any]:
+    """Run a shell handler; returns an outcome dict. Raises TimeoutError or Stopped
+    after the process group has been terminated (tails are attached to the exception)."""
+    rendered = render_shell(command, args)
+    with tempfile.TemporaryDirectory(prefix="taskyard-") as tmp:
+        result_path = os.path.join(tmp, "result")
+        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+        full_env = {**os.environ, **env, "TASKYARD_RESULT": result_path}
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", rendered], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                env=full_env, start_new_session=True,
+            )
+            interrupted: BaseException | None = None
+            while proc.poll() is None:
+                if stop_requested():
+                    interrupted = Stopped()
+                elif deadline is not None and time.monotonic() >= deadline:
+                    interrupted = TimeoutError()
+                if interrupted is not None:
+                    terminate(proc.pid, group=True, grace=grace,
+                              alive=lambda: proc.poll() is None)
+                    proc.wait()
+                    break
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(POLL)
+        tails = {"stdout_tail": read_tail(out_path, tail), "stderr_tail": read_tail(err_path, tail)}
+        if interrupted is not None:
+            interrupted.args = (tails,)
+            raise interrupted
+        code = proc.returncode
+        exit_code = code if code >= 0 else 128 - code
+        outcome: dict[str, Any] = {"exit_code": exit_code, **tails,
+                                   "result": _read_result(result_path)}
+        if exit_code == 0:
+            outcome["state"] = "succeeded"
+        else:
+            outcome.update(state="failed", error=f"exit code {exit_code}")
+        return outcome
+
+
+def _read_result(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text[:-1] if text.endswith("\n") else text

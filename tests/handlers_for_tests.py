@@ -1,0 +1,40 @@
+"""Handlers the integration tests run in real worker child processes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+
+def echo(**kwargs: Any) -> dict[str, Any]:
+    print("hello from", os.environ.get("TASKYARD_JOB_ID"))
+    return {"args": kwargs, "job_id": os.environ.get("TASKYARD_JOB_ID"),
+            "attempt": os.environ.get("TASKYARD_ATTEMPT"), "pid": os.getpid()}
+
+
+def boom(message: str = "boom") -> None:
+    print("about to fail", file=sys.stderr)
+    raise ValueError(message)
+
+
+def sleepy(seconds: float = 0.1, log: str | None = None) -> float:
+    start = time.time()
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"start {start} {os.environ['TASKYARD_JOB_ID']}\n")
+    time.sleep(seconds)
+    end = time.time()
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"end {end} {os.environ['TASKYARD_JOB_ID']}\n")
+    return end - start
+
+
+def not_json() -> object:
+    return object()
+
+
+def die() -> None:
+    os._exit(3)
