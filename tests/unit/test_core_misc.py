@@ -110,3 +110,40 @@ def test_lock_groups_share_within_and_exclude_across() -> None:
     assert decode_claim("inv:1").conflicts(job_a)
     assert upd_a.encode() == "inv:1:group=updates" and decode_claim(upd_a.encode()) == upd_a
     assert not decode_claim("inv:2").conflicts(decode_claim("inv:1"))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key", "expected"),
+    [
+        ("taskyard.#", "taskyard.1.nightly._", True),
+        ("taskyard.*.nightly.*", "taskyard.1.nightly._", True),
+        ("taskyard.*.nightly", "taskyard.1.nightly._", False),
+        ("#", "a.b.c", True),
+        ("#.c", "a.b.c", True),
+        ("a.#.c", "a.c", True),
+        ("a.#.c", "a.x.y.c", True),
+        ("a.*.c", "a.c", False),
+        ("*.*", "a", False),
+        ("a.#", "a", True),
+        ("#.#", "a.b", True),
+        ("a.#.b.#.c", "a.x.b.c", True),
+        ("a.#.b.#.c", "a.x.c", False),
+    ],
+)
+def test_topic_patterns(pattern: str, key: str, expected: bool) -> None:
+    from taskyard.core.routing import topic_matches
+
+    assert topic_matches(pattern, key) is expected
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=5),
+       st.lists(st.sampled_from(["a", "b", "*", "#"]), min_size=1, max_size=5))
+def test_topic_matching_agrees_with_a_regex(words: list[str], parts: list[str]) -> None:
+    import re
+
+    from taskyard.core.routing import topic_matches
+
+    # Reference: translate to a regex over ".word" segments.
+    regex = "".join({"*": r"\.[^.]+", "#": r"(\.[^.]+)*"}.get(p, r"\." + p) for p in parts)
+    expected = re.fullmatch(regex, "." + ".".join(words)) is not None
+    assert topic_matches(".".join(parts), ".".join(words)) is expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, insert, select, update
+from sqlalchemy import Connection, and_, func, insert, select, update
 
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
@@ -221,6 +221,13 @@ class JobStore(ResolutionMixin, PrereqMixin):
             query = query.where(_J.c.type == type)
         with self._read() as conn:
             return [to_record(r) for r in conn.execute(query)]
+
+    def unfinished_count(self) -> int:
+        """Jobs not yet in a final state (waiting, pending, dispatched, running, suspended)."""
+        with self._read() as conn:
+            return int(conn.execute(
+                select(func.count()).select_from(_J).where(_J.c.state.not_in(TERMINAL))
+            ).scalar_one())
 
     def list_pending(self, type: str, limit: int = 100) -> list[JobRecord]:
         """That type's pending jobs, oldest first (swh's ``task list-pending``)."""

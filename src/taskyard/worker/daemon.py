@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from taskyard.store import Store, open_store
+from taskyard.store.errors import Conflict
 from taskyard.store.records import Outcome
 from taskyard.worker.executor import Executor
 
@@ -184,7 +185,14 @@ def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: i
     try:
         daemon = WorkerDaemon(store, name=name, pools=pools, capacity=capacity,
                               lease_seconds=lease_seconds)
-        daemon.run(stop)
+        try:
+            daemon.run(stop)
+        except Conflict:
+            # A live worker holds that name (e.g. one killed moments ago whose lease
+            # has not run out): join under a name of our own instead of failing.
+            daemon.name = f"{daemon.name}-{os.getpid()}"
+            log.warning("event=name-taken worker=%s", daemon.name)
+            daemon.run(stop)
         return 1 if daemon._fenced.is_set() else 0
     finally:
         store.close()

@@ -1,0 +1,5 @@
+"""``python -m taskyard`` runs the CLI."""
+
+from taskyard.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The ``taskyard`` command."""

@@ -1,0 +1,125 @@
+"""``taskyard graph submit|show|list|cancel|add-tasks``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from taskyard.cli.main import State
+from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
+from taskyard.core.graph import GraphError, parse_duplicate_safe
+from taskyard.store.records import GraphRecord
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses duplicate keys (a duplicate label must not pass silently)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    pairs = loader.construct_pairs(node, deep=True)
+    try:
+        return parse_duplicate_safe(pairs)
+    except GraphError as exc:
+        raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from None
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _construct_mapping)
+
+
+def load_graph_file(path: Path) -> Any:
+    """YAML or JSON (JSON is YAML); a duplicate label is an error naming it."""
+    text = path.read_text()
+    try:
+        if path.suffix == ".json":
+            return json.loads(text, object_pairs_hook=parse_duplicate_safe)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except GraphError as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE") from None
+    except (yaml.YAMLError, ValueError) as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="FILE") from None
+
+
+FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+
+
+@click.group("graph")
+def graph() -> None:
+    """Task graphs: submit, show, list, cancel, add tasks."""
+
+
+@graph.command("submit")
+@FILE
+@click.pass_obj
+def submit(state: State, file: Path) -> None:
+    """Validate and submit a graph file; prints only the graph id."""
+    click.echo(state.yard.submit_graph(load_graph_file(file)))
+
+
+@graph.command("add-tasks")
+@click.argument("graph_id", type=int)
+@FILE
+@click.pass_obj
+def add_tasks(state: State, graph_id: int, file: Path) -> None:
+    """Add tasks ({tasks: {...}}) to a running or finished graph."""
+    ids = state.yard.add_graph_tasks(graph_id, load_graph_file(file))
+    click.echo(f"added {len(ids)} task(s) to graph {graph_id}")
+
+
+def _tree(record: GraphRecord) -> list[list[Any]]:
+    rows = []
+    for j in sorted(record.jobs, key=lambda j: j.id):
+        why = j.error if j.state in ("skipped", "dependency_failed", "canceled") else ""
+        rows.append([j.label, j.type, j.state, j.attempt, duration(j.started_at, j.finished_at),
+                     j.worker or "", j.id, short(why or "", 50)])
+    return rows
+
+
+@graph.command("show")
+@click.argument("graph_id", type=int)
+@json_option
+@click.pass_obj
+def show(state: State, graph_id: int, as_json: bool) -> None:
+    """A graph's state and its jobs (label, state, attempts, duration, worker)."""
+    record = state.yard.graph(graph_id)
+    if as_json:
+        print_json(record.to_json())
+        return
+    stalled = f" (stalled since {when(record.stalled_at)})" if record.stalled_at else ""
+    click.echo(f"graph {record.id}  {record.state}{stalled}  routing={record.routing or '-'}  "
+               f"{record.jobs_done}/{record.jobs_total} done  created {when(record.created_at)}")
+    print_table(["label", "type", "state", "tries", "took", "worker", "job", "why"],
+                _tree(record))
+
+
+@graph.command("list")
+@click.option("--state", "state_filter",
+              type=click.Choice(["running", "blocked", "finished", "canceled"]))
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@json_option
+@click.pass_obj
+def list_(state: State, state_filter: str | None, limit: int, as_json: bool) -> None:
+    """Graphs, newest first."""
+    found = state.yard.graphs(state=state_filter, limit=limit)
+    if as_json:
+        print_json([g.to_json() for g in found])
+        return
+    print_table(["id", "state", "routing", "done", "created", "finished"],
+                ([g.id, g.state, g.routing, f"{g.jobs_done}/{g.jobs_total}",
+                  when(g.created_at), when(g.finished_at)] for g in found), empty="no graphs")
+
+
+@graph.command("cancel")
+@click.argument("graph_id", type=int)
+@click.pass_obj
+def cancel(state: State, graph_id: int) -> None:
+    """Cancel a graph: running jobs are stopped, waiting and pending ones canceled."""
+    click.echo(f"graph {graph_id} {state.yard.cancel_graph(graph_id).state}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(graph)

@@ -1,0 +1,201 @@
+"""``taskyard submit``, ``jobs``, ``job``, ``workers`` and ``events``."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from taskyard.cli.main import State, parse_json_option
+from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
+from taskyard.core.routing import topic_matches
+from taskyard.core.states import JobState
+from taskyard.store.records import EventRecord, JobRecord
+
+
+@click.command("submit")
+@click.argument("type_name", metavar="TYPE")
+@click.option("--args", "args_text", help="Job args as a JSON object.")
+@click.option("--priority", type=int, default=0, show_default=True, help="Larger runs first.")
+@click.option("--run-after", help="Not before: a duration (2s, 5m) or an ISO 8601 time.")
+@click.option("--pool", "pools", multiple=True, help="Run in these pools instead of the type's.")
+@click.option("--lock", "locks", multiple=True, help="An extra lock for this job (repeatable).")
+@click.pass_obj
+def submit(state: State, type_name: str, args_text: str | None, priority: int,
+           run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...]) -> None:
+    """Submit a job; prints only its id."""
+    args = parse_json_option(args_text, "--args")
+    if args is not None and not isinstance(args, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    job_id = state.yard.submit(type_name, args or {}, priority=priority, run_after=run_after,
+                               pools=pools or None, locks=locks)
+    click.echo(job_id)
+
+
+STATES = click.Choice([s.value for s in JobState])
+
+
+def _job_rows(jobs: list[JobRecord]) -> list[list[Any]]:
+    return [[j.id, j.type, j.label or "", j.state, j.priority, j.attempt, j.worker or "",
+             when(j.created_at), duration(j.started_at, j.finished_at),
+             "" if j.result is None else short(j.result, 40)] for j in jobs]
+
+
+JOB_HEADERS = ["id", "type", "label", "state", "prio", "try", "worker", "created", "took",
+               "result"]
+
+
+@click.group("jobs")
+def jobs() -> None:
+    """List jobs."""
+
+
+@jobs.command("list")
+@click.option("--state", "state_filter", type=STATES, help="Only jobs in this state.")
+@click.option("--type", "type_name", help="Only jobs of this task type.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@json_option
+@click.pass_obj
+def jobs_list(state: State, state_filter: str | None, type_name: str | None, limit: int,
+              as_json: bool) -> None:
+    """Jobs, newest first."""
+    found = state.yard.jobs(state=state_filter, type=type_name, limit=limit)
+    if as_json:
+        print_json([j.to_json() for j in found])
+    else:
+        print_table(JOB_HEADERS, _job_rows(found), empty="no jobs")
+
+
+@jobs.command("list-pending")
+@click.argument("type_name", metavar="TYPE")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@json_option
+@click.pass_obj
+def jobs_pending(state: State, type_name: str, limit: int, as_json: bool) -> None:
+    """That type's pending jobs, oldest first (swh's `task list-pending`)."""
+    found = state.yard.store.list_pending(type_name, limit)
+    if as_json:
+        print_json([j.to_json() for j in found])
+        return
+    click.echo(f"Found {len(found)} {type_name} job(s)")
+    print_table(JOB_HEADERS, _job_rows(found), empty="")
+
+
+@click.group("job")
+def job() -> None:
+    """Show, cancel or retry one job."""
+
+
+@job.command("show")
+@click.argument("job_id", type=int)
+@json_option
+@click.pass_obj
+def job_show(state: State, job_id: int, as_json: bool) -> None:
+    """A job, its attempts, and why it is not running yet."""
+    record = state.yard.get_job(job_id)
+    reasons = state.yard.explain(job_id)
+    if as_json:
+        print_json({**record.to_json(), "explain": [r.to_json() for r in reasons]})
+        return
+    fields = [("id", record.id), ("type", record.type), ("state", record.state),
+              ("label", record.label), ("graph", record.graph_id), ("priority", record.priority),
+              ("pools", ", ".join(record.pools)), ("locks", ", ".join(record.locks) or None),
+              ("args", short(record.args, 200)), ("attempt", record.attempt),
+              ("worker", record.worker), ("created", when(record.created_at)),
+              ("started", when(record.started_at)), ("finished", when(record.finished_at)),
+              ("exit code", record.exit_code), ("error", record.error),
+              ("result", None if record.result is None else short(record.result, 200))]
+    for name, value in fields:
+        if value not in (None, ""):
+            click.echo(f"{name + ':':<10} {value}")
+    for reason in reasons:
+        click.echo(f"{'why:':<10} {reason.message}")
+    if record.attempts:
+        click.echo("")
+        print_table(["attempt", "state", "worker", "exit", "started", "took", "error"],
+                    [[a.attempt, a.state, a.worker, a.exit_code, when(a.started_at),
+                      duration(a.started_at, a.finished_at), a.error or ""]
+                     for a in record.attempts])
+        last = record.attempts[-1]
+        for name, tail in (("stdout", last.stdout_tail), ("stderr", last.stderr_tail)):
+            if tail:
+                click.echo(f"\n--- {name} (tail) ---\n{tail.rstrip()}")
+
+
+@job.command("cancel")
+@click.argument("job_id", type=int)
+@click.pass_obj
+def job_cancel(state: State, job_id: int) -> None:
+    """Cancel a job (a running one is stopped); its dependents end dependency_failed."""
+    click.echo(f"job {job_id} {state.yard.cancel(job_id).state}")
+
+
+@job.command("retry")
+@click.argument("job_id", type=int)
+@click.pass_obj
+def job_retry(state: State, job_id: int) -> None:
+    """Run a failed job once more."""
+    click.echo(f"job {job_id} {state.yard.retry(job_id).state}")
+
+
+@click.group("workers")
+def workers() -> None:
+    """Workers."""
+
+
+@workers.command("list")
+@click.option("--all", "include_gone", is_flag=True, help="Include stopped and expelled workers.")
+@json_option
+@click.pass_obj
+def workers_list(state: State, include_gone: bool, as_json: bool) -> None:
+    """Live workers, their pools and load."""
+    found = state.yard.workers(include_gone=include_gone)
+    if as_json:
+        print_json([w.to_json() for w in found])
+        return
+    print_table(["name", "state", "pools", "capacity", "used", "running", "heartbeat"],
+                ([w.name, w.state, ", ".join(w.pools), w.capacity, w.used, w.running,
+                  when(w.last_heartbeat_at)] for w in found), empty="no workers")
+
+
+@click.command("events")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events.")
+@click.option("--pattern", help="AMQP topic pattern on the routing key (* one word, # any).")
+@click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
+@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True)
+@json_option
+@click.pass_obj
+def events(state: State, follow: bool, pattern: str | None, topics: tuple[str, ...],
+           limit: int, as_json: bool) -> None:
+    """Stored events (topic, routing key, payload); --follow for new ones."""
+    after: int | None = None
+
+    def wanted(e: EventRecord) -> bool:
+        return (not topics or e.topic in topics) and (
+            pattern is None or topic_matches(pattern, e.routing_key))
+
+    while True:
+        batch = state.yard.events(after_id=after, limit=limit)
+        shown = [e for e in batch if wanted(e)]
+        if as_json and not follow:
+            print_json([e.to_json() for e in shown])
+        elif as_json:
+            for e in shown:
+                click.echo(json.dumps(e.to_json()))
+        else:
+            for e in shown:
+                click.echo(f"{when(e.created_at)}  {e.topic:<15} {e.routing_key}  "
+                           f"{short(e.payload, 120)}")
+        if batch:
+            after = batch[-1].id
+        if not follow:
+            return
+        if len(batch) < limit:
+            time.sleep(0.5)
+
+
+def register(group: click.Group) -> None:
+    for command in (submit, jobs, job, workers, events):
+        group.add_command(command)

@@ -1,0 +1,168 @@
+"""``taskyard schedule``: add, list, show, pause, resume and delete schedules.
+
+Registered by ``cli/main.py``, whose ``main()`` turns store errors into one line
+on stderr (exit 1) and usage errors into exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import click
+
+from taskyard.api.yard import Yard
+from taskyard.cli.output import json_option, print_json, print_table
+from taskyard.core.durations import iso
+from taskyard.core.recurrence import Catchup
+from taskyard.store.schedules import ScheduleRecord
+
+# (unit, its length in seconds, the distance from which it is used): past 45
+# seconds people say "a minute", past 22 hours "a day" (moment.js's thresholds).
+_UNITS = (("year", 365 * 86400.0, 320 * 86400.0), ("month", 30 * 86400.0, 26 * 86400.0),
+          ("day", 86400.0, 22 * 3600.0), ("hour", 3600.0, 45 * 60.0),
+          ("minute", 60.0, 45.0), ("second", 1.0, 1.0))
+
+
+def humanize(seconds: float) -> str:
+    """A signed time distance as people say it: ``in 4 hours``, ``15 days ago``, ``now``.
+
+    Rounded to the nearest whole unit, the unit chosen by moment.js's
+    thresholds (so 23 h 59 min reads ``in a day``); one unit reads ``in an hour``.
+    """
+    size = abs(seconds)
+    if size < 1:
+        return "now"
+    unit, length = next((u, n) for u, n, start in _UNITS if size >= start)
+    count = max(round(size / length), 1)
+    text = (("an " if unit == "hour" else "a ") + unit) if count == 1 else f"{count} {unit}s"
+    return f"in {text}" if seconds > 0 else f"{text} ago"
+
+
+def format_duration(seconds: float | None) -> str:
+    """Seconds in the units the CLI reads: ``90s``, ``5m``, ``2h``, ``1d12h``."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:g}s"
+    parts, rest = [], seconds
+    for suffix, length in (("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if rest >= length:
+            count = int(rest // length)
+            parts.append(f"{count}{suffix}")
+            rest -= count * length
+    return "".join(parts[:2])
+
+
+def describe(s: ScheduleRecord, now: float) -> list[str]:
+    """The human columns of one schedule: name, type, next run, interval, last outcome."""
+    if s.kind == "cron":
+        rhythm = f"cron {s.cron}" + ("" if s.timezone == "UTC" else f" ({s.timezone})")
+    elif s.kind == "every":
+        rhythm = f"every {format_duration(s.every)}"
+    else:
+        rhythm = f"adaptive {format_duration(s.current_interval)}"
+    last = s.last_outcome or "-"
+    if s.last_run_at is not None:
+        last = f"{last} {humanize(s.last_run_at - now)}"
+    upcoming = "paused" if s.paused else f"{humanize(s.next_run - now)} ({iso(s.next_run)})"
+    return [s.name, s.type, upcoming, rhythm, last]
+
+
+HEADERS = ("name", "type", "next run", "interval", "last")
+
+
+class State(Protocol):
+    """What ``cli/main.py`` puts in ``ctx.obj`` (its ``State``): a lazily opened Yard."""
+
+    @property
+    def yard(self) -> Yard: ...
+
+
+def _print(yard: Yard, records: list[ScheduleRecord], as_json: bool) -> None:
+    if as_json:
+        print_json([r.to_json() for r in records])
+        return
+    now = yard.store.now()
+    print_table(HEADERS, (describe(r, now) for r in records), empty="no schedules")
+
+
+@click.group("schedule")
+def schedule_group() -> None:
+    """Recurring work: fixed intervals, cron in a time zone, or adaptive intervals."""
+
+
+@schedule_group.command("add")
+@click.argument("name")
+@click.argument("type_name", metavar="TYPE")
+@click.option("--every", help="Fixed interval: 90, 90s, 5m, 2h, 1d.")
+@click.option("--cron", help="Five fields: minute hour day-of-month month day-of-week.")
+@click.option("--args", "args_text", help="Job args as a JSON object.")
+@click.option("--timezone", help="IANA zone the cron fields are read in (default UTC).")
+@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--catchup", type=click.Choice([c.value for c in Catchup]), default="one",
+              show_default=True, help="Missed runs after downtime: one, all (≤100/cycle), none.")
+@click.option("--paused", is_flag=True, help="Create it paused.")
+@click.option("--replace", is_flag=True, help="Redefine an existing schedule, keeping history.")
+@json_option
+@click.pass_obj
+def add(state: State, *, name: str, type_name: str, every: str | None, cron: str | None,
+        args_text: str | None, timezone: str | None, priority: int, catchup: str,
+        paused: bool, replace: bool, as_json: bool) -> None:
+    """Create schedule NAME of task type TYPE.
+
+    With neither --every nor --cron it follows TYPE's adaptive interval.
+    """
+    if every is not None and cron is not None:
+        raise click.UsageError("give --every or --cron, not both")
+    try:
+        args = None if args_text is None else json.loads(args_text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc})", param_hint="--args") from None
+    if args is not None and not isinstance(args, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    record = state.yard.add_schedule(name, type_name, every=every, cron=cron, args=args,
+                                     timezone=timezone, priority=priority, catchup=catchup,
+                                     paused=paused, replace=replace)
+    if as_json:
+        print_json(record.to_json())
+        return
+    _, _, upcoming, rhythm, _ = describe(record, state.yard.store.now())
+    click.echo(f"schedule {record.name}: {rhythm}, next run {upcoming}")
+
+
+@schedule_group.command("list")
+@json_option
+@click.pass_obj
+def list_(state: State, as_json: bool) -> None:
+    """Schedules with their next run (e.g. "in 4 hours"), interval and last outcome."""
+    _print(state.yard, state.yard.list_schedules(), as_json)
+
+
+@schedule_group.command("show")
+@click.argument("name")
+@json_option
+@click.pass_obj
+def show(state: State, name: str, as_json: bool) -> None:
+    """One schedule (``--json``: one object)."""
+    record = state.yard.get_schedule(name)
+    if as_json:
+        print_json(record.to_json())
+    else:
+        _print(state.yard, [record], False)
+
+
+def _simple(verb: str, call: Callable[[Yard, str], Any], help_text: str) -> None:
+    @schedule_group.command(verb, help=help_text)
+    @click.argument("name")
+    @click.pass_obj
+    def command(state: State, name: str) -> None:
+        call(state.yard, name)
+        click.echo(f"schedule {name}: {verb}d")
+
+
+_simple("pause", Yard.pause_schedule, "Stop creating jobs for NAME (running jobs go on).")
+_simple("resume", Yard.resume_schedule,
+        "Create jobs for NAME again; runs missed while paused are skipped.")
+_simple("delete", Yard.delete_schedule, "Remove NAME; its jobs stay in the history.")
