@@ -103,7 +103,7 @@ def test_add_tasks_to_running_and_finished_graphs(store_g: Store) -> None:
     drive(store_g)
     assert store_g.get_graph(gid).state == "finished"
     assert store_g.add_graph_tasks(gid, {"tasks": {"a": {"type": "step"}}}) == []
-    with pytest.raises(InvalidInput, match="'a'.*another definition"):
+    with pytest.raises(InvalidInput, match=r"'a'.*another definition"):
         store_g.add_graph_tasks(gid, {"tasks": {"a": {"type": "step", "priority": 3}}})
     (c,) = store_g.add_graph_tasks(gid, {"tasks": {"c": {"type": "step", "requires": ["b"]}}})
     assert store_g.get_graph(gid).state == "running"

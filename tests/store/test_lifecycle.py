@@ -150,7 +150,7 @@ def test_expired_lease_suspends_and_requeues_with_next_attempt(echo: Store) -> N
     schedule(store)
     store.claim_dispatched(dead.id, 1)
     time.sleep(0.3)
-    alive = store.register_worker("alive", ["default"], 1, lease_seconds=30)
+    store.register_worker("alive", ["default"], 1, lease_seconds=30)
     report = schedule(store)
     assert report is not None and report.expelled == [dead.id]
     job = store.get_job(job_id)

@@ -327,7 +327,7 @@ def test_a_stale_reader_creates_nothing(typed: Store, db_url: str) -> None:
     spec = typed.get_task_type("sync")
     assert spec is not None
     with typed._tx() as conn:
-        assert typed._fire(conn, stale, spec, T0) == []
+        assert typed._claim(conn, stale, spec, T0) == []
     assert len(keys(typed, "tick")) == 1
 
 
@@ -340,3 +340,33 @@ def test_a_tick_key_already_taken_is_not_run_twice(typed: Store) -> None:
     assert typed.run_due_schedules(now=T0) == []
     assert typed.get_schedule("tick").next_run == T0 + 10  # type: ignore[union-attr]
     assert len(keys(typed, "tick")) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [({"type": 5, "every": 5}, "'type' must name a task type"),
+     ({"type": "sync", "every": 5, "args": [1]}, "args must be a JSON object"),
+     ({"type": "sync", "every": 5, "paused": "yes"}, "paused must be true or false")],
+)
+def test_apply_field_types_are_checked(typed: Store, body, message) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        typed.apply_schedules({"x": body})
+
+
+def test_redefining_with_the_same_timing_keeps_next_run(typed: Store) -> None:
+    typed.add_schedule("tick", "sync", every=10, now=T0)
+    typed.run_due_schedules(now=T0)
+    again = typed.add_schedule("tick", "sync", every=10, args={"v": 2}, replace=True,
+                               now=T0 + 3)
+    assert (again.next_run, again.args) == (T0 + 10, {"v": 2})
+
+
+def test_a_zone_gone_from_the_host_pauses_the_schedule_and_says_why(typed: Store) -> None:
+    typed.add_schedule("night", "sync", cron="0 3 * * *", now=T0)
+    with typed._tx() as conn:  # as if the zone vanished from the tz database
+        conn.execute(t.schedules.update().values(timezone="Gone/Zone", next_run=T0))
+    assert typed.run_due_schedules(now=T0 + 1) == []
+    rec = typed.get_schedule("night")
+    assert rec is not None and (rec.paused, rec.last_outcome) == (True, "paused: cron error")
+    (event,) = typed.list_events(topic="schedule-error")
+    assert "Gone/Zone" in event.payload["reason"]

@@ -40,7 +40,7 @@ def running(store: Store) -> set[int]:
 
 def test_one_project_update_per_project(awx: Yard) -> None:
     s = awx.store
-    a, b, c = (submit(s, "project-update", project_id=p) for p in (1, 1, 2))
+    a, _, c = (submit(s, "project-update", project_id=p) for p in (1, 1, 2))
     assert running(s) == {a, c}
 
 
@@ -74,7 +74,7 @@ def test_job_xor_inventory_updates_and_jobs_share(awx: Yard) -> None:
 def test_one_job_per_job_template_unless_simultaneous(awx: Yard) -> None:
     s = awx.store
     args = {"template_id": 1, "project_id": 1, "inventory_id": 1}
-    first, second = (s.submit_jobs([JobSubmission("job", args, launch_type="dependent")])[0]
+    first, _ = (s.submit_jobs([JobSubmission("job", args, launch_type="dependent")])[0]
                      for _ in range(2))
     assert running(s) == {first}
     s.put_task_type(TaskTypeSpec("job-sim", "shell:true"))
@@ -84,7 +84,7 @@ def test_one_job_per_job_template_unless_simultaneous(awx: Yard) -> None:
 
 def test_one_system_job_at_a_time(awx: Yard) -> None:
     s = awx.store
-    a, b = submit(s, "system-job"), submit(s, "system-job")
+    a, _ = submit(s, "system-job"), submit(s, "system-job")
     assert running(s) == {a}
 
 

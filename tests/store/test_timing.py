@@ -28,24 +28,38 @@ def placed(store: Store) -> list[int]:
 
 def test_a_delayed_job_is_not_placed_before_its_time(echo: Store) -> None:
     echo.register_worker("w", ["default"], 4, lease_seconds=300)
-    (job_id,) = echo.submit_jobs([JobSubmission("echo", {"x": 1}, run_after=echo.now() + 0.5)])
-    assert placed(echo) == []
-    assert echo.get_job(job_id).state == "pending"  # type: ignore[union-attr]
-    time.sleep(0.6)
-    assert placed(echo) == [job_id]
+    assert placed(echo) == []  # warm the connections: the first cycle is the slowest
+    due = echo.now() + 0.5
+    (job_id,) = echo.submit_jobs([JobSubmission("echo", {"x": 1}, run_after=due)])
+    early = 0
+    for _ in range(200):
+        got = placed(echo)
+        finished = echo.now()
+        if not got:
+            assert echo.get_job(job_id).state == "pending"  # type: ignore[union-attr]
+            early += finished < due
+            time.sleep(0.05)
+            continue
+        # Placed by a cycle that read the clock at or after run_after, never before.
+        assert got == [job_id] and finished >= due
+        break
+    else:
+        raise AssertionError("the delayed job was never placed")
+    assert early >= 1  # at least one cycle ran (and placed nothing) before its time
 
 
 def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str) -> None:
     echo.register_worker("w", ["default"], 4, lease_seconds=300)
     with Yard(db_url, inline_cycle=False) as yard:
+        before = echo.now()
         soon = yard.submit("echo", {"x": 1}, run_after="0.5s")
-        when = datetime.fromtimestamp(echo.now() + 0.5, UTC).isoformat()
+        when = datetime.fromtimestamp(before + 0.5, UTC).isoformat()
         at_time = yard.submit("echo", {"x": 2}, run_after=when)
         for job_id in (soon, at_time):
             job = yard.get_job(job_id)
-            assert job.run_after is not None and job.run_after > echo.now()
-        assert placed(echo) == []
-        time.sleep(0.6)
+            assert job.run_after is not None
+            assert before + 0.5 - 1e-3 <= job.run_after <= echo.now() + 0.5
+        time.sleep(max(0.0, before + 0.6 - echo.now()))
         assert sorted(placed(echo)) == sorted([soon, at_time])
 
 
@@ -56,13 +70,10 @@ def test_a_flood_of_low_priority_jobs_cannot_delay_a_high_priority_one(echo: Sto
     (urgent,) = echo.submit_jobs([JobSubmission("echo", {"x": "urgent"}, priority=10)])
     echo.claim_dispatched(worker.id, 1)
     echo.complete_attempts(worker.id, [Outcome(first, 1, "succeeded", 0)])
-    started = time.perf_counter()
     report = schedule(echo)
-    seconds = time.perf_counter() - started
     assert report is not None and [p.job_id for p in report.placed] == [urgent]
-    # The cycle read a page of candidates, not the backlog.
-    assert report.scanned <= 2
-    assert seconds < 2.0
+    # The cycle read one candidate, not the backlog of 4,999.
+    assert report.scanned == 1
 
 
 def test_same_priority_runs_oldest_first_and_priority_beats_age(echo: Store) -> None:

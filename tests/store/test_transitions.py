@@ -46,8 +46,8 @@ def _workload(store: Store) -> None:
                                      prerequisites=(Prerequisite("update", {"p": "{p}"}, 0),)))
 
     def decide(job: ClaimedJob) -> tuple[str, Any]:
-        return ("failed", None) if job.label in ("bad", "flaky") and job.attempt == 1 or (
-            job.label == "bad") else ("succeeded", 1)
+        fails = job.label == "bad" or (job.label == "flaky" and job.attempt == 1)
+        return ("failed", None) if fails else ("succeeded", 1)
 
     store.submit_graph({"tasks": {
         "a": {"type": "step"}, "bad": {"type": "step", "reruns": 0},
@@ -84,7 +84,8 @@ def test_store_only_performs_allowed_transitions(store: Store) -> None:
     _install(store)
     _workload(store)
     with store.engine.connect() as conn:
-        seen = {(o, n) for o, n in conn.execute(text("SELECT DISTINCT old, new FROM transition_log"))}
+        rows = conn.execute(text("SELECT DISTINCT old, new FROM transition_log"))
+        seen = {(o, n) for o, n in rows}
     assert seen, "the workload performed no transition"
     illegal = {(o, n) for o, n in seen if JobState(n) not in JOB_TRANSITIONS[JobState(o)]}
     assert not illegal, f"transitions missing from core.states.JOB_TRANSITIONS: {illegal}"
