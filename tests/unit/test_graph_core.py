@@ -78,3 +78,12 @@ def test_substitutions() -> None:
     done = substitute_results(with_ids, {"build": {"artifact": "x.tar"}})
     assert done == {"id": 42, "deep": [{"r": {"artifact": "x.tar"}}], "k": 1}
     assert substitute_results({"r": {"$result": "b"}}, {"b": None}) == {"r": None}
+
+
+def test_yaml_on_key_read_as_true_is_accepted() -> None:
+    import yaml
+
+    doc = yaml.safe_load("tasks:\n  a: {type: compile}\n"
+                         "  b: {type: test, requires: [{label: a, on: always}]}\n")
+    spec = parse_graph(doc, known_types=known)
+    assert spec.tasks["b"].requires[0].on == "always"

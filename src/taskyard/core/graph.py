@@ -175,10 +175,14 @@ def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:
         raise GraphError(f"{where}: requires must be a list of labels")
     default_on = REQUIRES_MODES[mode] if mode else "success"
     edges: dict[str, Edge] = {}
-    for entry in raw:
+    for raw_entry in raw:
+        entry = raw_entry
         if isinstance(entry, str):
             edge = Edge(entry, default_on)
         elif isinstance(entry, Mapping):
+            if True in entry and "on" not in entry:
+                # YAML 1.1 reads an unquoted `on:` key as the boolean true.
+                entry = {("on" if k is True else k): v for k, v in entry.items()}
             extra = set(entry) - {"label", "on"}
             if extra or not isinstance(entry.get("label"), str):
                 raise GraphError(f"{where}: a requires entry is a label or {{label, on}}")

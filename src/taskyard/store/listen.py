@@ -12,7 +12,6 @@ import sqlite3
 import time
 from typing import Protocol
 
-import psycopg
 from sqlalchemy.engine import make_url
 
 from taskyard.store.base import pg_channel
@@ -30,6 +29,8 @@ class Listener(Protocol):
 
 class PgListener:
     def __init__(self, url: str, channel: str) -> None:
+        import psycopg  # noqa: PLC0415 - only PostgreSQL listeners need it (slow import)
+
         parsed = make_url(url).set(drivername="postgresql")
         self._conn = psycopg.connect(parsed.render_as_string(hide_password=False),
                                      autocommit=True)

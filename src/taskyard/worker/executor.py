@@ -26,8 +26,9 @@ TIMEOUT_EXIT_CODE = 130
 
 class Executor:
     def __init__(self, slots: int, *, on_done: Callable[[Outcome], None],
-                 tail_bytes: int = 8192, kill_grace: float = 5.0) -> None:
+                 tail_bytes: int = 8192, kill_grace: float = 5.0, prewarm: bool = True) -> None:
         self.slots = max(1, slots)
+        self.prewarm = prewarm
         self.on_done = on_done
         self.tail_bytes = tail_bytes
         self.kill_grace = kill_grace
@@ -35,9 +36,9 @@ class Executor:
         self._lock = threading.Lock()
         self._running: dict[tuple[int, int], str | None] = {}
         """(job, attempt) → None while running, or the state to report once stopped."""
+        self._children: list[PythonChild | None] = [None] * self.slots
         self._threads = [threading.Thread(target=self._slot, name=f"slot-{i}", daemon=True)
                          for i in range(self.slots)]
-        self._children: list[PythonChild | None] = [None] * self.slots
         for thread in self._threads:
             thread.start()
 
@@ -81,6 +82,12 @@ class Executor:
 
     def _slot(self) -> None:
         index = int(threading.current_thread().name.split("-")[1])
+        if self.prewarm:
+            # Start the interpreter now, so that even the first job finds it warm.
+            try:
+                self._children[index] = PythonChild()
+            except OSError:
+                log.exception("event=prewarm-failed slot=%d", index)
         while True:
             job = self._queue.get()
             if job is None:

@@ -1,0 +1,24 @@
+"""The public API is explicit and pinned."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import taskyard
+
+
+def test_exported_names_are_pinned() -> None:
+    assert taskyard.__all__ == [
+        "Conflict", "GraphRecord", "InvalidInput", "JobRecord", "JobState", "NotFound",
+        "Prerequisite", "StoreError", "TaskTypeSpec", "WorkerRecord", "Yard",
+    ]
+    for name in taskyard.__all__:
+        assert getattr(taskyard, name).__name__ == name
+
+
+def test_child_processes_do_not_load_the_database_stack() -> None:
+    code = "import sys, taskyard.worker.child; print('sqlalchemy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
