@@ -14,6 +14,7 @@ from types import FrameType
 import click
 
 from taskyard.cli.main import State
+from taskyard.scheduler.cycle import schedule
 from taskyard.scheduler.daemon import SchedulerDaemon
 from taskyard.worker.daemon import main_worker
 
@@ -78,7 +79,8 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
     """Run a worker: claims jobs placed on it and runs their handlers."""
     _daemon_logging(ctx)
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
-                       lease_seconds=lease)
+                       lease_seconds=lease,
+                       after_complete=lambda store: schedule(store, holder="worker"))
     ctx.exit(code)
 
 

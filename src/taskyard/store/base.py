@@ -7,8 +7,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, insert, literal_column, select
+from sqlalchemy.engine import make_url
 
 from taskyard.store import schema as t
+from taskyard.store.cycle_lock import WriteLock, write_lock_path_for
 from taskyard.store.engine import db_now, is_sqlite, make_engine
 from taskyard.store.records import JSON, dumps
 
@@ -32,6 +34,9 @@ class StoreBase:
         self.dialect: str = self.engine.dialect.name
         self.sqlite = is_sqlite(self.engine)
         self._now: ColumnElement[float] = db_now(self.engine)
+        self._write_lock = (
+            WriteLock(write_lock_path_for(make_url(url).database)) if self.sqlite else None
+        )
 
     def close(self) -> None:
         """Release every pooled connection."""
@@ -39,8 +44,12 @@ class StoreBase:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
-        with self.engine.connect() as conn, conn.begin():
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite, queued on the write lock)."""
+        if self._write_lock is None:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+            return
+        with self._write_lock, self.engine.connect() as conn, conn.begin():
             yield conn
 
     @contextlib.contextmanager

@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from taskyard.store import Store, open_store
@@ -32,7 +32,11 @@ class WorkerDaemon:
         self, store: Store, *, name: str | None = None, pools: Sequence[str] = ("default",),
         capacity: int | None = None, lease_seconds: float = 15.0,
         heartbeat_every: float | None = None, kill_grace: float = 5.0,
+        after_complete: Callable[[], object] | None = None,
     ) -> None:
+        """``after_complete`` runs after each batch of completions is committed: the
+        CLI passes the scheduling cycle, so freed capacity is refilled at once
+        (seed 000 runs schedule() on job completion) instead of after a wake-up."""
         self.store = store
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.pools = tuple(pools)
@@ -42,6 +46,7 @@ class WorkerDaemon:
         self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self.executor = Executor(self.capacity, on_done=self._outcomes.put, kill_grace=kill_grace)
         self.worker_id: int | None = None
+        self.after_complete = after_complete
         self._fenced = threading.Event()
         self._draining = threading.Event()
         self.stats = {"claimed": 0, "completed": 0, "refused": 0}
@@ -161,6 +166,11 @@ class WorkerDaemon:
             log.error("event=outcomes-dropped worker=%s jobs=%d (the lease will requeue them)",
                       self.name, len(batch))
             return
+        if self.after_complete is not None and any(accepted) and not self._draining.is_set():
+            try:
+                self.after_complete()
+            except Exception:  # the scheduler daemon's periodic cycle covers for it
+                log.exception("event=inline-cycle-failed worker=%s", self.name)
         for outcome, ok in zip(batch, accepted, strict=True):
             if ok:
                 self.stats["completed"] += 1
@@ -171,7 +181,8 @@ class WorkerDaemon:
 
 
 def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: int | None,
-                lease_seconds: float = 15.0) -> int:
+                lease_seconds: float = 15.0,
+                after_complete: Callable[[Store], object] | None = None) -> int:
     """Run a worker until SIGTERM/SIGINT; used by ``taskyard worker``."""
     stop = threading.Event()
 
@@ -183,8 +194,10 @@ def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: i
     signal.signal(signal.SIGINT, on_signal)
     store = open_store(url)
     try:
-        daemon = WorkerDaemon(store, name=name, pools=pools, capacity=capacity,
-                              lease_seconds=lease_seconds)
+        daemon = WorkerDaemon(
+            store, name=name, pools=pools, capacity=capacity, lease_seconds=lease_seconds,
+            after_complete=None if after_complete is None else (lambda: after_complete(store)),
+        )
         try:
             daemon.run(stop)
         except Conflict:
