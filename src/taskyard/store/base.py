@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, insert, literal_column, select
@@ -34,9 +34,19 @@ class StoreBase:
         self.dialect: str = self.engine.dialect.name
         self.sqlite = is_sqlite(self.engine)
         self._now: ColumnElement[float] = db_now(self.engine)
+        self._statements: dict[str, Any] = {}
         self._write_lock = (
             WriteLock(write_lock_path_for(make_url(url).database)) if self.sqlite else None
         )
+
+    def _q(self, key: str, build: Callable[[], Any]) -> Any:
+        """A statement built once per store and reused: building SQLAlchemy statements
+        costs ~5x executing them, which dominates the hot path (claim, complete, cycle).
+        Statements embed this store's clock expression, hence per store, not global."""
+        stmt = self._statements.get(key)
+        if stmt is None:
+            stmt = self._statements[key] = build()
+        return stmt
 
     def close(self) -> None:
         """Release every pooled connection."""
@@ -77,7 +87,8 @@ class StoreBase:
             for topic, key, payload, job, graph in rows
         ]
         if params:
-            conn.execute(insert(t.events).values(created_at=self._now), params)
+            conn.execute(self._q("events.insert", lambda: insert(t.events).values(
+                created_at=self._now)), params)
 
     def _notify(self, conn: Connection, channels: Sequence[str]) -> None:
         """Wake listeners of ``channels`` when this transaction commits.

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, text, update
+from sqlalchemy import Connection, bindparam, insert, select, text, update
 from sqlalchemy.engine import make_url
 
 from taskyard.core.locks import decode_claim
@@ -41,15 +41,13 @@ class CycleTx:
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
-        expelled = [
-            int(i)
-            for i in self.conn.execute(
-                update(_W)
-                .where(_W.c.state == lit("active"), _W.c.lease_expires_at < self._now)
-                .values(state="expelled", stopped_at=self._now)
-                .returning(_W.c.id)
-            ).scalars()
-        ]
+        stmt = self.store._q("cycle.expel", lambda: (
+            update(_W)
+            .where(_W.c.state == lit("active"), _W.c.lease_expires_at < self._now)
+            .values(state="expelled", stopped_at=self._now)
+            .returning(_W.c.id)
+        ))
+        expelled = [int(i) for i in self.conn.execute(stmt).scalars()]
         self.store._suspend_jobs_of(self.conn, expelled, "worker lease expired")
         return expelled
 
@@ -83,8 +81,11 @@ class CycleTx:
 
     def requeue_suspended(self, limit: int = 1000) -> int:
         """Suspended jobs go back to pending, or to error when worker losses are spent."""
-        base = select(_J.c.id).where(_J.c.state == lit(JobState.SUSPENDED)).limit(limit)
-        ids = list(self.conn.execute(base).scalars())
+        base = self.store._q("cycle.suspended", lambda: (
+            select(_J.c.id).where(_J.c.state == lit(JobState.SUSPENDED))
+            .limit(bindparam("n"))
+        ))
+        ids = list(self.conn.execute(base, {"n": limit}).scalars())
         if not ids:
             return 0
         gone = [
@@ -109,28 +110,28 @@ class CycleTx:
         )
 
     def workers(self) -> list[WorkerSlot]:
-        rows = self.conn.execute(
+        rows = self.conn.execute(self.store._q("cycle.workers", lambda: (
             select(_W.c.id, _W.c.name, _W.c.pools, _W.c.capacity).where(
                 _W.c.state == lit("active"), _W.c.lease_expires_at >= self._now
             )
-        ).all()
+        ))).all()
         return [WorkerSlot(r.id, r.name, tuple(loads(r.pools)), r.capacity) for r in rows]
 
     def active_jobs(self) -> list[ActiveJob]:
-        rows = self.conn.execute(
+        rows = self.conn.execute(self.store._q("cycle.active", lambda: (
             select(_J.c.id, _J.c.type, _J.c.worker_id, _J.c.cost, _J.c.locks).where(
                 _J.c.state.in_(lits(ACTIVE))
             )
-        ).all()
+        ))).all()
         return [
             ActiveJob(r.id, r.type, r.worker_id, r.cost, _claims(r.locks)) for r in rows
         ]
 
     def queue_limits(self) -> dict[str, int]:
         tt = t.task_types
-        rows = self.conn.execute(
+        rows = self.conn.execute(self.store._q("cycle.limits", lambda: (
             select(tt.c.name, tt.c.max_queue_length).where(tt.c.max_queue_length.is_not(None))
-        ).all()
+        ))).all()
         return {r.name: r.max_queue_length for r in rows}
 
     def candidates(self, after: tuple[int, int] | None, limit: int) -> list[Candidate]:
@@ -167,12 +168,14 @@ class CycleTx:
         placed: list[int] = []
         attempt_rows: list[dict[str, Any]] = []
         for worker_id, job_ids in by_worker.items():
-            rows = self.conn.execute(
+            rows = self.conn.execute(self.store._q("cycle.dispatch", lambda: (
                 update(_J)
-                .where(_J.c.id.in_(job_ids), _J.c.state == JobState.PENDING)
-                .values(state=JobState.DISPATCHED, worker_id=worker_id, attempt=_J.c.attempt + 1)
+                .where(_J.c.id.in_(bindparam("ids", expanding=True)),
+                       _J.c.state == JobState.PENDING)
+                .values(state=JobState.DISPATCHED, worker_id=bindparam("w"),
+                        attempt=_J.c.attempt + 1)
                 .returning(_J.c.id, _J.c.attempt)
-            ).all()
+            )), {"ids": job_ids, "w": worker_id}).all()
             for job_id, attempt in rows:
                 placed.append(job_id)
                 attempt_rows.append({"job_id": job_id, "attempt": attempt, "worker_id": worker_id,
@@ -181,16 +184,17 @@ class CycleTx:
             if rows:
                 self.notify.add(f"worker.{worker_id}")
         if attempt_rows:
-            self.conn.execute(insert(_A).values(dispatched_at=self._now), attempt_rows)
+            self.conn.execute(self.store._q("cycle.attempts", lambda: (
+                insert(_A).values(dispatched_at=self._now))), attempt_rows)
         return placed
 
     def record_cycle(self, holder: str) -> None:
         st = t.scheduler_state
-        self.conn.execute(
+        self.conn.execute(self.store._q("cycle.record", lambda: (
             update(st).where(st.c.id == 1).values(
-                cycles=st.c.cycles + 1, holder=holder, last_cycle_finished_at=self._now
-            )
-        )
+                cycles=st.c.cycles + 1, holder=bindparam("holder"),
+                last_cycle_finished_at=self._now)
+        )), {"holder": holder})
 
 
 def _claims(text: str) -> tuple[Any, ...]:

@@ -38,45 +38,27 @@ class ExecutionMixin(ResolutionMixin):
         """Move up to ``limit`` jobs dispatched to this worker to running, in one transaction."""
         if limit <= 0:
             return []
-        mine = (_J.c.worker_id == worker_id) & (_J.c.state == lit(JobState.DISPATCHED))
+        params = {"w": worker_id, "n": limit}
         if self.sqlite:
             # Listeners on SQLite wake on any commit: look before taking the write lock.
             with self._read() as conn:
-                if not conn.execute(select(exists().where(mine))).scalar():
+                if not conn.execute(self._q("claim.any", self._claim_any), params).scalar():
                     return []
         with self._tx() as conn:
-            picked = select(_J.c.id).where(mine).order_by(_J.c.priority.desc(), _J.c.id)
-            picked = picked.limit(limit)
-            if not self.sqlite:
-                picked = picked.with_for_update(skip_locked=True)
-            rows = list(conn.execute(
-                update(_J)
-                .where(_J.c.id.in_(picked.scalar_subquery()), _J.c.state == JobState.DISPATCHED)
-                .values(
-                    state=JobState.RUNNING,
-                    started_at=self._now,
-                    deadline=self._now + _J.c.timeout,
-                )
-                .returning(
-                    _J.c.id, _J.c.attempt, _J.c.type, _J.c.args, _J.c.timeout,
-                    _J.c.graph_id, _J.c.label, _J.c.routing,
-                )
-            ).all())
+            rows = list(conn.execute(self._q("claim.update", self._claim_update), params).all())
             if not rows:
                 return []
-            conn.execute(
+            conn.execute(self._q("claim.attempts", lambda: (
                 update(_A)
                 .where(_A.c.job_id == bindparam("j"), _A.c.attempt == bindparam("a"))
-                .values(state=AttemptState.RUNNING, started_at=self._now),
-                [{"j": r.id, "a": r.attempt} for r in rows],
-            )
+                .values(state=AttemptState.RUNNING, started_at=self._now)
+            )), [{"j": r.id, "a": r.attempt} for r in rows])
             handlers: dict[str, str] = {
                 h.name: h.handler
-                for h in conn.execute(
+                for h in conn.execute(self._q("claim.handlers", lambda: (
                     select(t.task_types.c.name, t.task_types.c.handler).where(
-                        t.task_types.c.name.in_({r.type for r in rows})
-                    )
-                )
+                        t.task_types.c.name.in_(bindparam("types", expanding=True)))
+                )), {"types": sorted({r.type for r in rows})})
             }
             self._events(
                 conn,
@@ -107,6 +89,26 @@ class ExecutionMixin(ResolutionMixin):
             )
             for r in rows
         ]
+
+    def _mine(self) -> Any:
+        return (_J.c.worker_id == bindparam("w")) & (_J.c.state == lit(JobState.DISPATCHED))
+
+    def _claim_any(self) -> Any:
+        return select(exists().where(self._mine()))
+
+    def _claim_update(self) -> Any:
+        picked = (select(_J.c.id).where(self._mine())
+                  .order_by(_J.c.priority.desc(), _J.c.id).limit(bindparam("n")))
+        if not self.sqlite:
+            picked = picked.with_for_update(skip_locked=True)
+        return (
+            update(_J)
+            .where(_J.c.id.in_(picked.scalar_subquery()), _J.c.state == JobState.DISPATCHED)
+            .values(state=JobState.RUNNING, started_at=self._now,
+                    deadline=self._now + _J.c.timeout)
+            .returning(_J.c.id, _J.c.attempt, _J.c.type, _J.c.args, _J.c.timeout,
+                       _J.c.graph_id, _J.c.label, _J.c.routing)
+        )
 
     def _upstream_results(self, conn: Connection, rows: Sequence[Any]) -> dict[int, dict[str, Any]]:
         """Results of the labels that ``{$result: LABEL}`` markers name, per graph."""
@@ -181,33 +183,36 @@ class ExecutionMixin(ResolutionMixin):
         retry_after: float | None,
     ) -> Any:
         """The fenced transition: only the current, running attempt on this worker may end."""
-        guard = (
-            (_J.c.id == o.job_id)
-            & (_J.c.attempt == o.attempt)
-            & (_J.c.state == JobState.RUNNING)
-            & (_J.c.worker_id == worker_id)
-        )
-        common = {"worker_id": None, "deadline": None, "exit_code": o.exit_code,
-                  "error": o.error, "result": None if o.result is None else dumps(o.result)}
+        params: dict[str, Any] = {
+            "jid": o.job_id, "att": o.attempt, "w": worker_id, "code": o.exit_code,
+            "err": o.error, "res": None if o.result is None else dumps(o.result)}
         if retry_after is not None:
-            values = {**common, "state": JobState.PENDING, "run_after": self._now + retry_after}
+            stmt = self._q("complete.retry", lambda: self._end_job_stmt(
+                state=JobState.PENDING, run_after=self._now + bindparam("delay")))
+            params["delay"] = retry_after
         else:
-            values = {**common, "state": end, "finished_at": self._now}
-        return conn.execute(
-            update(_J).where(guard).values(**values).returning(_J.c.graph_id, _J.c.routing)
-        ).first()
+            stmt = self._q("complete.end", lambda: self._end_job_stmt(
+                state=bindparam("end"), finished_at=self._now))
+            params["end"] = end.value
+        return conn.execute(stmt, params).first()
+
+    def _end_job_stmt(self, **values: Any) -> Any:
+        return (
+            update(_J)
+            .where(_J.c.id == bindparam("jid"), _J.c.attempt == bindparam("att"),
+                   _J.c.state == JobState.RUNNING, _J.c.worker_id == bindparam("w"))
+            .values(worker_id=None, deadline=None, exit_code=bindparam("code"),
+                    error=bindparam("err"), result=bindparam("res"), **values)
+            .returning(_J.c.graph_id, _J.c.routing)
+        )
 
     def _end_attempt(self, conn: Connection, o: Outcome) -> None:
-        conn.execute(
+        conn.execute(self._q("complete.attempt", lambda: (
             update(_A)
-            .where(_A.c.job_id == o.job_id, _A.c.attempt == o.attempt)
-            .values(
-                state=o.state,
-                finished_at=self._now,
-                exit_code=o.exit_code,
-                result=None if o.result is None else dumps(o.result),
-                error=o.error,
-                stdout_tail=o.stdout_tail,
-                stderr_tail=o.stderr_tail,
-            )
-        )
+            .where(_A.c.job_id == bindparam("jid"), _A.c.attempt == bindparam("att"))
+            .values(state=bindparam("st"), finished_at=self._now, exit_code=bindparam("code"),
+                    result=bindparam("res"), error=bindparam("err"),
+                    stdout_tail=bindparam("out"), stderr_tail=bindparam("errt"))
+        )), {"jid": o.job_id, "att": o.attempt, "st": o.state, "code": o.exit_code,
+             "res": None if o.result is None else dumps(o.result), "err": o.error,
+             "out": o.stdout_tail, "errt": o.stderr_tail})

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
 from taskyard.core.states import TERMINAL, JobState
@@ -79,11 +79,10 @@ class ResolutionMixin(StoreBase):
         state_of = {p.job_id: p.state for p in parents}
         tallies: dict[int, _Tally] = defaultdict(_Tally)
         for part in chunks(list(state_of)):
-            for child, parent, condition in conn.execute(
+            for child, parent, condition in conn.execute(self._q("resolve.edges", lambda: (
                 select(_D.c.job_id, _D.c.requires_id, _D.c.condition).where(
-                    _D.c.requires_id.in_(part)
-                )
-            ):
+                    _D.c.requires_id.in_(bindparam("ids", expanding=True)))
+            )), {"ids": list(part)}):
                 if only is not None and child not in only:
                     continue
                 tally = tallies[child]

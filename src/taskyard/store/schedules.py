@@ -325,11 +325,12 @@ class ScheduleStore(ResolutionMixin):
         """
         found: list[Any] = []
         for part in chunks([e.job_id for e in ended]):
-            found.extend(conn.execute(
+            found.extend(conn.execute(self._q("schedules.ended", lambda: (
                 select(_J.c.id, _J.c.schedule_name, _J.c.state, _J.c.result, _J.c.finished_at,
                        _J.c.dedup_key)
-                .where(_J.c.id.in_(part), _J.c.schedule_name.is_not(None))
-            ).all())
+                .where(_J.c.id.in_(bindparam("ids", expanding=True)),
+                       _J.c.schedule_name.is_not(None))
+            )), {"ids": list(part)}).all())
         for job in sorted(found, key=lambda r: r.id):
             sched = conn.execute(
                 select(_S.c.every, _S.c.cron, _S.c.current_interval, _S.c.last_job_id,
