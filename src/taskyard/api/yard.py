@@ -135,6 +135,11 @@ class Yard:
                     f"task type for {func.__qualname__}: define it in an importable module, "
                     "not __main__, so that workers can import it"
                 )
+            if "<locals>" in func.__qualname__:
+                raise InvalidInput(
+                    f"task type for {func.__qualname__}: define it at module level, "
+                    "so that workers can import it"
+                )
             type_name = name or func.__name__
             unknown = set(policy) - _POLICY_FIELDS
             if unknown:
