@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Cluster
 
+from conftest import Cluster
 from taskyard.api.yard import Yard
 from taskyard.core.locks import decode_claim
 
@@ -67,7 +67,7 @@ def test_awx_rules_hold_under_a_burst(cluster: Cluster) -> None:
     runs = [(a.started_at, a.finished_at, a.worker, job) for job in everything.values()
             for a in job.attempts if a.state == "succeeded"]
     capacity = {"east-1": 3, "w2": 2}
-    for (s1, e1, w1, j1), (s2, e2, w2, j2) in itertools.combinations(runs, 2):
+    for (s1, e1, _w1, j1), (s2, e2, _w2, j2) in itertools.combinations(runs, 2):
         assert s1 and e1 and s2 and e2
         if s1 < e2 and s2 < e1:  # the two ran at the same time
             for c1 in map(decode_claim, j1.locks):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Cluster
 
+from conftest import Cluster
 from taskyard import InvalidInput, Yard
 
 
