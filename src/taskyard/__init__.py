@@ -11,16 +11,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from taskyard.api.yard import Yard
-    from taskyard.core.states import JobState
-    from taskyard.store.errors import Conflict, InvalidInput, NotFound, StoreError
-    from taskyard.store.records import (
-        GraphRecord,
-        JobRecord,
-        Prerequisite,
-        TaskTypeSpec,
-        WorkerRecord,
-    )
+    from taskyard.api.yard import Yard as Yard
+    from taskyard.core.states import JobState as JobState
+    from taskyard.store.errors import Conflict as Conflict
+    from taskyard.store.errors import InvalidInput as InvalidInput
+    from taskyard.store.errors import NotFound as NotFound
+    from taskyard.store.errors import StoreError as StoreError
+    from taskyard.store.records import GraphRecord as GraphRecord
+    from taskyard.store.records import JobRecord as JobRecord
+    from taskyard.store.records import Prerequisite as Prerequisite
+    from taskyard.store.records import TaskTypeSpec as TaskTypeSpec
+    from taskyard.store.records import WorkerRecord as WorkerRecord
 
 _WHERE = {
     "Conflict": "taskyard.store.errors",
@@ -35,8 +36,23 @@ _WHERE = {
     "WorkerRecord": "taskyard.store.records",
     "Yard": "taskyard.api.yard",
 }
-__all__ = sorted(_WHERE)
+__all__ = [
+    "Conflict",
+    "GraphRecord",
+    "InvalidInput",
+    "JobRecord",
+    "JobState",
+    "NotFound",
+    "Prerequisite",
+    "StoreError",
+    "TaskTypeSpec",
+    "WorkerRecord",
+    "Yard",
+]
 __version__ = "0.1.0"
+
+
+assert sorted(_WHERE) == __all__
 
 
 def __getattr__(name: str) -> Any:

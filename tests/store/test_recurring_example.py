@@ -30,7 +30,7 @@ def yard(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def visit(yard: Yard) -> dict[str, Any]:
     """One cycle, and every placed job run in-process by the example's handlers."""
-    import feeds  # noqa: PLC0415  (the example folder is put on sys.path by the fixture)
+    import feeds
 
     store = yard.store
     worker = next((w for w in store.list_workers() if w.name == "w"), None) or \

@@ -29,6 +29,8 @@ from taskyard.store.records import (
 from taskyard.store.schedules import ScheduleRecord  # recurring:
 
 F = TypeVar("F", bound=Callable[..., Any])
+EVENT_MAINTENANCE = 0.25
+"""Seconds between maintenance steps in cycles run on submit (placement is every time)."""
 DEFAULT_URL = "sqlite:///taskyard.db"
 _POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
 
@@ -270,7 +272,7 @@ class Yard:
 
     def _cycle(self) -> None:
         if self.inline_cycle:
-            schedule(self.store, holder="inline")
+            schedule(self.store, holder="inline", maintenance_every=EVENT_MAINTENANCE)
 
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
         return self.store.list_workers(include_gone=include_gone)

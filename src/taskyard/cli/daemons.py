@@ -80,7 +80,8 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
     _daemon_logging(ctx)
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
                        lease_seconds=lease,
-                       after_complete=lambda store: schedule(store, holder="worker"))
+                       after_complete=lambda store: schedule(store, holder="worker",
+                                                             maintenance_every=0.25))
     ctx.exit(code)
 
 

@@ -51,21 +51,28 @@ def schedule(
     scan_limit: int = SCAN_LIMIT,
     stall_after: float | None = None,
     cancel_stalled: bool = False,
+    maintenance_every: float = 0.0,
 ) -> CycleReport | None:
     """Run one cycle; ``None`` when another caller holds the global lock.
 
     ``stall_after``: flag running graphs without progress for that many seconds
     (``graph-stalled`` event); with ``cancel_stalled`` they are canceled too.
+    ``maintenance_every``: the time-driven steps (expel, timeouts, requeue, due
+    schedules, stall watchdog) run when this process last ran them at least that
+    many seconds ago; 0 (the default) runs them every cycle. Cycles triggered by a
+    submit or a completion pass a small value: they exist to place work.
     """
     started = time.perf_counter()
     with store.cycle() as tx:
         if tx is None:
             return None
         report = CycleReport()
-        report.expelled = tx.expel_expired_workers()
-        report.timed_out = tx.time_out_attempts()
-        report.requeued = tx.requeue_suspended()
-        report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3, due schedules
+        maintain = _maintenance_due(store, maintenance_every)
+        if maintain:
+            report.expelled = tx.expel_expired_workers()
+            report.timed_out = tx.time_out_attempts()
+            report.requeued = tx.requeue_suspended()
+            report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
         workers = tx.workers()
         if workers:
             planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())
@@ -87,7 +94,7 @@ def schedule(
                 after = (batch[-1].priority, batch[-1].id)
             if report.placed:
                 tx.dispatch(report.placed, {w.id: w.name for w in workers})
-            if stall_after is not None:
+            if stall_after is not None and maintain:
                 served = {p for w in workers for p in w.pools}
                 report.stalled = flag_stalled_graphs(tx, stall_after, served)
         if report.changed:
@@ -99,6 +106,17 @@ def schedule(
         for graph_id in report.stalled:
             store.cancel_graph(graph_id)
     return report
+
+
+_last_maintenance: dict[int, float] = {}
+
+
+def _maintenance_due(store: Store, every: float) -> bool:
+    now = time.monotonic()
+    if every > 0 and now - _last_maintenance.get(id(store), -1e18) < every:
+        return False
+    _last_maintenance[id(store)] = now
+    return True
 
 
 def _free_slots(planner: Planner) -> int:

@@ -37,12 +37,14 @@ class SchedulerDaemon:
         listener = self.store.listener("scheduler") if self.wakeups else None
         log.info("event=scheduler-started holder=%s interval=%s", self.holder, self.interval)
         failures = 0
+        periodic = True  # the first cycle, and every timer tick, does all the steps
         try:
             while not stop.is_set():
                 try:
                     report = schedule(self.store, holder=self.holder,
                                       stall_after=self.stall_after,
-                                      cancel_stalled=self.cancel_stalled)
+                                      cancel_stalled=self.cancel_stalled,
+                                      maintenance_every=0.0 if periodic else 0.25)
                     failures = 0
                 except Exception:  # the daemon must outlive a database hiccup
                     failures += 1
@@ -50,18 +52,26 @@ class SchedulerDaemon:
                     stop.wait(min(0.1 * 2**failures, 5.0))
                     continue
                 if report is not None and report.changed:
-                    log.info(
+                    # Placement alone is the steady state: keep it out of the INFO log.
+                    maintenance = (report.expelled or report.timed_out or report.requeued
+                                   or report.stalled or report.scheduled)
+                    log.log(
+                        logging.INFO if maintenance else logging.DEBUG,
                         "event=cycle placed=%d expelled=%d timed_out=%d requeued=%d "
-                        "scanned=%d ms=%.2f",
+                        "scheduled=%d stalled=%d scanned=%d ms=%.2f",
                         len(report.placed), len(report.expelled), len(report.timed_out),
-                        report.requeued, report.scanned, report.seconds * 1000,
+                        report.requeued, len(report.scheduled), len(report.stalled),
+                        report.scanned, report.seconds * 1000,
                     )
                     # Something changed: look again at once (more may be placeable).
+                    periodic = False
                     continue
+                periodic = True
                 if listener is not None:
                     deadline = time.monotonic() + self.interval
                     while not stop.is_set() and time.monotonic() < deadline:
                         if listener.wait(min(0.25, deadline - time.monotonic())):
+                            periodic = False
                             break
                 else:
                     stop.wait(self.interval)

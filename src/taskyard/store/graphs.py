@@ -67,13 +67,13 @@ class GraphStore(JobStore):
                 raise NotFound(f"no graph {graph_id}")
             if graph.state == "canceled":
                 raise Conflict(f"graph {graph_id} is canceled")
-            existing = {
-                r.label: (r.id, r.state, r.definition_hash)
-                for r in conn.execute(
-                    select(_J.c.label, _J.c.id, _J.c.state, _J.c.definition_hash)
-                    .where(_J.c.graph_id == graph_id)
-                )
-            }
+            query = (select(_J.c.label, _J.c.id, _J.c.state, _J.c.definition_hash)
+                     .where(_J.c.graph_id == graph_id).order_by(_J.c.id))
+            if not self.sqlite:
+                # New tasks may require these jobs: a concurrent completion must not
+                # read their dependents before our new edges are visible (see prereqs).
+                query = query.with_for_update()
+            existing = {r.label: (r.id, r.state, r.definition_hash) for r in conn.execute(query)}
             spec = self._parse(conn, {"routing": graph.routing, **doc}, existing=existing)
             fresh: dict[str, TaskNode] = {}
             for label, node in spec.tasks.items():

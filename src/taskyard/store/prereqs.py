@@ -79,11 +79,17 @@ class PrereqMixin(StoreBase):
 
     def _prior_runs(self, conn: Connection, type_: str, args_text: str,
                     cache: float) -> list[PriorRun]:
-        flying = conn.execute(
+        query = (
             select(_J.c.id, _J.c.state, _J.c.finished_at)
             .where(_J.c.type == type_, _J.c.state.in_(IN_FLIGHT), _J.c.args == args_text)
             .order_by(_J.c.id.desc()).limit(1)
-        ).all()
+        )
+        if not self.sqlite:
+            # Lock the run we may wait on: its completion (which reads our new edge to
+            # decrement us) must wait for this transaction, or it misses the edge and we
+            # wait forever. If it completed first, the lock returns nothing here.
+            query = query.with_for_update()
+        flying = conn.execute(query).all()
         recent = conn.execute(
             select(_J.c.id, _J.c.state, _J.c.finished_at)
             .where(_J.c.type == type_, _J.c.state == "succeeded",
