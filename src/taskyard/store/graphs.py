@@ -127,7 +127,7 @@ class GraphStore(JobStore):
                 locks=node.locks, retries=node.reruns, timeout=node.timeout, label=label,
                 graph_id=graph_id, routing=node.routing, launch_type="graph",
             )
-            row = job_row(sub, specs[node.type], index)
+            row = job_row(sub, specs[node.type], index, args_checked=True)
             row.update(
                 state=JobState.WAITING if node.requires else JobState.PENDING,
                 unmet_deps=len(node.requires),

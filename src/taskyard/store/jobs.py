@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,17 +34,24 @@ JOB_COLUMNS = (*_J.c, _A.c.worker_name)
 JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
 
 
-def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int) -> dict[str, Any]:
-    """The jobs row for a submission, or InvalidInput naming what is wrong."""
+def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
+            args_checked: bool = False) -> dict[str, Any]:
+    """The jobs row for a submission, or InvalidInput naming what is wrong.
+
+    ``args_checked``: the args were already validated against the limits (graphs are
+    validated whole before anything is written), so only encode them.
+    """
     where = f"job {index}" if sub.label is None else f"task {sub.label!r}"
     try:
-        args_text = encode_args(sub.args, where=where)
-        claims = render_claims(
-            spec.name, spec.locks, sub.args, simultaneous=spec.simultaneous, extra=sub.locks
-        )
+        args_text = (dumps(sub.args) if args_checked
+                     else encode_args(sub.args, where=where))
+        locks = (_NO_LOCKS if spec.simultaneous and not spec.locks and not sub.locks
+                 else dumps([c.encode() for c in render_claims(
+                     spec.name, spec.locks, sub.args, simultaneous=spec.simultaneous,
+                     extra=sub.locks)]))
     except (LimitError, LockTemplateError) as exc:
         raise InvalidInput(str(exc)) from None
-    pools = list(sub.pools) if sub.pools else list(spec.pools)
+    pools = sub.pools or spec.pools
     if any(not p for p in pools):
         raise InvalidInput(f"{where}: pool names must not be empty")
     if isinstance(sub.priority, bool) or not isinstance(sub.priority, int):
@@ -52,9 +60,9 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int) -> dict[str, Any
         "type": spec.name,
         "args": args_text,
         "priority": sub.priority,
-        "pools": dumps(pools),
+        "pools": _pools_text(tuple(pools)),
         "cost": spec.cost,
-        "locks": dumps([c.encode() for c in claims]),
+        "locks": locks,
         "retries": spec.retries if sub.retries is None else sub.retries,
         "retry_delay": spec.retry_delay,
         "retry_backoff": spec.retry_backoff,
@@ -68,7 +76,19 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int) -> dict[str, Any
         "schedule_name": sub.schedule_name,
         "dedup_key": sub.dedup_key,
         "state": JobState.PENDING,
+        # Every row has every key: executemany compiles one statement for all rows.
+        "unmet_deps": 0,
+        "convergence": "all",
+        "definition_hash": None,
     }
+
+
+_NO_LOCKS = dumps([])
+
+
+@functools.lru_cache(maxsize=1024)
+def _pools_text(pools: tuple[str, ...]) -> str:
+    return dumps(list(pools))
 
 
 def to_record(row: Any, attempts: Sequence[AttemptRecord] = ()) -> JobRecord:
@@ -168,10 +188,7 @@ class JobStore(ResolutionMixin, PrereqMixin):
         """Insert rows (already validated) and announce the pending ones."""
         if not rows:  # an empty executemany would run as one bare INSERT
             return []
-        stmt = insert(_J).values(created_at=self._now).returning(
-            _J.c.id, sort_by_parameter_order=True
-        )
-        ids = [int(i) for i in conn.execute(stmt, rows).scalars()]
+        ids = self._insert_rows(conn, rows)
         self._events(
             conn,
             (
@@ -188,6 +205,25 @@ class JobStore(ResolutionMixin, PrereqMixin):
         )
         self._notify(conn, ["scheduler"])
         return ids
+
+    def _insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        """Insert job rows; their ids in order."""
+        if not self.sqlite:
+            stmt = self._q("jobs.insert", lambda: insert(_J).values(created_at=self._now)
+                           .returning(_J.c.id, sort_by_parameter_order=True))
+            return [int(i) for i in conn.execute(stmt, rows).scalars()]
+        # SQLite runs INSERT ... RETURNING one row per statement. Our write transaction
+        # is exclusive and INTEGER PRIMARY KEY ids are max(id) + 1, so a plain
+        # executemany yields consecutive ids, checked below.
+        before = conn.execute(self._q("jobs.max_id", lambda: select(func.max(_J.c.id))))
+        first = int(before.scalar() or 0) + 1
+        insert_stmt = self._q("jobs.insert_plain", lambda: insert(_J).values(
+            created_at=self._now))
+        conn.execute(insert_stmt, rows)
+        last = conn.execute(self._q("jobs.max_id", lambda: select(func.max(_J.c.id)))).scalar()
+        if last != first + len(rows) - 1:
+            raise RuntimeError("job ids were not consecutive; refusing to guess them")
+        return list(range(first, first + len(rows)))
 
     def get_job(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
         with self._read() as conn:
