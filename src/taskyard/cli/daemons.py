@@ -14,6 +14,7 @@ from types import FrameType
 import click
 
 from taskyard.cli.main import State
+from taskyard.core.durations import parse_duration
 from taskyard.scheduler.cycle import schedule
 from taskyard.scheduler.daemon import SchedulerDaemon
 from taskyard.worker.daemon import main_worker
@@ -57,14 +58,17 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 @STALL
 @click.option("--cancel-stalled", is_flag=True, help="Cancel graphs flagged stalled.")
 @click.option("--no-wakeups", is_flag=True, help="Periodic cycles only.")
+@click.option("--retain", help="Prune finished work older than this (e.g. 30d), every 10 min.")
 @click.pass_context
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
-              no_wakeups: bool) -> None:
+              no_wakeups: bool, retain: str | None) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
     _daemon_logging(ctx)
     stop = _stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
-                    stall_after=stall_after, cancel_stalled=cancel_stalled).run(stop)
+                    stall_after=stall_after, cancel_stalled=cancel_stalled,
+                    retain=None if retain is None else parse_duration(retain, field="--retain"),
+                    ).run(stop)
 
 
 @click.command("worker")

@@ -23,7 +23,8 @@ class SchedulerDaemon:
     def __init__(
         self, store: Store, *, interval: float = 1.0, wakeups: bool = True,
         holder: str | None = None, stall_after: float | None = 600.0,
-        cancel_stalled: bool = False,
+        cancel_stalled: bool = False, retain: float | None = None,
+        prune_every: float = 600.0,
     ) -> None:
         self.store = store
         self.interval = interval
@@ -31,6 +32,22 @@ class SchedulerDaemon:
         self.holder = holder or f"{socket.gethostname()}-{os.getpid()}"
         self.stall_after = stall_after
         self.cancel_stalled = cancel_stalled
+        self.retain = retain
+        self.prune_every = prune_every
+        self._last_prune = -1e18
+
+    def _maybe_prune(self) -> None:
+        """Retention (``--retain``): prune at most every ``prune_every`` seconds."""
+        if self.retain is None or time.monotonic() - self._last_prune < self.prune_every:
+            return
+        self._last_prune = time.monotonic()
+        try:
+            report = self.store.prune(self.retain)
+            if report.jobs or report.events or report.graphs:
+                log.info("event=pruned jobs=%d graphs=%d events=%d", report.jobs,
+                         report.graphs, report.events)
+        except Exception:
+            log.exception("event=prune-failed")
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set."""
@@ -67,6 +84,7 @@ class SchedulerDaemon:
                     periodic = False
                     continue
                 periodic = True
+                self._maybe_prune()
                 if listener is not None:
                     deadline = time.monotonic() + self.interval
                     while not stop.is_set() and time.monotonic() < deadline:

@@ -12,10 +12,11 @@ from taskyard.store.execution import ExecutionMixin
 from taskyard.store.explain import ExplainMixin
 from taskyard.store.graphs import GraphStore
 from taskyard.store.listen import Listener, open_listener
+from taskyard.store.retention import RetentionMixin
 from taskyard.store.schedules import ScheduleStore  # recurring:
 
 
-class Store(ScheduleStore, ExplainMixin, CycleStore,  # recurring: ScheduleStore
+class Store(RetentionMixin, ScheduleStore, ExplainMixin, CycleStore,  # recurring: ScheduleStore
             ExecutionMixin, GraphStore, EventStore):
     """All persistence operations, on SQLite or PostgreSQL."""
 

@@ -1,0 +1,32 @@
+"""``taskyard prune``: delete old finished jobs, graphs and events."""
+
+from __future__ import annotations
+
+import click
+
+from taskyard.cli.main import State
+from taskyard.cli.output import json_option, print_json
+from taskyard.core.durations import parse_duration
+
+
+@click.command("prune")
+@click.option("--older-than", required=True,
+              help="Delete what finished longer ago than this (e.g. 30d).")
+@click.option("--dry-run", is_flag=True, help="Count the first batch, delete nothing.")
+@json_option
+@click.pass_obj
+def prune(state: State, older_than: str, dry_run: bool, as_json: bool) -> None:
+    """Delete jobs that ended before the cutoff (with attempts, stages and edges), their
+    empty graphs, and older events. Jobs still needed by unfinished work are kept."""
+    report = state.yard.store.prune(parse_duration(older_than, field="--older-than"),
+                                    dry_run=dry_run)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        verb = "would delete (first batch)" if dry_run else "deleted"
+        click.echo(f"{verb} {report.jobs} job(s), {report.graphs} graph(s), "
+                   f"{report.events} event(s)")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(prune)
