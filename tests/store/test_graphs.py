@@ -214,3 +214,28 @@ def test_watchdog_flags_a_graph_that_stops_making_progress(store: Store) -> None
     drive(store)
     assert store.get_graph(gid).state == "finished"
     assert store.get_graph(gid).stalled_at is None  # progress clears the flag
+
+
+def test_deploy_example_file(store: Store) -> None:
+    from pathlib import Path
+
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).parents[2] / "examples/graphs/deploy.yaml").read_text())
+    store.put_task_type(TaskTypeSpec("step", "shell:true"))
+    ok = store.submit_graph(doc)
+    drive(store)
+    assert states(store, ok) == {"build": "succeeded", "deploy": "succeeded",
+                                 "verify": "succeeded", "rollback": "skipped",
+                                 "notify": "succeeded"}
+    assert store.get_graph(ok).state == "finished"
+    bad = store.submit_graph(doc)
+
+    def deploy_fails(job: ClaimedJob) -> tuple[str, Any]:
+        return ("failed", None) if job.args.get("what") == "deploy" else ("succeeded", 1)
+
+    drive(store, deploy_fails)
+    assert states(store, bad) == {"build": "succeeded", "deploy": "failed",
+                                  "verify": "dependency_failed", "rollback": "succeeded",
+                                  "notify": "succeeded"}
+    assert store.get_graph(bad).state == "finished"
