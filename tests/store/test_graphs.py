@@ -239,3 +239,19 @@ def test_deploy_example_file(store: Store) -> None:
                                   "verify": "dependency_failed", "rollback": "succeeded",
                                   "notify": "succeeded"}
     assert store.get_graph(bad).state == "finished"
+
+
+def test_event_routing_keys_follow_taskcluster(store_g: Store) -> None:
+    from taskyard.core.routing import topic_matches
+
+    gid = store_g.submit_graph({"routing": "nightly", "tasks": {
+        "build": {"type": "step", "routing": "linux"}}})
+    drive(store_g)
+    events = store_g.list_events(graph_id=gid)
+    keys = {e.topic: e.routing_key for e in events}
+    assert keys["job-completed"] == f"taskyard.{gid}.nightly.linux"
+    assert keys["graph-finished"] == f"taskyard.{gid}.nightly._"
+    assert keys["job-pending"] == f"taskyard.{gid}.nightly.linux"
+    assert topic_matches("taskyard.*.nightly.#", keys["job-running"])
+    payload = next(e.payload for e in events if e.topic == "job-completed")
+    assert payload["state"] == "succeeded" and payload["attempt"] == 1

@@ -16,7 +16,7 @@ from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
 
 CONDITIONS = ("success", "failure", "always")
 REQUIRES_MODES = {"all-completed": "success", "all-resolved": "always"}
-MAX_ROUTING = 200
+MAX_ROUTING = 99  # graph + job routing are stored together in a 200-character column
 _TASK_KEYS = {
     "type", "args", "requires", "reruns", "priority", "pools", "routing", "requires_mode",
     "convergence", "locks", "timeout",

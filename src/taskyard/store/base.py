@@ -18,6 +18,11 @@ SCHEDULER_ID = "taskyard"
 """First word of every event routing key (TaskCluster's schedulerId)."""
 
 
+def job_key(graph_id: int | None, routing: str) -> str:
+    """A job event's routing key; ``routing`` is the job's stored ``graph.job`` routing."""
+    return f"{SCHEDULER_ID}.{graph_id or '_'}.{routing or '_._'}"
+
+
 def routing_key(graph_id: int | None, graph_routing: str, job_routing: str) -> str:
     """``<scheduler-id>.<graph-id>.<graph routing>.<job routing>``; empty parts are ``_``."""
     return ".".join(

@@ -12,7 +12,7 @@ from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.retry import RetryPolicy, decide_retry
 from taskyard.core.states import AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import lit, routing_key
+from taskyard.store.base import job_key, lit
 from taskyard.store.errors import InvalidInput
 from taskyard.store.records import ClaimedJob, Outcome, dumps, loads
 from taskyard.store.resolution import Ended, ResolutionMixin, chunks
@@ -63,7 +63,7 @@ class ExecutionMixin(ResolutionMixin):
             self._events(
                 conn,
                 (
-                    ("job-running", routing_key(r.graph_id, "", r.routing),
+                    ("job-running", job_key(r.graph_id, r.routing),
                      {"job_id": r.id, "attempt": r.attempt, "worker_id": worker_id}, r.id,
                      r.graph_id)
                     for r in rows
@@ -156,7 +156,7 @@ class ExecutionMixin(ResolutionMixin):
                 self._end_attempt(conn, o)
                 payload = {"job_id": o.job_id, "attempt": o.attempt, "state": o.state,
                            "retry": retry_after is not None}
-                events.append((_TOPIC[end], routing_key(row.graph_id, "", row.routing), payload,
+                events.append((_TOPIC[end], job_key(row.graph_id, row.routing), payload,
                                o.job_id, row.graph_id))
                 if retry_after is None:
                     ended.append(Ended(o.job_id, end, row.graph_id))

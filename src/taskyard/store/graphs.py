@@ -125,7 +125,9 @@ class GraphStore(JobStore):
             sub = JobSubmission(
                 type=node.type, args=node.args, priority=node.priority, pools=node.pools,
                 locks=node.locks, retries=node.reruns, timeout=node.timeout, label=label,
-                graph_id=graph_id, routing=node.routing, launch_type="graph",
+                graph_id=graph_id, launch_type="graph",
+                # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
+                routing=f"{spec.routing or '_'}.{node.routing or '_'}",
             )
             row = job_row(sub, specs[node.type], index, args_checked=True)
             row.update(

@@ -12,7 +12,7 @@ from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
 from taskyard.core.states import ACTIVE, FAILURES, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import routing_key
+from taskyard.store.base import job_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
 from taskyard.store.prereqs import PrereqMixin, PrereqPlan
 from taskyard.store.records import (
@@ -194,7 +194,7 @@ class JobStore(ResolutionMixin, PrereqMixin):
             (
                 (
                     "job-pending",
-                    routing_key(row["graph_id"], "", row["routing"]),
+                    job_key(row["graph_id"], row["routing"]),
                     {"job_id": job_id, "type": row["type"]},
                     job_id,
                     row["graph_id"],
@@ -281,11 +281,12 @@ class JobStore(ResolutionMixin, PrereqMixin):
         """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
         with self._tx() as conn:
             row = conn.execute(
-                select(_J.c.state, _J.c.worker_id, _J.c.graph_id).where(_J.c.id == job_id)
+                select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
+                .where(_J.c.id == job_id)
             ).first()
             if row is None:
                 raise NotFound(f"no job {job_id}")
-            state, worker_id, graph_id = row
+            state, worker_id, graph_id, routing = row
             if state in TERMINAL:
                 raise Conflict(f"job {job_id} is already {state}")
             done = conn.execute(
@@ -310,8 +311,8 @@ class JobStore(ResolutionMixin, PrereqMixin):
             self._jobs_ended(conn, [Ended(job_id, JobState.CANCELED, graph_id)])
             self._events(
                 conn,
-                [("job-exception", routing_key(None, "", ""),
-                  {"job_id": job_id, "reason": "canceled"}, job_id, None)],
+                [("job-exception", job_key(graph_id, routing),
+                  {"job_id": job_id, "reason": "canceled"}, job_id, graph_id)],
             )
             self._notify(conn, ["scheduler", *([f"worker.{worker_id}"] if worker_id else [])])
         record = self.get_job(job_id)

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, bindparam, select, update
 from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase, routing_key
+from taskyard.store.base import StoreBase, job_key, routing_key
 
 CHUNK = 500
 T = TypeVar("T")
@@ -130,7 +130,7 @@ class ResolutionMixin(StoreBase):
                     ended.extend(Ended(r.id, state, r.graph_id) for r in rows)
                 else:
                     self._events(conn, (
-                        ("job-pending", routing_key(r.graph_id, "", r.routing),
+                        ("job-pending", job_key(r.graph_id, r.routing),
                          {"job_id": r.id}, r.id, r.graph_id)
                         for r in rows
                     ))
