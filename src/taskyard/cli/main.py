@@ -77,8 +77,10 @@ _register()
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI and exit with 0, 1 (operation failed) or 2 (bad usage)."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="taskyard",
-                 standalone_mode=False)
+        # Without standalone mode click returns a command's `ctx.exit(code)` instead of
+        # exiting, so the code is taken from the return value.
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="taskyard",
+                        standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:
@@ -89,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(exc), 1)
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _fail(message: str, code: int) -> None:

@@ -1,0 +1,61 @@
+"""Fencing with real processes: a worker frozen with SIGSTOP is expelled, its job re-runs
+elsewhere, and when it wakes its late completion is refused and it stops its child."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import Cluster
+
+
+def _worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen(
+        [sys.executable, "-m", "taskyard", "--db", url, "worker", "--name", name,
+         "--capacity", "1", "--lease", "2"],
+        env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+    )
+
+
+def test_a_frozen_worker_is_fenced_off(cluster: Cluster, tmp_path: Path) -> None:
+    yard = cluster.yard
+    marks = tmp_path / "runs.log"
+    yard.add_task_type("slow", f"shell:echo $TASKYARD_ATTEMPT >> {marks}; sleep 3; "
+                               "echo \"{\\\"attempt\\\": $TASKYARD_ATTEMPT}\" > $TASKYARD_RESULT")
+    cluster.add_scheduler(interval=0.2)
+    frozen = _worker(cluster.url, "frozen", tmp_path / "frozen.log")
+    try:
+        job_id = yard.submit("slow")
+        deadline = time.monotonic() + 30
+        while yard.get_job(job_id).state != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert yard.get_job(job_id).worker == "frozen"
+        frozen.send_signal(signal.SIGSTOP)  # the worker and its heartbeat stop; the child runs on
+        rescuer = _worker(cluster.url, "rescuer", tmp_path / "rescuer.log")
+        try:
+            job = yard.wait(job_id, 60)
+            assert (job.state, job.worker, job.attempt, job.result) == (
+                "succeeded", "rescuer", 2, {"attempt": 2})
+            assert [a.state for a in job.attempts] == ["lost", "succeeded"]
+            frozen.send_signal(signal.SIGCONT)
+            # It learns from its next heartbeat that it was expelled, and exits.
+            assert frozen.wait(30) == 1
+            time.sleep(0.5)
+            again = yard.get_job(job_id)
+            assert (again.state, again.result, again.attempt) == ("succeeded", {"attempt": 2}, 2)
+            assert [a.state for a in again.attempts] == ["lost", "succeeded"]
+            text = (tmp_path / "frozen.log").read_text()
+            assert "event=expelled" in text
+        finally:
+            rescuer.terminate()
+            rescuer.wait(30)
+    finally:
+        if frozen.poll() is None:
+            frozen.send_signal(signal.SIGCONT)
+            frozen.kill()
+            frozen.wait(10)
