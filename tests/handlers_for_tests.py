@@ -38,3 +38,27 @@ def not_json() -> object:
 
 def die() -> None:
     os._exit(3)
+
+
+def staged(log: str, marker: str) -> dict[str, Any]:
+    """Three stages; the last fails on the first attempt (while ``marker`` is absent), so
+    a retry must skip the first two and receive their results."""
+    from taskyard import current_job, stage  # noqa: PLC0415 - the public API, as users write it
+
+    def step(name: str, value: Any) -> Any:
+        with open(log, "a") as fh:
+            fh.write(f"{name} {os.environ['TASKYARD_ATTEMPT']}\n")
+        return value
+
+    def load(total: int) -> int:
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("flaky load")
+        return step("load", total)
+
+    rows = stage("fetch", step, "fetch", [1, 2, 3])
+    total = stage("transform", lambda: step("transform", sum(rows)))
+    loaded = stage("load", load, total)
+    job = current_job()
+    assert job is not None
+    return {"rows": rows, "total": total, "loaded": loaded, "attempt": job.attempt}

@@ -22,11 +22,17 @@ if TYPE_CHECKING:
     from taskyard.store.records import Prerequisite as Prerequisite
     from taskyard.store.records import TaskTypeSpec as TaskTypeSpec
     from taskyard.store.records import WorkerRecord as WorkerRecord
+    from taskyard.worker.context import Fenced as Fenced
+    from taskyard.worker.context import JobContext as JobContext
+    from taskyard.worker.context import current_job as current_job
+    from taskyard.worker.context import stage as stage
 
 _WHERE = {
     "Conflict": "taskyard.store.errors",
+    "Fenced": "taskyard.worker.context",
     "GraphRecord": "taskyard.store.records",
     "InvalidInput": "taskyard.store.errors",
+    "JobContext": "taskyard.worker.context",
     "JobRecord": "taskyard.store.records",
     "JobState": "taskyard.core.states",
     "NotFound": "taskyard.store.errors",
@@ -35,11 +41,15 @@ _WHERE = {
     "TaskTypeSpec": "taskyard.store.records",
     "WorkerRecord": "taskyard.store.records",
     "Yard": "taskyard.api.yard",
+    "current_job": "taskyard.worker.context",
+    "stage": "taskyard.worker.context",
 }
 __all__ = [
     "Conflict",
+    "Fenced",
     "GraphRecord",
     "InvalidInput",
+    "JobContext",
     "JobRecord",
     "JobState",
     "NotFound",
@@ -48,11 +58,13 @@ __all__ = [
     "TaskTypeSpec",
     "WorkerRecord",
     "Yard",
+    "current_job",
+    "stage",
 ]
 __version__ = "0.1.0"
 
 
-assert sorted(_WHERE) == __all__
+assert sorted(_WHERE) == sorted(__all__)
 
 
 def __getattr__(name: str) -> Any:

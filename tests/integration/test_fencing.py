@@ -43,14 +43,16 @@ def test_a_frozen_worker_is_fenced_off(cluster: Cluster, tmp_path: Path) -> None
                 "succeeded", "rescuer", 2, {"attempt": 2})
             assert [a.state for a in job.attempts] == ["lost", "succeeded"]
             frozen.send_signal(signal.SIGCONT)
-            # It learns from its next heartbeat that it was expelled, and exits.
+            # It sees its lease lapsed (its watchdog) or learns from its next heartbeat that
+            # it was expelled, kills its child and exits.
             assert frozen.wait(30) == 1
             time.sleep(0.5)
             again = yard.get_job(job_id)
             assert (again.state, again.result, again.attempt) == ("succeeded", {"attempt": 2}, 2)
             assert [a.state for a in again.attempts] == ["lost", "succeeded"]
             text = (tmp_path / "frozen.log").read_text()
-            assert "event=expelled" in text
+            assert "event=expelled" in text or "event=self-fenced" in text
+            assert "refused=1" in text
         finally:
             rescuer.terminate()
             rescuer.wait(30)

@@ -10,8 +10,9 @@ import taskyard
 
 def test_exported_names_are_pinned() -> None:
     assert taskyard.__all__ == [
-        "Conflict", "GraphRecord", "InvalidInput", "JobRecord", "JobState", "NotFound",
-        "Prerequisite", "StoreError", "TaskTypeSpec", "WorkerRecord", "Yard",
+        "Conflict", "Fenced", "GraphRecord", "InvalidInput", "JobContext", "JobRecord",
+        "JobState", "NotFound", "Prerequisite", "StoreError", "TaskTypeSpec", "WorkerRecord",
+        "Yard", "current_job", "stage",
     ]
     for name in taskyard.__all__:
         assert getattr(taskyard, name).__name__ == name

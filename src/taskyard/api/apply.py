@@ -18,7 +18,7 @@ from taskyard.store.records import Prerequisite, TaskTypeSpec
 TASK_TYPE_FIELDS = {
     "handler", "description", "pools", "cost", "timeout", "retries", "retry_delay",
     "retry_backoff", "retry_max_delay", "interval", "backoff_factor", "max_queue_length",
-    "locks", "simultaneous", "prerequisites",
+    "locks", "simultaneous", "prerequisites", "max_worker_losses",
 }
 
 
@@ -141,6 +141,7 @@ _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "locks": _names,
     "simultaneous": _bool,
     "prerequisites": _prereqs,
+    "max_worker_losses": _int,
 }
 
 

@@ -49,6 +49,15 @@ def init(state: State) -> None:
 
 STALL = click.option("--stall-after", default=600.0, show_default=True, type=float,
                      help="Flag a running graph without progress for this long (seconds).")
+AGING = click.option("--aging", default="10m", show_default=True,
+                     help="A pending job gains 1 priority per this much waiting (0: off).")
+
+
+def _aging(value: str) -> float | None:
+    seconds = parse_duration(value, field="--aging")
+    return seconds or None
+
+
 INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float,
                         help="Seconds between periodic cycles (wake-ups also trigger them).")
 
@@ -59,16 +68,17 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 @click.option("--cancel-stalled", is_flag=True, help="Cancel graphs flagged stalled.")
 @click.option("--no-wakeups", is_flag=True, help="Periodic cycles only.")
 @click.option("--retain", help="Prune finished work older than this (e.g. 30d), every 10 min.")
+@AGING
 @click.pass_context
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
-              no_wakeups: bool, retain: str | None) -> None:
+              no_wakeups: bool, retain: str | None, aging: str) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
     _daemon_logging(ctx)
     stop = _stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
                     retain=None if retain is None else parse_duration(retain, field="--retain"),
-                    ).run(stop)
+                    aging=_aging(aging)).run(stop)
 
 
 @click.command("worker")
@@ -97,9 +107,10 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
               help="Exit once no job is waiting, pending, dispatched, running or suspended.")
 @INTERVAL
 @STALL
+@AGING
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
-       until_idle: bool, interval: float, stall_after: float) -> None:
+       until_idle: bool, interval: float, stall_after: float, aging: str) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle)."""
     _daemon_logging(ctx)
     state: State = ctx.obj
@@ -115,7 +126,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
         if capacity is not None:
             cmd += ["--capacity", str(capacity)]
         children.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL))
-    daemon = SchedulerDaemon(state.yard.store, interval=interval, stall_after=stall_after)
+    daemon = SchedulerDaemon(state.yard.store, interval=interval, stall_after=stall_after,
+                             aging=_aging(aging))
     thread = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
     thread.start()
     try:

@@ -118,6 +118,13 @@ def job_show(state: State, job_id: int, as_json: bool) -> None:
                     [[a.attempt, a.state, a.worker, a.exit_code, when(a.started_at),
                       duration(a.started_at, a.finished_at), a.error or ""]
                      for a in record.attempts])
+        if record.stages:
+            click.echo("")
+            print_table(["attempt", "stage", "state", "started", "took", "result"],
+                        [[st.attempt, st.name, st.state, when(st.started_at),
+                          duration(st.started_at, st.finished_at),
+                          "" if st.result is None else short(st.result, 60)]
+                         for st in record.stages])
         last = record.attempts[-1]
         for name, tail in (("stdout", last.stdout_tail), ("stderr", last.stderr_tail)):
             if tail:

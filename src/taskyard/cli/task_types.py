@@ -44,12 +44,15 @@ def task_type() -> None:
               help="KEY[:shared|:exclusive|:group=NAME]; KEY may hold {arg} (repeatable).")
 @click.option("--no-simultaneous", is_flag=True,
               help="Two jobs of this type with the same args never run at once.")
+@click.option("--max-worker-losses", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Times a job may lose its worker before it ends in error (not retries).")
 @click.option("--no-verify", is_flag=True, help="Do not check that a python handler imports.")
 @click.pass_obj
 def add(state: State, name: str, handler: str, description: str, pools: tuple[str, ...],
         cost: int, timeout: str | None, retries: int, retry_delay: str, retry_backoff: float,
         interval: str | None, backoff_factor: float | None, max_queue_length: int | None,
-        locks: tuple[str, ...], no_simultaneous: bool, no_verify: bool) -> None:
+        locks: tuple[str, ...], no_simultaneous: bool, max_worker_losses: int,
+        no_verify: bool) -> None:
     """Create or update a task type."""
     spec = state.yard.add_task_type(
         name, handler, verify=not no_verify, description=description,
@@ -58,7 +61,7 @@ def add(state: State, name: str, handler: str, description: str, pools: tuple[st
         retry_backoff=retry_backoff,
         interval=None if interval is None else parse_interval(interval, field="--interval"),
         backoff_factor=backoff_factor, max_queue_length=max_queue_length, locks=locks,
-        simultaneous=not no_simultaneous,
+        simultaneous=not no_simultaneous, max_worker_losses=max_worker_losses,
     )
     click.echo(f"task type {spec.name} saved")
 
@@ -102,6 +105,7 @@ def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> 
                 ("interval", _interval_text(s)), ("backoff_factor", s.backoff_factor),
                 ("max_queue_length", s.max_queue_length),
                 ("num_retries", s.retries or None), ("retry_delay", retry_delay),
+                ("max_worker_losses", s.max_worker_losses),
                 ("locks", ", ".join(s.locks) or None),
                 ("simultaneous", s.simultaneous),
                 ("prerequisites", ", ".join(f"{p.type} (cache {p.cache:g}s)"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from taskyard.core.placement import Placement, Planner, Skip
 from taskyard.store import Store
+from taskyard.store.cycle import TIMEOUT_GRACE
 from taskyard.store.watchdog import flag_stalled_graphs
 
 SCAN_LIMIT = 10_000
@@ -52,6 +53,7 @@ def schedule(
     stall_after: float | None = None,
     cancel_stalled: bool = False,
     maintenance_every: float = 0.0,
+    timeout_grace: float = TIMEOUT_GRACE,
 ) -> CycleReport | None:
     """Run one cycle; ``None`` when another caller holds the global lock.
 
@@ -61,6 +63,8 @@ def schedule(
     schedules, stall watchdog) run when this process last ran them at least that
     many seconds ago; 0 (the default) runs them every cycle. Cycles triggered by a
     submit or a completion pass a small value: they exist to place work.
+    ``timeout_grace``: seconds past an attempt's deadline before the cycle fails it
+    (its worker normally does so at the deadline).
     """
     started = time.perf_counter()
     with store.cycle() as tx:
@@ -70,7 +74,7 @@ def schedule(
         maintain = _maintenance_due(store, maintenance_every)
         if maintain:
             report.expelled = tx.expel_expired_workers()
-            report.timed_out = tx.time_out_attempts()
+            report.timed_out = tx.time_out_attempts(timeout_grace)
             report.requeued = tx.requeue_suspended()
             report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
         workers = tx.workers()

@@ -12,6 +12,8 @@ from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
 
 log = logging.getLogger("taskyard.scheduler")
+AGING_PERIOD = 600.0
+"""Default anti-starvation aging: +1 priority per 10 minutes a job has waited."""
 
 
 class SchedulerDaemon:
@@ -24,8 +26,10 @@ class SchedulerDaemon:
         self, store: Store, *, interval: float = 1.0, wakeups: bool = True,
         holder: str | None = None, stall_after: float | None = 600.0,
         cancel_stalled: bool = False, retain: float | None = None,
-        prune_every: float = 600.0,
+        prune_every: float = 600.0, aging: float | None = AGING_PERIOD,
     ) -> None:
+        """``aging``: a pending job gains 1 priority per this many seconds waited (None
+        turns aging off); ``retain``: prune finished work older than that many seconds."""
         self.store = store
         self.interval = interval
         self.wakeups = wakeups
@@ -35,6 +39,20 @@ class SchedulerDaemon:
         self.retain = retain
         self.prune_every = prune_every
         self._last_prune = -1e18
+        self.aging = aging
+        self._last_aging = -1e18
+
+    def _maybe_age(self) -> None:
+        """Anti-starvation aging, at most every tenth of a period (and every minute)."""
+        if self.aging is None or time.monotonic() - self._last_aging < min(60.0, self.aging / 10):
+            return
+        self._last_aging = time.monotonic()
+        try:
+            aged = self.store.age_pending(self.aging)
+            if aged:
+                log.info("event=aged jobs=%d", aged)
+        except Exception:
+            log.exception("event=aging-failed")
 
     def _maybe_prune(self) -> None:
         """Retention (``--retain``): prune at most every ``prune_every`` seconds."""
@@ -85,6 +103,7 @@ class SchedulerDaemon:
                     continue
                 periodic = True
                 self._maybe_prune()
+                self._maybe_age()
                 if listener is not None:
                     deadline = time.monotonic() + self.interval
                     while not stop.is_set() and time.monotonic() < deadline:

@@ -6,6 +6,7 @@ are named after the transitions they perform and each guards its change in SQL.
 
 from __future__ import annotations
 
+from taskyard.store.aging import AgingMixin
 from taskyard.store.cycle import CycleStore, CycleTx
 from taskyard.store.events import EventStore
 from taskyard.store.execution import ExecutionMixin
@@ -17,7 +18,7 @@ from taskyard.store.schedules import ScheduleStore  # recurring:
 
 
 class Store(RetentionMixin, ScheduleStore, ExplainMixin, CycleStore,  # recurring: ScheduleStore
-            ExecutionMixin, GraphStore, EventStore):
+            ExecutionMixin, GraphStore, EventStore, AgingMixin):
     """All persistence operations, on SQLite or PostgreSQL."""
 
     def init_schema(self) -> None:

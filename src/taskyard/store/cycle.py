@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -11,9 +12,10 @@ from sqlalchemy.engine import make_url
 
 from taskyard.core.locks import decode_claim
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
+from taskyard.core.retry import decide_retry
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import lit, lits
+from taskyard.store.base import job_key, lit, lits
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
@@ -23,8 +25,6 @@ _J = t.jobs
 _A = t.attempts
 _W = t.workers
 
-MAX_WORKER_LOSSES = 5
-"""Worker losses a job survives before it ends in error (separate from its retries)."""
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the
 worker normally kills the child at the deadline; this covers a vanished worker)."""
@@ -51,36 +51,55 @@ class CycleTx:
         self.store._suspend_jobs_of(self.conn, expelled, "worker lease expired")
         return expelled
 
-    def time_out_attempts(self) -> list[int]:
-        """Fail (exit 130) running attempts well past their deadline whose worker did not."""
+    def time_out_attempts(self, grace: float = TIMEOUT_GRACE) -> list[int]:
+        """Fail (exit 130) running attempts well past their deadline whose worker did not
+        (it vanished or hangs); the job's retries apply as to any failure."""
         rows = self.conn.execute(
-            select(_J.c.id, _J.c.attempt, _J.c.worker_id, _J.c.graph_id).where(
-                _J.c.state.in_(lits(ACTIVE)), _J.c.deadline < self._now - TIMEOUT_GRACE
+            select(_J.c.id, _J.c.attempt, _J.c.worker_id, _J.c.graph_id, _J.c.routing).where(
+                _J.c.state.in_(lits(ACTIVE)), _J.c.deadline < self._now - grace
             )
         ).all()
+        if not rows:
+            return []
+        why = "timed out (enforced by the scheduler)"
+        policies = self.store._retry_policies(self.conn, [r.id for r in rows])
         ended: list[Ended] = []
-        for job_id, attempt, worker_id, graph_id in rows:
+        timed_out: list[int] = []
+        events: list[tuple[str, str, dict[str, Any], int | None, int | None]] = []
+        for r in rows:
+            decision = decide_retry(policies[r.id], r.attempt, random.random())
+            values: dict[str, Any] = (
+                {"state": JobState.PENDING, "run_after": self._now + decision.delay}
+                if decision.retry else {"state": JobState.FAILED, "finished_at": self._now})
             done = self.conn.execute(
                 update(_J)
-                .where(_J.c.id == job_id, _J.c.attempt == attempt, _J.c.state.in_(ACTIVE))
-                .values(state=JobState.FAILED, worker_id=None, deadline=None, exit_code=130,
-                        error="timed out (enforced by the scheduler)", finished_at=self._now)
+                .where(_J.c.id == r.id, _J.c.attempt == r.attempt, _J.c.state.in_(ACTIVE))
+                .values(worker_id=None, deadline=None, exit_code=130, error=why, **values)
             ).rowcount
-            if done:
-                self.conn.execute(
-                    update(_A)
-                    .where(_A.c.job_id == job_id, _A.c.attempt == attempt)
-                    .values(state=AttemptState.FAILED, exit_code=130, finished_at=self._now,
-                            error="timed out (enforced by the scheduler)")
-                )
-                self.notify.add(f"worker.{worker_id}")
-                ended.append(Ended(job_id, JobState.FAILED, graph_id))
+            if not done:
+                continue
+            self.conn.execute(
+                update(_A)
+                .where(_A.c.job_id == r.id, _A.c.attempt == r.attempt)
+                .values(state=AttemptState.FAILED, exit_code=130, finished_at=self._now,
+                        error=why)
+            )
+            # Its worker (if alive) learns at its next heartbeat and kills the child.
+            self.notify.add(f"worker.{r.worker_id}")
+            timed_out.append(r.id)
+            events.append(("job-failed", job_key(r.graph_id, r.routing),
+                           {"job_id": r.id, "attempt": r.attempt, "state": "failed",
+                            "retry": decision.retry, "exit_code": 130}, r.id, r.graph_id))
+            if not decision.retry:
+                ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
+        self.store._events(self.conn, events)
         if ended:
             self.store._jobs_ended(self.conn, ended)
-        return [e.job_id for e in ended]
+        return timed_out
 
     def requeue_suspended(self, limit: int = 1000) -> int:
-        """Suspended jobs go back to pending, or to error when worker losses are spent."""
+        """Suspended jobs go back to pending, or to error when they have lost their worker
+        more than their type's ``max_worker_losses`` times."""
         base = self.store._q("cycle.suspended", lambda: (
             select(_J.c.id).where(_J.c.state == lit(JobState.SUSPENDED))
             .limit(bindparam("n"))
@@ -93,9 +112,9 @@ class CycleTx:
             for row in self.conn.execute(
                 update(_J)
                 .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED,
-                       _J.c.worker_losses > MAX_WORKER_LOSSES)
+                       _J.c.worker_losses > _J.c.max_worker_losses)
                 .values(state=JobState.ERROR, finished_at=self._now,
-                        error=f"lost its worker more than {MAX_WORKER_LOSSES} times")
+                        error="lost its worker more times than max_worker_losses allows")
                 .returning(_J.c.id, _J.c.graph_id)
             )
         ]

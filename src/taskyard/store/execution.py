@@ -9,13 +9,14 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, exists, select, update
 
 from taskyard.core.graph import result_references, substitute_results
-from taskyard.core.retry import RetryPolicy, decide_retry
+from taskyard.core.retry import decide_retry
 from taskyard.core.states import AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, lit
 from taskyard.store.errors import InvalidInput
 from taskyard.store.records import ClaimedJob, Outcome, dumps, loads
-from taskyard.store.resolution import Ended, ResolutionMixin, chunks
+from taskyard.store.resolution import Ended, ResolutionMixin
+from taskyard.store.stages import StageMixin
 
 _J = t.jobs
 _A = t.attempts
@@ -33,7 +34,7 @@ _TOPIC = {
 }
 
 
-class ExecutionMixin(ResolutionMixin):
+class ExecutionMixin(StageMixin, ResolutionMixin):
     def claim_dispatched(self, worker_id: int, limit: int) -> list[ClaimedJob]:
         """Move up to ``limit`` jobs dispatched to this worker to running, in one transaction."""
         if limit <= 0:
@@ -70,6 +71,7 @@ class ExecutionMixin(ResolutionMixin):
                 ),
             )
             results = self._upstream_results(conn, rows)
+            stages = self._finished_stages(conn, [(r.id, r.attempt) for r in rows])
             graph_ids = sorted({r.graph_id for r in rows if r.graph_id is not None})
             if graph_ids:
                 conn.execute(update(t.graphs).where(t.graphs.c.id.in_(graph_ids))
@@ -86,6 +88,7 @@ class ExecutionMixin(ResolutionMixin):
                 timeout=r.timeout,
                 graph_id=r.graph_id,
                 label=r.label,
+                stages=stages.get(r.id, {}),
             )
             for r in rows
         ]
@@ -93,17 +96,31 @@ class ExecutionMixin(ResolutionMixin):
     def _mine(self) -> Any:
         return (_J.c.worker_id == bindparam("w")) & (_J.c.state == lit(JobState.DISPATCHED))
 
+    def _leased(self) -> Any:
+        """The worker ``:w`` holds a valid lease (database clock): the second half of
+        every fence, with the attempt number."""
+        w = t.workers
+        return exists().where(w.c.id == bindparam("w"), w.c.state == lit("active"),
+                              w.c.lease_expires_at >= self._now)
+
     def _claim_any(self) -> Any:
-        return select(exists().where(self._mine()))
+        return select(exists().where(self._mine()) & self._leased())
 
     def _claim_update(self) -> Any:
-        picked = (select(_J.c.id).where(self._mine())
-                  .order_by(_J.c.priority.desc(), _J.c.id).limit(bindparam("n")))
-        if not self.sqlite:
-            picked = picked.with_for_update(skip_locked=True)
+        picked: Any = (select(_J.c.id).where(self._mine())
+                       .order_by(_J.c.priority.desc(), _J.c.id).limit(bindparam("n")))
+        if self.sqlite:
+            picked = picked.scalar_subquery()
+        else:
+            # A materialized CTE runs once: as a plain subquery PostgreSQL may rescan the
+            # LIMIT … SKIP LOCKED per row (rows it just updated are then skipped and the
+            # limit no longer holds).
+            cte = (picked.with_for_update(skip_locked=True).cte("picked")
+                   .prefix_with("MATERIALIZED"))
+            picked = select(cte.c.id)
         return (
             update(_J)
-            .where(_J.c.id.in_(picked.scalar_subquery()), _J.c.state == JobState.DISPATCHED)
+            .where(_J.c.id.in_(picked), _J.c.state == JobState.DISPATCHED, self._leased())
             .values(state=JobState.RUNNING, started_at=self._now,
                     deadline=self._now + _J.c.timeout)
             .returning(_J.c.id, _J.c.attempt, _J.c.type, _J.c.args, _J.c.timeout,
@@ -167,17 +184,6 @@ class ExecutionMixin(ResolutionMixin):
                 self._notify(conn, ["scheduler"])
         return accepted
 
-    def _retry_policies(self, conn: Connection, job_ids: list[int]) -> dict[int, RetryPolicy]:
-        policies: dict[int, RetryPolicy] = {}
-        for part in chunks(job_ids):
-            for r in conn.execute(
-                select(_J.c.id, _J.c.retries, _J.c.retry_delay, _J.c.retry_backoff,
-                       _J.c.retry_max_delay).where(_J.c.id.in_(part))
-            ):
-                policies[r.id] = RetryPolicy(r.retries, r.retry_delay, r.retry_backoff,
-                                             r.retry_max_delay)
-        return policies
-
     def _end_job(
         self, conn: Connection, worker_id: int, o: Outcome, end: JobState,
         retry_after: float | None,
@@ -200,7 +206,8 @@ class ExecutionMixin(ResolutionMixin):
         return (
             update(_J)
             .where(_J.c.id == bindparam("jid"), _J.c.attempt == bindparam("att"),
-                   _J.c.state == JobState.RUNNING, _J.c.worker_id == bindparam("w"))
+                   _J.c.state == JobState.RUNNING, _J.c.worker_id == bindparam("w"),
+                   self._leased())
             .values(worker_id=None, deadline=None, exit_code=bindparam("code"),
                     error=bindparam("err"), result=bindparam("res"), **values)
             .returning(_J.c.graph_id, _J.c.routing)

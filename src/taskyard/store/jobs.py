@@ -19,6 +19,7 @@ from taskyard.store.records import (
     AttemptRecord,
     JobRecord,
     JobSubmission,
+    StageRecord,
     TaskTypeSpec,
     dumps,
     loads,
@@ -67,6 +68,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
         "retry_delay": spec.retry_delay,
         "retry_backoff": spec.retry_backoff,
         "retry_max_delay": spec.retry_max_delay,
+        "max_worker_losses": spec.max_worker_losses,
         "timeout": spec.timeout if sub.timeout is None else sub.timeout,
         "run_after": sub.run_after,
         "label": sub.label,
@@ -91,7 +93,8 @@ def _pools_text(pools: tuple[str, ...]) -> str:
     return dumps(list(pools))
 
 
-def to_record(row: Any, attempts: Sequence[AttemptRecord] = ()) -> JobRecord:
+def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
+              stages: Sequence[StageRecord] = ()) -> JobRecord:
     m = row._mapping
     return JobRecord(
         id=m["id"],
@@ -119,6 +122,8 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = ()) -> JobRecord:
         launch_type=m["launch_type"],
         cancel_requested=bool(m["cancel_requested"]),
         attempts=tuple(attempts),
+        stages=tuple(stages),
+        base_priority=m["base_priority"],
     )
 
 
@@ -233,6 +238,7 @@ class JobStore(ResolutionMixin, PrereqMixin):
             if row is None:
                 return None
             tries: list[AttemptRecord] = []
+            stages: list[StageRecord] = []
             if attempts:
                 tries = [
                     attempt_record(r)
@@ -240,7 +246,13 @@ class JobStore(ResolutionMixin, PrereqMixin):
                         select(_A).where(_A.c.job_id == job_id).order_by(_A.c.attempt)
                     )
                 ]
-        return to_record(row, tries)
+                stages = [
+                    StageRecord(r.attempt, r.name, r.seq, r.state, r.started_at,
+                                r.finished_at, loads(r.result))
+                    for r in conn.execute(select(t.stages).where(t.stages.c.job_id == job_id)
+                                          .order_by(t.stages.c.attempt, t.stages.c.seq))
+                ]
+        return to_record(row, tries, stages)
 
     def list_jobs(
         self, *, state: str | None = None, type: str | None = None, limit: int = 100

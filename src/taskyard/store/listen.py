@@ -8,9 +8,10 @@ connection commits; the poll reads shared memory, not the file.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
 
@@ -28,26 +29,55 @@ class Listener(Protocol):
 
 
 class PgListener:
+    """LISTEN on one channel; survives a lost connection (server restart, network):
+    it reconnects on a later wait and reports a wake-up, since notifications sent
+    meanwhile are lost and the caller must look for itself."""
+
     def __init__(self, url: str, channel: str) -> None:
+        self._dsn = make_url(url).set(drivername="postgresql").render_as_string(
+            hide_password=False)
+        self._channel = pg_channel(channel)
+        self._conn: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
         import psycopg  # noqa: PLC0415 - only PostgreSQL listeners need it (slow import)
 
-        parsed = make_url(url).set(drivername="postgresql")
-        self._conn = psycopg.connect(parsed.render_as_string(hide_password=False),
-                                     autocommit=True)
-        self._conn.execute(f'LISTEN "{pg_channel(channel)}"')
+        conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=5)
+        conn.execute(f'LISTEN "{self._channel}"')
+        self._conn = conn
 
     def wait(self, timeout: float) -> bool:
+        import psycopg  # noqa: PLC0415
+
+        if self._conn is None:
+            try:
+                self._connect()
+            except psycopg.Error:
+                time.sleep(max(timeout, 0.0))
+                return False
+            return True
         woken = False
-        for _ in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
-            woken = True
-        if woken:
-            # Coalesce a burst of notifications into one wake-up.
-            for _ in self._conn.notifies(timeout=0.0):
-                pass
+        try:
+            for _ in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                woken = True
+            if woken:
+                # Coalesce a burst of notifications into one wake-up.
+                for _ in self._conn.notifies(timeout=0.0):
+                    pass
+        except psycopg.Error:
+            self._drop()
+            return True
         return woken
 
+    def _drop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        self._conn = None
+
     def close(self) -> None:
-        self._conn.close()
+        if self._conn is not None:
+            self._drop()
 
 
 class SqliteListener:

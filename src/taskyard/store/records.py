@@ -40,6 +40,9 @@ class TaskTypeSpec:
     locks: tuple[str, ...] = ()
     simultaneous: bool = True
     prerequisites: tuple[Prerequisite, ...] = ()
+    max_worker_losses: int = 3
+    """Times a job may lose its worker (crash, expiry) before it ends in ``error``;
+    separate from ``retries``, which count the handler's own failures."""
 
     def to_json(self) -> dict[str, JSON]:
         interval = self.interval
@@ -64,6 +67,7 @@ class TaskTypeSpec:
             "prerequisites": [
                 {"type": p.type, "args": p.args, "cache": p.cache} for p in self.prerequisites
             ],
+            "max_worker_losses": self.max_worker_losses,
         }
 
 
@@ -118,6 +122,24 @@ class AttemptRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class StageRecord:
+    """One stage of one attempt, as stored."""
+
+    attempt: int
+    name: str
+    seq: int
+    state: str
+    started_at: float
+    finished_at: float | None
+    result: JSON = None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"attempt": self.attempt, "name": self.name, "seq": self.seq,
+                "state": self.state, "started_at": iso(self.started_at),
+                "finished_at": iso(self.finished_at), "result": self.result}
+
+
+@dataclass(frozen=True, slots=True)
 class JobRecord:
     """A job as stored, with its attempts when asked for."""
 
@@ -146,6 +168,9 @@ class JobRecord:
     launch_type: str = "manual"
     cancel_requested: bool = False
     attempts: tuple[AttemptRecord, ...] = ()
+    stages: tuple[StageRecord, ...] = ()
+    base_priority: int | None = None
+    """The priority it was submitted with, when aging has raised ``priority``."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -173,6 +198,8 @@ class JobRecord:
             "started_at": iso(self.started_at),
             "finished_at": iso(self.finished_at),
             "attempts": [a.to_json() for a in self.attempts],
+            "stages": [s.to_json() for s in self.stages],
+            "base_priority": self.base_priority,
         }
 
 
@@ -220,6 +247,8 @@ class ClaimedJob:
     timeout: float | None
     graph_id: int | None = None
     label: str | None = None
+    stages: dict[str, JSON] = field(default_factory=dict)
+    """Results of the stages earlier attempts finished: this attempt skips them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import TypeVar
 from sqlalchemy import Connection, bindparam, select, update
 
 from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
+from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import StoreBase, job_key, routing_key
@@ -55,6 +56,17 @@ class _Tally:
 
 
 class ResolutionMixin(StoreBase):
+    def _retry_policies(self, conn: Connection, job_ids: list[int]) -> dict[int, RetryPolicy]:
+        policies: dict[int, RetryPolicy] = {}
+        for part in chunks(job_ids):
+            for r in conn.execute(
+                select(_J.c.id, _J.c.retries, _J.c.retry_delay, _J.c.retry_backoff,
+                       _J.c.retry_max_delay).where(_J.c.id.in_(part))
+            ):
+                policies[r.id] = RetryPolicy(r.retries, r.retry_delay, r.retry_backoff,
+                                             r.retry_max_delay)
+        return policies
+
     def _jobs_ended(self, conn: Connection, ended: Sequence[Ended]) -> list[Ended]:
         """Resolve dependents of ``ended`` (transitively) and update their graphs.
 

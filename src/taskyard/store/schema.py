@@ -78,6 +78,8 @@ task_types = Table(
     Column("prerequisites", Text, nullable=False, server_default="[]"),
     Column("created_at", Time, nullable=False),
     Column("updated_at", Time, nullable=False),
+    # Added by migration 0002 (hence last): times a job may lose its worker.
+    Column("max_worker_losses", Integer, nullable=False, server_default="3"),
     CheckConstraint("cost >= 0", name="cost_nonnegative"),
     CheckConstraint("retries >= 0", name="retries_nonnegative"),
     CheckConstraint("max_queue_length IS NULL OR max_queue_length > 0", name="queue_positive"),
@@ -180,6 +182,10 @@ jobs = Table(
     Column("result", Text),
     Column("exit_code", Integer),
     Column("error", Text),
+    # Added by migration 0002: the loss budget copied from the type, and the priority
+    # the job was submitted with once aging has raised ``priority`` (NULL: not aged).
+    Column("max_worker_losses", Integer, nullable=False, server_default="3"),
+    Column("base_priority", Integer),
     CheckConstraint(f"state IN ({_JOB_STATES_SQL})", name="state_known"),
     CheckConstraint(
         f"(state IN ({_ACTIVE_SQL})) = (worker_id IS NOT NULL)", name="worker_iff_active"

@@ -32,6 +32,7 @@ def validate_task_type(spec: TaskTypeSpec) -> None:
     checks: list[tuple[bool, str]] = [
         (spec.cost >= 0, "cost must be >= 0"),
         (spec.retries >= 0, "retries must be >= 0"),
+        (spec.max_worker_losses >= 0, "max_worker_losses must be >= 0"),
         (spec.retry_delay >= 0, "retry_delay must be >= 0"),
         (spec.retry_backoff >= 1, "retry_backoff must be >= 1"),
         (spec.timeout is None or spec.timeout > 0, "timeout must be > 0"),
@@ -74,6 +75,7 @@ def spec_to_row(spec: TaskTypeSpec) -> dict[str, Any]:
         "prerequisites": dumps(
             [{"type": p.type, "args": p.args, "cache": p.cache} for p in spec.prerequisites]
         ),
+        "max_worker_losses": spec.max_worker_losses,
     }
 
 
@@ -104,6 +106,7 @@ def row_to_spec(row: Any) -> TaskTypeSpec:
             Prerequisite(p["type"], p.get("args", {}), float(p.get("cache", 0)))
             for p in loads(m["prerequisites"])
         ),
+        max_worker_losses=m["max_worker_losses"],
     )
 
 

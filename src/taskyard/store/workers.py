@@ -62,11 +62,16 @@ class WorkerStore(TaskTypeStore, StoreBase):
     def renew_lease(
         self, worker_id: int, lease_seconds: float, running: Sequence[tuple[int, int]]
     ) -> LeaseStatus:
-        """Extend the lease; say which of ``running`` must stop (canceled or fenced)."""
+        """Extend the lease; say which of ``running`` must stop (canceled or fenced).
+
+        A lease that has run out is not renewed, even before the scheduler expels the
+        worker: its completions are already refused, so it must stop (``renewed``
+        False) and let the scheduler requeue its jobs."""
         with self._tx() as conn:
             renewed = conn.execute(
                 update(_W)
-                .where(_W.c.id == worker_id, _W.c.state == "active")
+                .where(_W.c.id == worker_id, _W.c.state == "active",
+                       _W.c.lease_expires_at >= self._now)
                 .values(lease_expires_at=self._now + lease_seconds, last_heartbeat_at=self._now)
             ).rowcount
             current: set[tuple[int, int]] = set()

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from taskyard.worker.context import Fenced, JobContext, set_current
+
 TAIL_BYTES = 8192
 
 
@@ -45,15 +47,20 @@ def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[...,
     return func
 
 
-def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any]) -> dict[str, Any]:
-    """Run one job; the outcome carries the tails of what it printed."""
+def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
+         conn: Connection | None = None) -> dict[str, Any]:
+    """Run one job; the outcome carries the tails of what it printed. Stage reports
+    go to the worker over ``conn`` while it runs."""
     out = tempfile.NamedTemporaryFile(prefix="ty-out-", delete=False)  # noqa: SIM115
     err = tempfile.NamedTemporaryFile(prefix="ty-err-", delete=False)  # noqa: SIM115
     saved = os.dup(1), os.dup(2)
     os.environ.update(msg["env"])
+    set_current(JobContext(msg.get("job_id", 0), msg.get("attempt", 0),
+                           dict(msg.get("stages") or {}), conn))
     try:
         outcome = _call(cache, msg, out.fileno(), err.fileno())
     finally:
+        set_current(None)
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         os.close(saved[0])
@@ -82,6 +89,8 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], out: int,
     os.dup2(err, 2)
     try:
         value = func(**msg["args"])
+    except Fenced as exc:
+        return {"state": "error", "exit_code": None, "error": str(exc)}
     except BaseException as exc:  # the handler's failure, whatever it raised
         traceback.print_exc()
         return {"state": "failed", "exit_code": 1, "error": f"{type(exc).__name__}: {exc}"}
@@ -106,4 +115,4 @@ def child_main(conn: Connection, cwd: str) -> None:
             msg = conn.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
-        conn.send(_run(cache, msg))
+        conn.send(_run(cache, msg, conn))

@@ -1,8 +1,10 @@
 """The worker daemon: lease, claims, execution, batched completions, clean stop.
 
 Threads: the main loop (wake-up → claim → start), a heartbeat (renews the
-lease; stops attempts the store says are canceled or fenced; kills everything
-if the lease cannot be renewed — self-fencing), and a completer that reports
+lease; stops attempts the store says are canceled or fenced), a lease watchdog
+(self-fencing: when the lease has not been renewed for two thirds of its
+length — database unreachable or hanging — it kills every child, so that no
+job runs unowned once the lease expires), and a completer that reports
 outcomes in batches (one transaction each: group commit).
 """
 
@@ -18,8 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
+from taskyard.core.stages import StageReport
 from taskyard.store import Store, open_store
-from taskyard.store.errors import Conflict
+from taskyard.store.errors import Conflict, InvalidInput
 from taskyard.store.records import Outcome
 from taskyard.worker.executor import Executor
 
@@ -44,11 +47,15 @@ class WorkerDaemon:
         self.lease_seconds = lease_seconds
         self.heartbeat_every = heartbeat_every or max(0.2, lease_seconds / 5)
         self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
-        self.executor = Executor(self.capacity, on_done=self._outcomes.put, kill_grace=kill_grace)
+        self.executor = Executor(self.capacity, on_done=self._outcomes.put,
+                                 on_stage=self._report_stage, kill_grace=kill_grace)
         self.worker_id: int | None = None
         self.after_complete = after_complete
         self._fenced = threading.Event()
         self._draining = threading.Event()
+        # Monotonic time until which our lease surely holds: the lease runs from the
+        # database's clock at renewal, which is after we sent the request.
+        self._lease_until = time.monotonic() + lease_seconds
         self.stats = {"claimed": 0, "completed": 0, "refused": 0}
 
     def run(self, stop: threading.Event) -> None:
@@ -58,10 +65,12 @@ class WorkerDaemon:
             hostname=socket.gethostname(), pid=os.getpid(),
         )
         self.worker_id = record.id
+        self._lease_until = time.monotonic() + self.lease_seconds - 0.1
         log.info("event=worker-started worker=%s id=%s pools=%s capacity=%s", self.name,
                  record.id, ",".join(self.pools), self.capacity)
         listener = self.store.listener(f"worker.{record.id}")
         threads = [threading.Thread(target=self._heartbeat, args=(stop,), daemon=True),
+                   threading.Thread(target=self._watch_lease, args=(stop,), daemon=True),
                    threading.Thread(target=self._complete, daemon=True)]
         for thread in threads:
             thread.start()
@@ -102,23 +111,34 @@ class WorkerDaemon:
                  self.name, self.stats["claimed"], self.stats["completed"],
                  self.stats["refused"])
 
+    def _report_stage(self, job_id: int, attempt: int, report: StageReport) -> bool:
+        """Record a stage (fenced); a refusal stops the attempt. A database error is not a
+        refusal: the stage is then not recorded and a later attempt runs it again."""
+        assert self.worker_id is not None
+        try:
+            return self.store.report_stage(self.worker_id, job_id, attempt, report.name,
+                                           report.state, result=report.result)
+        except InvalidInput as exc:
+            log.warning("event=stage-invalid job=%s attempt=%s error=%s", job_id, attempt, exc)
+            return True
+        except Exception as exc:
+            log.error("event=stage-report-failed job=%s attempt=%s error=%s", job_id, attempt,
+                      " ".join(str(exc).split())[:200])
+            return True
+
     def _heartbeat(self, stop: threading.Event) -> None:
         assert self.worker_id is not None
-        last_ok = time.monotonic()
         while not stop.wait(self.heartbeat_every):
+            sent = time.monotonic()
             try:
                 status = self.store.renew_lease(self.worker_id, self.lease_seconds,
                                                 self.executor.running())
-                last_ok = time.monotonic()
-            except Exception:
-                log.exception("event=heartbeat-failed worker=%s", self.name)
-                if time.monotonic() - last_ok > self.lease_seconds / 2:
-                    # Self-fencing: our lease will expire before we can renew it; no
-                    # job may run unowned, so stop them all now.
-                    log.error("event=self-fenced worker=%s", self.name)
-                    self._fence(stop)
-                    return
+            except Exception as exc:
+                log.error("event=heartbeat-failed worker=%s error=%s", self.name,
+                          " ".join(str(exc).split())[:200])
                 continue
+            if status.renewed:
+                self._lease_until = sent + self.lease_seconds
             if not status.renewed:
                 log.error("event=expelled worker=%s", self.name)
                 self._fence(stop)
@@ -127,8 +147,20 @@ class WorkerDaemon:
                 log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
                 self.executor.stop(job_id, attempt)
 
+    def _watch_lease(self, stop: threading.Event) -> None:
+        """Self-fencing: kill the children while the lease still holds, if it cannot be
+        renewed in time (a hanging call is caught too: this thread never blocks)."""
+        margin = self.lease_seconds / 3
+        while not stop.wait(min(0.1, self.heartbeat_every)):
+            if time.monotonic() >= self._lease_until - margin:
+                log.error("event=self-fenced worker=%s reason=lease-not-renewed", self.name)
+                self._fence(stop)
+                return
+
     def _fence(self, stop: threading.Event) -> None:
         self._fenced.set()
+        # Children must be gone before the lease expires: a short grace then SIGKILL.
+        self.executor.kill_grace = min(self.executor.kill_grace, self.lease_seconds / 6)
         self.executor.stop_all("error")
         stop.set()
 

@@ -17,19 +17,29 @@ from collections.abc import Callable
 from typing import Any
 
 from taskyard.core.handlers import HandlerSpecError, parse_handler
+from taskyard.core.stages import StageReport
 from taskyard.store.records import ClaimedJob, Outcome
 from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
 TIMEOUT_EXIT_CODE = 130
 
+StageSink = Callable[[int, int, StageReport], bool]
+"""Records a stage report of (job, attempt); False means refused (fenced)."""
+
+
+def _no_stages(_job: int, _attempt: int, _report: StageReport) -> bool:
+    return True
+
 
 class Executor:
     def __init__(self, slots: int, *, on_done: Callable[[Outcome], None],
-                 tail_bytes: int = 8192, kill_grace: float = 5.0, prewarm: bool = True) -> None:
+                 on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
+                 kill_grace: float = 5.0, prewarm: bool = True) -> None:
         self.slots = max(1, slots)
         self.prewarm = prewarm
         self.on_done = on_done
+        self.on_stage = on_stage
         self.tail_bytes = tail_bytes
         self.kill_grace = kill_grace
         self._queue: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
@@ -122,14 +132,21 @@ class Executor:
         def stop_requested() -> bool:
             return self._stop_state(key) is not None
 
+        def on_stage(report: StageReport) -> bool:
+            if self.on_stage(job.job_id, job.attempt, report):
+                return True
+            # Refused: this attempt is no longer current; end it like a fenced one.
+            self.stop(job.job_id, job.attempt, state="error")
+            return False
+
         try:
             if spec.kind == "shell":
                 raw = run_shell(spec.target, job.args, env, deadline=deadline,
-                                stop_requested=stop_requested, grace=self.kill_grace,
-                                tail=self.tail_bytes)
+                                stop_requested=stop_requested, grace=lambda: self.kill_grace,
+                                tail=self.tail_bytes, stages=job.stages, on_stage=on_stage)
             else:
                 raw = self._run_python(index, spec.target, job, env, deadline=deadline,
-                                       stop_requested=stop_requested)
+                                       stop_requested=stop_requested, on_stage=on_stage)
         except TimeoutError as exc:
             tails = exc.args[0] if exc.args else {}
             return Outcome(job.job_id, job.attempt, "failed", TIMEOUT_EXIT_CODE,
@@ -147,13 +164,15 @@ class Executor:
     def _run_python(
         self, index: int, target: str, job: ClaimedJob, env: dict[str, str], *,
         deadline: float | None, stop_requested: Callable[[], bool],
+        on_stage: Callable[[StageReport], bool],
     ) -> dict[str, Any]:
         child = self._children[index]
         if child is None or not child.process.is_alive():
             child = self._children[index] = PythonChild()
-        msg = {"target": target, "args": job.args, "env": env, "tail": self.tail_bytes}
+        msg = {"target": target, "args": job.args, "env": env, "tail": self.tail_bytes,
+               "job_id": job.job_id, "attempt": job.attempt, "stages": job.stages}
         try:
-            return child.run(msg, deadline, stop_requested)
+            return child.run(msg, deadline, stop_requested, on_stage)
         except (TimeoutError, Stopped, ChildDied):
             # The child is in an unknown state: end it and start afresh next time.
             child.kill(self.kill_grace)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from taskyard.core.handlers import render_shell
+from taskyard.core.stages import StageError, StageReport, parse_stage_line, shell_done_names
 from taskyard.worker.child import child_main, read_tail
 
 _SPAWN = multiprocessing.get_context("spawn")
@@ -54,15 +55,21 @@ class PythonChild:
         return int(self.process.pid or 0)
 
     def run(self, msg: dict[str, Any], deadline: float | None,
-            stop_requested: Callable[[], bool]) -> dict[str, Any]:
-        """Send a job and wait for its outcome; raise TimeoutError or Stopped."""
+            stop_requested: Callable[[], bool],
+            on_stage: Callable[[StageReport], bool]) -> dict[str, Any]:
+        """Send a job and wait for its outcome, answering its stage reports with
+        ``on_stage`` (accepted or not); raise TimeoutError or Stopped."""
         self._conn.send(msg)
         while True:
             wait = POLL if deadline is None else max(0.0, min(POLL, deadline - time.monotonic()))
             try:
                 if self._conn.poll(wait):
-                    outcome: dict[str, Any] = self._conn.recv()
-                    return outcome
+                    reply: dict[str, Any] = self._conn.recv()
+                    if "stage" not in reply:
+                        return reply
+                    report = StageReport(reply["stage"], reply["state"], reply.get("result"))
+                    self._conn.send({"accepted": on_stage(report)})
+                    continue
             except (EOFError, OSError):
                 raise ChildDied(self.process.exitcode) from None
             if not self.process.is_alive() and not self._conn.poll(0):
@@ -91,17 +98,66 @@ class ChildDied(Exception):
         self.exitcode = exitcode
 
 
+class StageFile:
+    """Reads the stage reports a shell handler appends to ``$TASKYARD_STAGES`` (one line
+    each, see :mod:`taskyard.core.stages`) and hands each complete line to ``on_stage``."""
+
+    def __init__(self, path: str, on_stage: Callable[[StageReport], bool]) -> None:
+        self.path = path
+        self.on_stage = on_stage
+        self._offset = 0
+        self._partial = b""
+        self.problems: list[str] = []
+        self.refused = False
+
+    def poll(self, *, final: bool = False) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:
+            return
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = b"" if final else lines.pop()
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                report = parse_stage_line(line)
+            except StageError as exc:
+                self.problems.append(f"taskyard: ignored: {exc}")
+                continue
+            if not self.on_stage(report):
+                self.refused = True
+                return
+
+
 def run_shell(
     command: str, args: dict[str, Any], env: dict[str, str], *, deadline: float | None,
-    stop_requested: Callable[[], bool], grace: float, tail: int,
+    stop_requested: Callable[[], bool], grace: Callable[[], float], tail: int,
+    stages: dict[str, Any] | None = None,
+    on_stage: Callable[[StageReport], bool] | None = None,
 ) -> dict[str, Any]:
     """Run a shell handler; returns an outcome dict. Raises TimeoutError or Stopped
-    after the process group has been terminated (tails are attached to the exception)."""
+    after the process group has been terminated (tails are attached to the exception).
+
+    Stages: the command appends reports to ``$TASKYARD_STAGES``; the stages earlier
+    attempts finished are named in ``$TASKYARD_STAGES_DONE`` and their results are in
+    the JSON object file ``$TASKYARD_STAGE_RESULTS``."""
     rendered = render_shell(command, args)
+    done = dict(stages or {})
     with tempfile.TemporaryDirectory(prefix="taskyard-") as tmp:
         result_path = os.path.join(tmp, "result")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-        full_env = {**os.environ, **env, "TASKYARD_RESULT": result_path}
+        stage_path, done_path = os.path.join(tmp, "stages"), os.path.join(tmp, "stages-done.json")
+        with open(done_path, "w", encoding="utf-8") as fh:
+            json.dump(done, fh)
+        reader = StageFile(stage_path, on_stage or (lambda _report: True))
+        full_env = {**os.environ, **env, "TASKYARD_RESULT": result_path,
+                    "TASKYARD_STAGES": stage_path, "TASKYARD_STAGES_DONE": shell_done_names(done),
+                    "TASKYARD_STAGE_RESULTS": done_path}
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
                 ["/bin/sh", "-c", rendered], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
@@ -109,18 +165,26 @@ def run_shell(
             )
             interrupted: BaseException | None = None
             while proc.poll() is None:
+                reader.poll()
                 if stop_requested():
                     interrupted = Stopped()
                 elif deadline is not None and time.monotonic() >= deadline:
                     interrupted = TimeoutError()
                 if interrupted is not None:
-                    terminate(proc.pid, group=True, grace=grace,
+                    terminate(proc.pid, group=True, grace=grace(),
                               alive=lambda: proc.poll() is None)
                     proc.wait()
                     break
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(POLL)
-        tails = {"stdout_tail": read_tail(out_path, tail), "stderr_tail": read_tail(err_path, tail)}
+            if interrupted is None:
+                reader.poll(final=True)
+        stderr = read_tail(err_path, tail)
+        if reader.problems:
+            stderr = (stderr + "\n".join(reader.problems) + "\n")[-tail:]
+        tails = {"stdout_tail": read_tail(out_path, tail), "stderr_tail": stderr}
+        if interrupted is None and reader.refused:
+            interrupted = Stopped()  # a stage report was refused as the command ended
         if interrupted is not None:
             interrupted.args = (tails,)
             raise interrupted

@@ -1,0 +1,88 @@
+"""What a Python handler may ask of the worker while it runs: its job, and stages.
+
+A handler runs in a worker's child process; :func:`stage` talks to the worker over
+the child's pipe, and the worker records the report in the database with the
+attempt's fence. Outside a worker (a unit test, a script) :func:`stage` simply runs
+the function, so handlers stay plain functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from taskyard.core.stages import StageError, check_stage_name, encode_stage_result
+
+T = TypeVar("T")
+
+
+class Fenced(Exception):
+    """This attempt is no longer the job's current one (expelled, canceled, timed out):
+    the worker refused the stage report and is stopping the attempt."""
+
+
+@dataclass
+class JobContext:
+    """The running job: its id, attempt number, and the results of the stages that
+    earlier attempts finished (``done``)."""
+
+    job_id: int
+    attempt: int
+    done: dict[str, Any] = field(default_factory=dict)
+    _conn: Connection | None = None
+
+    def report(self, name: str, state: str, result: Any = None) -> None:
+        if self._conn is None:
+            return
+        self._conn.send({"stage": name, "state": state, "result": result})
+        reply = self._conn.recv()
+        if not reply.get("accepted"):
+            raise Fenced(f"job {self.job_id} attempt {self.attempt}: stage {name!r} refused"
+                         f" ({reply.get('why', 'fenced')})")
+
+
+_current: JobContext | None = None
+
+
+def current_job() -> JobContext | None:
+    """The job this process is running, or None outside a worker."""
+    return _current
+
+
+def set_current(ctx: JobContext | None) -> None:
+    global _current  # noqa: PLW0603 - one job at a time per child process
+    _current = ctx
+
+
+def stage(name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run ``func(*args, **kwargs)`` as the stage ``name`` and return its result.
+
+    If an earlier attempt of this job finished the stage, ``func`` is not called: its
+    stored result is returned. The result must be JSON; it is stored when the stage
+    ends. A failing ``func`` marks the stage failed and its exception propagates.
+    """
+    check_stage_name(name)
+    ctx = _current
+    if ctx is None:
+        return func(*args, **kwargs)
+    if name in ctx.done:
+        value: T = ctx.done[name]
+        return value
+    ctx.report(name, "running")
+    try:
+        value = func(*args, **kwargs)
+    except Fenced:
+        raise
+    except BaseException:
+        ctx.report(name, "failed")
+        raise
+    try:
+        encode_stage_result(name, value)
+    except StageError:
+        ctx.report(name, "failed")
+        raise
+    ctx.report(name, "succeeded", value)
+    ctx.done[name] = value
+    return value

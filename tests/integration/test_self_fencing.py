@@ -1,0 +1,101 @@
+"""Self-fencing with real processes: a worker that cannot renew its lease (PostgreSQL
+unreachable; SQLite's write lock held by a stuck writer) kills its children before the
+lease runs out, so no job runs unowned; then the scheduler requeues the job."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from tcp_proxy import TcpProxy
+
+from conftest import Cluster
+from taskyard.store.cycle_lock import write_lock_path_for
+
+LEASE = 3.0
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@contextlib.contextmanager
+def _outage(url: str) -> Iterator[tuple[str, object]]:
+    """(URL the worker uses, a cut() callable) for this backend."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = write_lock_path_for(parsed.database)
+        assert path is not None
+        holder = open(path, "ab")  # noqa: SIM115
+
+        def cut() -> None:  # a writer that never commits: every write waits
+            fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+
+        try:
+            yield url, cut
+        finally:
+            fcntl.flock(holder.fileno(), fcntl.LOCK_UN)
+            holder.close()
+        return
+    proxy = TcpProxy(parsed.host or "127.0.0.1", parsed.port or 5432)
+    try:
+        yield parsed.set(port=proxy.port).render_as_string(hide_password=False), proxy.cut
+    finally:
+        proxy.close()
+
+
+def test_a_worker_that_cannot_renew_its_lease_kills_its_children(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    yard = cluster.yard
+    pidfile = tmp_path / "child.pid"
+    yard.add_task_type("long", f"shell:sleep 120 & echo $! > {pidfile}; wait")
+    job_id = yard.submit("long")
+    with _outage(cluster.url) as (worker_url, cut):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "taskyard", "--db", worker_url, "worker", "--name", "cut-off",
+             "--capacity", "1", "--lease", str(LEASE)],
+            env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "worker.log").open("wb"))
+        try:
+            cluster.add_scheduler(interval=0.2)
+            deadline = time.monotonic() + 30
+            while not pidfile.exists() or not pidfile.read_text().strip():
+                assert time.monotonic() < deadline, "the job never started"
+                time.sleep(0.05)
+            child = int(pidfile.read_text())
+            assert _alive(child)
+            time.sleep(LEASE / 2)  # a few heartbeats went through
+            cut()  # type: ignore[operator]
+            # The lease the worker last obtained, read past the outage.
+            expires = next(w for w in yard.store.list_workers()
+                           if w.name == "cut-off").lease_expires_at
+            while _alive(child):
+                assert yard.store.now() < expires + 5, "the child outlived the lease"
+                time.sleep(0.02)
+            killed_at = yard.store.now()
+            assert killed_at < expires, f"child killed {killed_at - expires:.2f}s after expiry"
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait(30)
+    log = (tmp_path / "worker.log").read_text()
+    assert "event=self-fenced" in log
+    # The database is back: the scheduler expels the silent worker and requeues the job.
+    deadline = time.monotonic() + 30
+    while (job := yard.get_job(job_id)).state != "pending":
+        assert time.monotonic() < deadline, job.state
+        time.sleep(0.1)
+    assert [a.state for a in job.attempts] == ["lost"]

@@ -1,0 +1,125 @@
+"""Failure handling in the store, on SQLite and PostgreSQL: lapsed leases fence a worker off
+before the scheduler expels it, the worker-loss budget, scheduler-enforced timeouts with
+retries, and anti-starvation aging."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from taskyard.core.recurrence import effective_priority
+from taskyard.scheduler.cycle import schedule
+from taskyard.store import Store
+from taskyard.store.errors import InvalidInput
+from taskyard.store.records import JobSubmission, Outcome, TaskTypeSpec
+
+
+def _cycle(store: Store, **options: float) -> list[int]:
+    report = schedule(store, **options)  # type: ignore[arg-type]
+    assert report is not None
+    return [p.job_id for p in report.placed]
+
+
+def test_a_lapsed_lease_fences_the_worker_before_it_is_expelled(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true"))
+    a, b = store.submit_jobs([JobSubmission("t"), JobSubmission("t")])
+    worker = store.register_worker("w", ["default"], 2, lease_seconds=0.3)
+    assert sorted(_cycle(store)) == [a, b]
+    assert [j.job_id for j in store.claim_dispatched(worker.id, 1)] == [a]
+    time.sleep(0.4)
+    # Not yet expelled (no cycle ran), but the lease ran out on the database clock:
+    # nothing the worker says is accepted, and nothing changes.
+    assert store.complete_attempts(worker.id, [Outcome(a, 1, "succeeded", 0)]) == [False]
+    assert store.claim_dispatched(worker.id, 1) == []
+    assert not store.renew_lease(worker.id, 30, [(a, 1)]).renewed
+    job = store.get_job(a)
+    assert job is not None and (job.state, job.attempt, job.result) == ("running", 1, None)
+    assert store.get_job(b).state == "dispatched"  # type: ignore[union-attr]
+    store.register_worker("w2", ["default"], 2, lease_seconds=30)
+    assert sorted(_cycle(store)) == [a, b]
+    assert [a_.state for a_ in store.get_job(a).attempts] == ["lost", "dispatched"]  # type: ignore[union-attr]
+
+
+def _lose_worker(store: Store, job_id: int, n: int) -> None:
+    worker = store.register_worker(f"doomed-{n}", ["default"], 1, lease_seconds=30)
+    _cycle(store)
+    assert store.claim_dispatched(worker.id, 1)[0].job_id == job_id
+    assert store.stop_worker(worker.id) == 1
+
+
+@pytest.mark.parametrize("budget", [0, 2])
+def test_worker_loss_budget_is_separate_from_retries(store: Store, budget: int) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true", retries=5, max_worker_losses=budget))
+    (job_id,) = store.submit_jobs([JobSubmission("t")])
+    for n in range(budget):
+        _lose_worker(store, job_id, n)
+        _cycle(store)  # requeued: losses within the budget
+        job = store.get_job(job_id)
+        assert job is not None and job.state == "pending", n
+    _lose_worker(store, job_id, budget)
+    _cycle(store)
+    job = store.get_job(job_id)
+    assert job is not None and job.state == "error"
+    assert "max_worker_losses" in (job.error or "")
+    assert [a.state for a in job.attempts] == ["lost"] * (budget + 1)
+    with pytest.raises(InvalidInput, match="max_worker_losses must be >= 0"):
+        store.put_task_type(TaskTypeSpec("bad", "shell:true", max_worker_losses=-1))
+
+
+def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("slow", "shell:sleep 60", timeout=0.2, retries=1))
+    (job_id,) = store.submit_jobs([JobSubmission("slow")])
+    worker = store.register_worker("hung", ["default"], 1, lease_seconds=300)
+    _cycle(store)
+    store.claim_dispatched(worker.id, 1)
+    time.sleep(0.3)
+    # Attempt 1 times out; the same cycle places the retry (the slot is free again).
+    assert _cycle(store, timeout_grace=0.0) == [job_id]
+    job = store.get_job(job_id)
+    assert job is not None and (job.state, job.attempt) == ("dispatched", 2)
+    assert (job.attempts[0].state, job.attempts[0].exit_code) == ("failed", 130)
+    # The hung worker's heartbeat is told to stop the attempt; its late report is refused.
+    assert store.renew_lease(worker.id, 300, [(job_id, 1)]).stop == ((job_id, 1),)
+    assert store.complete_attempts(worker.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
+    store.claim_dispatched(worker.id, 1)
+    time.sleep(0.3)
+    _cycle(store, timeout_grace=0.0)  # attempt 2: no retries left
+    job = store.get_job(job_id)
+    assert job is not None and (job.state, job.exit_code, job.attempt) == ("failed", 130, 2)
+    topics = [e.topic for e in store.list_events(job_id=job_id)]
+    assert topics.count("job-failed") == 2
+
+
+def test_aging_raises_waiting_jobs_by_full_periods(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true"))
+    old = store.submit_jobs([JobSubmission("t", priority=p) for p in (0, 5)])
+    assert store.age_pending(0.5) == 0  # not a full period yet: nothing changes
+    time.sleep(1.1)
+    fresh = store.submit_jobs([JobSubmission("t", priority=1)])
+    created = {j: store.get_job(j).created_at for j in old + fresh}  # type: ignore[union-attr]
+    now = store.now()
+    assert store.age_pending(0.5) == 2
+    for job_id, base in zip(old + fresh, (0, 5, 1), strict=True):
+        job = store.get_job(job_id)
+        assert job is not None
+        expected = effective_priority(base, now - created[job_id], 0.5 / 60)
+        # The database clock moved on a little between `now` and the update.
+        assert expected <= job.priority <= expected + 1, (job_id, job.priority)
+    assert store.get_job(fresh[0]).priority == 1  # type: ignore[union-attr]
+    # Aging starts from the submitted priority each time: never compounds.
+    time.sleep(0.6)
+    store.age_pending(0.5)
+    waited = store.now() - created[old[0]]
+    assert store.get_job(old[0]).priority <= int(waited / 0.5)  # type: ignore[union-attr]
+    # The aged job now beats a fresh job of higher submitted priority.
+    store.register_worker("w", ["default"], 1, lease_seconds=30)
+    assert _cycle(store) == [old[1]]
+
+
+def test_aging_reads_only_the_oldest_pending_jobs(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true"))
+    ids = store.submit_jobs([JobSubmission("t") for _ in range(5)])
+    time.sleep(0.6)
+    assert store.age_pending(0.5, limit=2) == 2
+    assert [store.get_job(j).priority for j in ids] == [1, 1, 0, 0, 0]  # type: ignore[union-attr]
