@@ -1,0 +1,166 @@
+"""W1 throughput and W2 latency for taskyard, with its defaults.
+
+W1: enqueue N no-op jobs (one ``Yard.submit`` per job, then ``Yard.submit_many`` in
+batches of 1,000 into a fresh database), then start ``taskyard scheduler`` and K
+``taskyard worker`` processes and measure the completion rate. The first and the last
+job are ``stamp`` jobs that write when they started: rate = (N - 1) / (last - first),
+so process start-up is not counted (the same bracket is used for every peer).
+
+W2: on an idle system (scheduler and one worker running), submit M jobs one after the
+other, each waiting for the previous to finish; latency = handler start (the job's
+result, ``time.time()`` in the handler) - the time just before ``submit``.
+
+Usage: python -m bench.throughput --db URL [--jobs 20000] [--workers 1,2] [--latency 500]
+URL may contain {run}: one fresh database per measurement (SQLite: sqlite:////tmp/w1-{run}.db).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from taskyard.api.yard import Yard
+
+BATCH = 1000
+HERE = Path(__file__).resolve().parent.parent
+
+
+def fresh(url: str) -> Yard:
+    """A Yard on an empty, migrated database (a SQLite file is removed first)."""
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+        for suffix in ("", "-wal", "-shm", ".cycle-lock", ".write-lock"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+    else:
+        _recreate_pg(url)
+    yard = Yard(url)
+    yard.init()
+    yard.add_task_type("noop", "python:bench.handlers:noop")
+    yard.add_task_type("stamp", "python:bench.handlers:stamp")
+    yard.add_task_type("latency", "python:bench.quick_handlers:stamp")
+    return yard
+
+
+def _recreate_pg(url: str) -> None:
+    from sqlalchemy import create_engine, text  # noqa: PLC0415
+    from sqlalchemy.engine import make_url  # noqa: PLC0415
+
+    parsed = make_url(url)
+    admin = create_engine(parsed.set(drivername="postgresql+psycopg", database="postgres"),
+                          isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{parsed.database}"'))
+    admin.dispose()
+
+
+@contextmanager
+def daemons(url: str, workers: int, log: Path | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``taskyard scheduler`` and ``workers`` × ``taskyard worker``, with their defaults."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
+    base = [sys.executable, "-m", "taskyard", "--db", url]
+    err = log.open("ab") if log else subprocess.DEVNULL
+    procs = [subprocess.Popen([*base, "scheduler"], env=env, stderr=err, cwd=HERE)]
+    procs += [subprocess.Popen([*base, "worker", "--name", f"bench-{i}"], env=env, stderr=err,
+                               cwd=HERE) for i in range(workers)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _wait_file(path: Path, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return float(path.read_text())
+        except (FileNotFoundError, ValueError):
+            time.sleep(0.005)
+    raise TimeoutError(f"{path} not written within {timeout}s")
+
+
+def enqueue(yard: Yard, n: int, stamps: tuple[Path, Path], *, batch: bool) -> float:
+    """Enqueue stamp, n - 2 no-ops, stamp; returns jobs per second."""
+    started = time.perf_counter()
+    yard.submit("stamp", {"path": str(stamps[0])})
+    if batch:
+        for start in range(0, n - 2, BATCH):
+            yard.submit_many("noop", [{}] * min(BATCH, n - 2 - start))
+    else:
+        for _ in range(n - 2):
+            yard.submit("noop")
+    yard.submit("stamp", {"path": str(stamps[1])})
+    return n / (time.perf_counter() - started)
+
+
+def w1(url: str, n: int, workers: int, *, batch: bool) -> dict[str, Any]:
+    yard = fresh(url)
+    with tempfile.TemporaryDirectory() as tmp:
+        stamps = (Path(tmp) / "first", Path(tmp) / "last")
+        rate_in = enqueue(yard, n, stamps, batch=batch)
+        with daemons(url, workers):
+            first = _wait_file(stamps[0], 60)
+            last = _wait_file(stamps[1], 600)
+        done = len(yard.jobs(state="succeeded", limit=n + 10))
+    yard.close()
+    return {"workload": "W1", "jobs": n, "workers": workers,
+            "enqueue": "batch" if batch else "one call per job",
+            "enqueue_per_s": round(rate_in, 1),
+            "complete_per_s": round((n - 1) / (last - first), 1), "succeeded": done}
+
+
+def w2(url: str, m: int, warmup: int = 20) -> dict[str, Any]:
+    yard = fresh(url)
+    samples: list[float] = []
+    with daemons(url, 1):
+        for i in range(m + warmup):
+            before = time.time()
+            job = yard.wait(yard.submit("latency"), 30)
+            if i >= warmup:
+                samples.append((float(job.result) - before) * 1000)  # type: ignore[arg-type]
+    yard.close()
+    samples.sort()
+    return {"workload": "W2", "jobs": m, "p50_ms": round(statistics.median(samples), 3),
+            "p99_ms": round(samples[int(0.99 * (len(samples) - 1))], 3),
+            "samples_ms": [round(s, 3) for s in samples]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--db", required=True, help="URL; may contain {run}")
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--latency", type=int, default=500, help="W2 jobs (0: skip)")
+    parser.add_argument("--no-percall", action="store_true", help="skip per-call enqueue")
+    args = parser.parse_args(argv)
+    run = 0
+    for workers in (int(w) for w in args.workers.split(",") if w):
+        for batch in ((True,) if args.no_percall else (False, True)):
+            run += 1
+            row = w1(args.db.format(run=run), args.jobs, workers, batch=batch)
+            print(json.dumps(row), flush=True)
+    if args.latency:
+        row = w2(args.db.format(run="lat"), args.latency)
+        print(json.dumps({k: v for k, v in row.items() if k != "samples_ms"}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
