@@ -66,8 +66,9 @@ def _recreate_pg(url: str) -> None:
 
 
 @contextmanager
-def daemons(url: str, workers: int, log: Path | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """``taskyard scheduler`` and ``workers`` × ``taskyard worker``, with their defaults."""
+def daemons(url: str, workers: int,
+            log: Path | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``taskyard scheduler`` and ``workers`` times ``taskyard worker``, with their defaults."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
     base = [sys.executable, "-m", "taskyard", "--db", url]
     err = log.open("ab") if log else subprocess.DEVNULL

@@ -43,7 +43,7 @@ def die() -> None:
 def staged(log: str, marker: str) -> dict[str, Any]:
     """Three stages; the last fails on the first attempt (while ``marker`` is absent), so
     a retry must skip the first two and receive their results."""
-    from taskyard import current_job, stage  # noqa: PLC0415 - the public API, as users write it
+    from taskyard import current_job, stage
 
     def step(name: str, value: Any) -> Any:
         with open(log, "a") as fh:

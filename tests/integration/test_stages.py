@@ -19,7 +19,9 @@ case " $TASKYARD_STAGES_DONE " in
 esac
 echo "begin upload" >> "$TASKYARD_STAGES"
 echo "upload $TASKYARD_ATTEMPT" >> "$log"
-if [ "$TASKYARD_ATTEMPT" = 1 ]; then echo "fail upload network down" >> "$TASKYARD_STAGES"; exit 4; fi
+if [ "$TASKYARD_ATTEMPT" = 1 ]; then
+  echo "fail upload network down" >> "$TASKYARD_STAGES"; exit 4
+fi
 echo "bogus line" >> "$TASKYARD_STAGES"
 echo "end upload done" >> "$TASKYARD_STAGES"
 cat "$TASKYARD_STAGE_RESULTS" > "$TASKYARD_RESULT"
