@@ -62,3 +62,9 @@ def staged(log: str, marker: str) -> dict[str, Any]:
     job = current_job()
     assert job is not None
     return {"rows": rows, "total": total, "loaded": loaded, "attempt": job.attempt}
+
+
+def pid_then_sleep(path: str, seconds: float) -> None:
+    with open(path, "w") as fh:
+        fh.write(str(os.getpid()))
+    time.sleep(seconds)

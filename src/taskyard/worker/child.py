@@ -7,6 +7,7 @@ only a bounded tail is sent back.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -107,6 +108,10 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], out: int,
 
 def child_main(conn: Connection, cwd: str) -> None:
     """Serve jobs sent over ``conn`` until it closes."""
+    # A group of our own, so that the worker (or its guardian, if the worker dies)
+    # can end this child together with anything its handlers started.
+    with contextlib.suppress(OSError):
+        os.setsid()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     cache: dict[str, Callable[..., Any]] = {}

@@ -48,7 +48,8 @@ class WorkerDaemon:
         self.heartbeat_every = heartbeat_every or max(0.2, lease_seconds / 5)
         self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self.executor = Executor(self.capacity, on_done=self._outcomes.put,
-                                 on_stage=self._report_stage, kill_grace=kill_grace)
+                                 on_stage=self._report_stage, kill_grace=kill_grace,
+                                 env={"TASKYARD_WORKER": self.name})
         self.worker_id: int | None = None
         self.after_complete = after_complete
         self._fenced = threading.Event()
@@ -236,6 +237,7 @@ def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: i
             # A live worker holds that name (e.g. one killed moments ago whose lease
             # has not run out): join under a name of our own instead of failing.
             daemon.name = f"{daemon.name}-{os.getpid()}"
+            daemon.executor.env["TASKYARD_WORKER"] = daemon.name
             log.warning("event=name-taken worker=%s", daemon.name)
             daemon.run(stop)
         return 1 if daemon._fenced.is_set() else 0

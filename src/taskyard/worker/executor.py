@@ -19,6 +19,7 @@ from typing import Any
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.stages import StageReport
 from taskyard.store.records import ClaimedJob, Outcome
+from taskyard.worker.guardian import Guardian
 from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
@@ -35,8 +36,13 @@ def _no_stages(_job: int, _attempt: int, _report: StageReport) -> bool:
 class Executor:
     def __init__(self, slots: int, *, on_done: Callable[[Outcome], None],
                  on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
-                 kill_grace: float = 5.0, prewarm: bool = True) -> None:
+                 kill_grace: float = 5.0, prewarm: bool = True,
+                 env: dict[str, str] | None = None, guard: bool = True) -> None:
+        """``env``: extra environment for every handler (e.g. ``TASKYARD_WORKER``);
+        ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
         self.slots = max(1, slots)
+        self.env = dict(env or {})
+        self.guardian = Guardian() if guard else None
         self.prewarm = prewarm
         self.on_done = on_done
         self.on_stage = on_stage
@@ -89,13 +95,15 @@ class Executor:
         for child in self._children:
             if child is not None:
                 child.close()
+        if self.guardian is not None:
+            self.guardian.close()
 
     def _slot(self) -> None:
         index = int(threading.current_thread().name.split("-")[1])
         if self.prewarm:
             # Start the interpreter now, so that even the first job finds it warm.
             try:
-                self._children[index] = PythonChild()
+                self._children[index] = PythonChild(self.guardian)
             except OSError:
                 log.exception("event=prewarm-failed slot=%d", index)
         while True:
@@ -126,8 +134,8 @@ class Executor:
         except HandlerSpecError as exc:
             return Outcome(job.job_id, job.attempt, "error", error=str(exc))
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
-        env = {"TASKYARD_JOB_ID": str(job.job_id), "TASKYARD_ATTEMPT": str(job.attempt),
-               "TASKYARD_ARGS": json.dumps(job.args)}
+        env = {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
+               "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": json.dumps(job.args)}
 
         def stop_requested() -> bool:
             return self._stop_state(key) is not None
@@ -143,7 +151,8 @@ class Executor:
             if spec.kind == "shell":
                 raw = run_shell(spec.target, job.args, env, deadline=deadline,
                                 stop_requested=stop_requested, grace=lambda: self.kill_grace,
-                                tail=self.tail_bytes, stages=job.stages, on_stage=on_stage)
+                                tail=self.tail_bytes, stages=job.stages, on_stage=on_stage,
+                                guardian=self.guardian)
             else:
                 raw = self._run_python(index, spec.target, job, env, deadline=deadline,
                                        stop_requested=stop_requested, on_stage=on_stage)
@@ -168,7 +177,7 @@ class Executor:
     ) -> dict[str, Any]:
         child = self._children[index]
         if child is None or not child.process.is_alive():
-            child = self._children[index] = PythonChild()
+            child = self._children[index] = PythonChild(self.guardian)
         msg = {"target": target, "args": job.args, "env": env, "tail": self.tail_bytes,
                "job_id": job.job_id, "attempt": job.attempt, "stages": job.stages}
         try:

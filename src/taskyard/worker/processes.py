@@ -16,6 +16,7 @@ from typing import Any
 from taskyard.core.handlers import render_shell
 from taskyard.core.stages import StageError, StageReport, parse_stage_line, shell_done_names
 from taskyard.worker.child import child_main, read_tail
+from taskyard.worker.guardian import Guardian
 
 _SPAWN = multiprocessing.get_context("spawn")
 POLL = 0.05
@@ -44,11 +45,16 @@ def terminate(pid: int, *, group: bool, grace: float, alive: Callable[[], bool])
 class PythonChild:
     """One spawned interpreter that runs Python handlers one after the other."""
 
-    def __init__(self) -> None:
+    def __init__(self, guardian: Guardian | None = None) -> None:
         self._conn, theirs = _SPAWN.Pipe()
         self.process = _SPAWN.Process(target=child_main, args=(theirs, os.getcwd()), daemon=True)
         self.process.start()
         theirs.close()
+        # The child leads a process group of its own (child_main): the guardian can end
+        # it, and whatever its handlers start, if the worker dies.
+        self._guardian = guardian
+        if guardian is not None:
+            guardian.watch(self.pid)
 
     @property
     def pid(self) -> int:
@@ -80,9 +86,14 @@ class PythonChild:
                 raise TimeoutError
 
     def kill(self, grace: float) -> int | None:
-        sig = terminate(self.pid, group=False, grace=grace, alive=self.process.is_alive)
+        try:
+            leads = os.getpgid(self.pid) == self.pid
+        except OSError:
+            leads = False
+        sig = terminate(self.pid, group=leads, grace=grace, alive=self.process.is_alive)
         self.process.join(1)
         self._conn.close()
+        self._unwatch()
         return sig
 
     def close(self) -> None:
@@ -90,6 +101,12 @@ class PythonChild:
         self.process.join(2)
         if self.process.is_alive():
             self.kill(0.5)
+        self._unwatch()
+
+    def _unwatch(self) -> None:
+        if self._guardian is not None:
+            self._guardian.unwatch(self.pid)
+            self._guardian = None
 
 
 class ChildDied(Exception):
@@ -139,6 +156,7 @@ def run_shell(
     stop_requested: Callable[[], bool], grace: Callable[[], float], tail: int,
     stages: dict[str, Any] | None = None,
     on_stage: Callable[[StageReport], bool] | None = None,
+    guardian: Guardian | None = None,
 ) -> dict[str, Any]:
     """Run a shell handler; returns an outcome dict. Raises TimeoutError or Stopped
     after the process group has been terminated (tails are attached to the exception).
@@ -163,6 +181,8 @@ def run_shell(
                 ["/bin/sh", "-c", rendered], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                 env=full_env, start_new_session=True,
             )
+            if guardian is not None:
+                guardian.watch(proc.pid)
             interrupted: BaseException | None = None
             while proc.poll() is None:
                 reader.poll()
@@ -179,6 +199,12 @@ def run_shell(
                     proc.wait(POLL)
             if interrupted is None:
                 reader.poll(final=True)
+            # The handler has ended; what it left running in its group (background
+            # jobs) would run unowned: end it too.
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            if guardian is not None:
+                guardian.unwatch(proc.pid)
         stderr = read_tail(err_path, tail)
         if reader.problems:
             stderr = (stderr + "\n".join(reader.problems) + "\n")[-tail:]
