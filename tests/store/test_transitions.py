@@ -71,11 +71,11 @@ def _workload(store: Store) -> None:
     store.retry_job(failed)
     # worker loss and graceful stop
     store.stop_worker(w.id)
-    lost = store.register_worker("lost", ["default"], 2, lease_seconds=0.2)
+    lost = store.register_worker("lost", ["default"], 2, lease_seconds=1.0)
     store.submit_jobs([JobSubmission("step"), JobSubmission("step")])
     schedule(store)
-    store.claim_dispatched(lost.id, 1)
-    time.sleep(0.3)
+    assert store.claim_dispatched(lost.id, 1)
+    time.sleep(1.1)
     schedule(store)
     drive(store)
 

@@ -10,12 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
+from sqlalchemy import Connection
+
 from taskyard.api.apply import Declarations, parse_config
 from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
-from taskyard.scheduler.cycle import CycleReport, schedule
+from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
 from taskyard.store import Store, open_store
 from taskyard.store.errors import InvalidInput, NotFound
 from taskyard.store.records import (
@@ -189,10 +191,9 @@ class Yard:
             run_after=when,
             locks=tuple(locks),
         )
-        (job_id,) = self.store.submit_jobs([sub])
-        # Seed 000 runs schedule() on job creation: the job can reach its
-        # worker in one hop instead of waiting for the scheduler daemon.
-        self._cycle()
+        # Seed 000 runs schedule() on job creation: in the submit's own transaction,
+        # so that the job reaches its worker with one commit.
+        (job_id,) = self.store.submit_jobs([sub], place=self._place)
         return job_id
 
     def submit_many(
@@ -206,12 +207,10 @@ class Yard:
             raise InvalidInput(f"submit: {type!r} is not a task type name")
         self._sync_declared()
         chosen = tuple(pools) if pools else None
-        ids = self.store.submit_jobs([
+        return self.store.submit_jobs([
             JobSubmission(type=type_name, args=dict(a), priority=priority, pools=chosen)
             for a in args_list
-        ])
-        self._cycle()
-        return ids
+        ], place=self._place)
 
     def get_job(self, job_id: int) -> JobRecord:
         job = self.store.get_job(job_id)
@@ -291,6 +290,16 @@ class Yard:
     def _cycle(self) -> None:
         if self.inline_cycle:
             schedule(self.store, holder="inline", maintenance_every=EVENT_MAINTENANCE)
+
+    def _place(self, conn: Connection) -> bool:
+        """The cycle inside a submit's transaction; False when it could not run."""
+        if not self.inline_cycle:
+            return False
+        with self.store.cycle(conn) as tx:
+            if tx is None:
+                return False
+            run_cycle(self.store, tx, holder="inline", maintenance_every=EVENT_MAINTENANCE)
+        return True
 
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
         return self.store.list_workers(include_gone=include_gone)

@@ -15,9 +15,9 @@ import click
 
 from taskyard.cli.main import State
 from taskyard.core.durations import parse_duration
-from taskyard.scheduler.cycle import schedule
+from taskyard.scheduler.cycle import run_cycle
 from taskyard.scheduler.daemon import SchedulerDaemon
-from taskyard.worker.daemon import main_worker
+from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
 
 log = logging.getLogger("taskyard.up")
 
@@ -87,15 +87,18 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
 @click.option("--name", help="Worker name [default: HOST-PID].")
 @click.option("--lease", default=15.0, show_default=True, type=float,
               help="Lease seconds: expelled when not renewed for this long.")
+@click.option("--prefetch", type=click.IntRange(min=0), default=DEFAULT_PREFETCH,
+              show_default=True,
+              help="Most jobs queued here beyond capacity while jobs are short (0: none).")
 @click.pass_context
 def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, name: str | None,
-           lease: float) -> None:
-    """Run a worker: claims jobs placed on it and runs their handlers."""
+           lease: float, prefetch: int) -> None:
+    """Run a worker: runs the jobs placed on it and their handlers."""
     _daemon_logging(ctx)
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
-                       lease_seconds=lease,
-                       after_complete=lambda store: schedule(store, holder="worker",
-                                                             maintenance_every=0.25))
+                       lease_seconds=lease, prefetch=prefetch,
+                       placer=lambda store, tx: run_cycle(store, tx, holder="worker",
+                                                          maintenance_every=0.25))
     ctx.exit(code)
 
 

@@ -13,6 +13,13 @@ Seed 000's task manager, as a pure function over values:
   one job, even one costlier than its capacity.
 
 Capacity is derived from the active jobs in the snapshot, so it cannot leak.
+
+A worker may also declare a *prefetch* window: jobs the cycle may place on it
+beyond its capacity. It queues them and starts each as soon as running ones leave
+room, so that short jobs do not wait for a round trip through the database
+between two runs. Workers open the window only while their jobs are short (see
+:mod:`taskyard.core.prefetch`); what a worker *runs* at once never exceeds its
+capacity, which the worker enforces.
 """
 
 from __future__ import annotations
@@ -33,17 +40,26 @@ class WorkerSlot:
     name: str
     pools: tuple[str, ...]
     capacity: int
+    prefetch: int = 0
+    """Cost the worker accepts queued beyond ``capacity``."""
+
+    @property
+    def budget(self) -> int:
+        """What may be placed on it at once: running plus queued."""
+        return self.capacity + self.prefetch
 
 
 @dataclass(frozen=True, slots=True)
 class ActiveJob:
-    """A dispatched or running job: it uses capacity and holds its locks."""
+    """A dispatched or running job: it uses capacity and holds its locks. It may stand
+    for ``jobs`` lock-free jobs of one type on one worker, ``cost`` being their sum."""
 
     id: int
     type: str
     worker_id: int
     cost: int
     locks: tuple[LockClaim, ...] = ()
+    jobs: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,27 +124,33 @@ class Planner:
             for pool in worker.pools:
                 planner._by_pool.setdefault(pool, []).append(worker)
         for job in active:
-            planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks)
+            planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks, jobs=job.jobs)
         return planner
 
     def _occupy(
-        self, job_id: int, type_: str, worker_id: int, cost: int, locks: Iterable[LockClaim]
+        self, job_id: int, type_: str, worker_id: int, cost: int, locks: Iterable[LockClaim],
+        *, jobs: int = 1,
     ) -> None:
         self._used[worker_id] += cost
-        self._jobs_on[worker_id] += 1
-        self._queued[type_] += 1
+        self._jobs_on[worker_id] += jobs
+        self._queued[type_] += jobs
         for claim in locks:
             self._held.setdefault(claim.key, []).append((claim, job_id))
 
     def remaining(self, worker_id: int) -> int:
+        """Capacity left on the worker (negative once a costly job runs alone on it)."""
         return self.workers[worker_id].capacity - self._used[worker_id]
+
+    def room(self, worker_id: int) -> int:
+        """What may still be placed on the worker: capacity and prefetch window left."""
+        return self.workers[worker_id].budget - self._used[worker_id]
 
     def idle(self, worker_id: int) -> bool:
         return self._jobs_on[worker_id] == 0
 
     def exhausted(self) -> bool:
         """True when no worker can take any job: stop reading candidates."""
-        return all(not self.idle(w) and self.remaining(w) <= 0 for w in self.workers)
+        return all(not self.idle(w) and self.room(w) <= 0 for w in self.workers)
 
     def offer(self, job: Candidate) -> Placement | Skip:
         """Place ``job`` or say why not. Candidates must come in placement order."""
@@ -165,23 +187,31 @@ class Planner:
         return Skip(job.id, reason, ",".join(job.pools))
 
     def choose_worker(self, members: Iterable[WorkerSlot], cost: int) -> WorkerSlot | None:
-        """Node affinity: largest idle first, else largest remaining >= cost."""
+        """Node affinity: largest idle first, else largest remaining >= cost; only then
+        queue on the worker with the largest prefetch room >= cost."""
         best_idle: WorkerSlot | None = None
         best_fit: WorkerSlot | None = None
+        best_queue: WorkerSlot | None = None
         for worker in members:
             left = self.remaining(worker.id)
             if self.idle(worker.id):
-                if best_idle is None or _better(worker, left, best_idle, self):
+                if best_idle is None or _better(left, worker, self.remaining(best_idle.id),
+                                                best_idle):
                     best_idle = worker
-            elif left >= cost and (best_fit is None or _better(worker, left, best_fit, self)):
-                best_fit = worker
-        return best_idle or best_fit
+            elif left >= cost:
+                if best_fit is None or _better(left, worker, self.remaining(best_fit.id),
+                                               best_fit):
+                    best_fit = worker
+            elif best_fit is None and self.room(worker.id) >= cost and (
+                    best_queue is None or _better(self.room(worker.id), worker,
+                                                  self.room(best_queue.id), best_queue)):
+                best_queue = worker
+        return best_idle or best_fit or best_queue
 
 
-def _better(worker: WorkerSlot, left: int, than: WorkerSlot, planner: Planner) -> bool:
-    other = planner.remaining(than.id)
+def _better(left: int, worker: WorkerSlot, other_left: int, other: WorkerSlot) -> bool:
     # Ties go to the lowest id so that decisions are deterministic.
-    return left > other or (left == other and worker.id < than.id)
+    return left > other_left or (left == other_left and worker.id < other.id)
 
 
 def place(

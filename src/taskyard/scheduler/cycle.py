@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from taskyard.core.placement import Placement, Planner, Skip
-from taskyard.store import Store
+from taskyard.store import CycleTx, Store
 from taskyard.store.cycle import TIMEOUT_GRACE
 from taskyard.store.watchdog import flag_stalled_graphs
 
@@ -70,45 +70,65 @@ def schedule(
     with store.cycle() as tx:
         if tx is None:
             return None
-        report = CycleReport()
-        maintain = _maintenance_due(store, maintenance_every)
-        if maintain:
-            report.expelled = tx.expel_expired_workers()
-            report.timed_out = tx.time_out_attempts(timeout_grace)
-            report.requeued = tx.requeue_suspended()
-            report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
-        workers = tx.workers()
-        if workers:
-            planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())
-            page = min(PAGE_MAX, max(PAGE_MIN, 2 * _free_slots(planner)))
-            after: tuple[int, int] | None = None
-            while not planner.exhausted() and report.scanned < scan_limit:
-                batch = tx.candidates(after, page)
-                for job in batch:
-                    if planner.exhausted():
-                        break
-                    report.scanned += 1
-                    decision = planner.offer(job)
-                    if isinstance(decision, Placement):
-                        report.placed.append(decision)
-                    else:
-                        report.skipped.append(decision)
-                if len(batch) < page:
-                    break
-                after = (batch[-1].priority, batch[-1].id)
-            if report.placed:
-                tx.dispatch(report.placed, {w.id: w.name for w in workers})
-            if stall_after is not None and maintain:
-                served = {p for w in workers for p in w.pools}
-                report.stalled = flag_stalled_graphs(tx, stall_after, served)
-        if report.changed:
-            # Only a cycle that changed something writes, so that SQLite
-            # listeners (woken by any commit) are not woken by idle cycles.
-            tx.record_cycle(holder)
+        report = run_cycle(store, tx, holder=holder, scan_limit=scan_limit,
+                           stall_after=stall_after, maintenance_every=maintenance_every,
+                           timeout_grace=timeout_grace)
     report.seconds = time.perf_counter() - started
     if cancel_stalled:
         for graph_id in report.stalled:
             store.cancel_graph(graph_id)
+    return report
+
+
+def run_cycle(
+    store: Store,
+    tx: CycleTx,
+    *,
+    holder: str = "",
+    scan_limit: int = SCAN_LIMIT,
+    stall_after: float | None = None,
+    maintenance_every: float = 0.0,
+    timeout_grace: float = TIMEOUT_GRACE,
+) -> CycleReport:
+    """The cycle's steps inside ``tx``, whose caller holds the global lock (see
+    :func:`schedule`; a worker runs this inside its batch of completions)."""
+    started = time.perf_counter()
+    report = CycleReport()
+    maintain = _maintenance_due(store, maintenance_every)
+    if maintain:
+        report.expelled = tx.expel_expired_workers()
+        report.timed_out = tx.time_out_attempts(timeout_grace)
+        report.requeued = tx.requeue_suspended()
+        report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
+    workers = tx.workers()
+    if workers:
+        planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())
+        page = min(PAGE_MAX, max(PAGE_MIN, 2 * _free_slots(planner)))
+        after: tuple[int, int] | None = None
+        while not planner.exhausted() and report.scanned < scan_limit:
+            batch = tx.candidates(after, page)
+            for job in batch:
+                if planner.exhausted():
+                    break
+                report.scanned += 1
+                decision = planner.offer(job)
+                if isinstance(decision, Placement):
+                    report.placed.append(decision)
+                else:
+                    report.skipped.append(decision)
+            if len(batch) < page:
+                break
+            after = (batch[-1].priority, batch[-1].id)
+        if report.placed:
+            tx.dispatch(report.placed, {w.id: w.name for w in workers})
+        if stall_after is not None and maintain:
+            served = {p for w in workers for p in w.pools}
+            report.stalled = flag_stalled_graphs(tx, stall_after, served)
+    if report.changed:
+        # Only a cycle that changed something writes, so that SQLite
+        # listeners (woken by any commit) are not woken by idle cycles.
+        tx.record_cycle(holder)
+    report.seconds = time.perf_counter() - started
     return report
 
 
@@ -125,5 +145,5 @@ def _maintenance_due(store: Store, every: float) -> bool:
 
 def _free_slots(planner: Planner) -> int:
     return sum(
-        max(planner.remaining(w), 1 if planner.idle(w) else 0) for w in planner.workers
+        max(planner.room(w), 1 if planner.idle(w) else 0) for w in planner.workers
     )

@@ -17,8 +17,8 @@ from taskyard.store.retention import RetentionMixin
 from taskyard.store.schedules import ScheduleStore  # recurring:
 
 
-class Store(RetentionMixin, ScheduleStore, ExplainMixin, CycleStore,  # recurring: ScheduleStore
-            ExecutionMixin, GraphStore, EventStore, AgingMixin):
+class Store(RetentionMixin, ScheduleStore, ExplainMixin,  # recurring: ScheduleStore
+            ExecutionMixin, CycleStore, GraphStore, EventStore, AgingMixin):
     """All persistence operations, on SQLite or PostgreSQL."""
 
     def init_schema(self) -> None:

@@ -6,14 +6,17 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, insert, literal_column, select
+from sqlalchemy import ColumnElement, Connection, Engine, literal_column, select
 from sqlalchemy.engine import make_url
 
-from taskyard.store import schema as t
 from taskyard.store.cycle_lock import WriteLock, write_lock_path_for
 from taskyard.store.engine import db_now, is_sqlite, make_engine
+from taskyard.store.raw import Raw
 from taskyard.store.records import JSON, dumps
 
+_EVENTS = "taskyard.events"
+_INSERT_EVENT = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
+                 "VALUES (?, ?, ?, ?, ?, {now})")
 SCHEDULER_ID = "taskyard"
 """First word of every event routing key (TaskCluster's schedulerId)."""
 
@@ -59,13 +62,19 @@ class StoreBase:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite, queued on the write lock)."""
-        if self._write_lock is None:
-            with self.engine.connect() as conn, conn.begin():
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite, queued on the write lock).
+
+        Events appended in it are buffered and written with one statement at the end."""
+        lock = self._write_lock or contextlib.nullcontext()
+        with lock, self.engine.connect() as conn, conn.begin():
+            conn.info[_EVENTS] = []
+            try:
                 yield conn
-            return
-        with self._write_lock, self.engine.connect() as conn, conn.begin():
-            yield conn
+                pending = conn.info.pop(_EVENTS)
+                if pending:
+                    Raw(conn).many(_INSERT_EVENT, pending)
+            finally:
+                conn.info.pop(_EVENTS, None)
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -86,25 +95,32 @@ class StoreBase:
         rows: Iterable[tuple[str, str, dict[str, JSON], int | None, int | None]],
     ) -> None:
         """Append events (topic, routing key, payload, job id, graph id) in this transaction."""
-        params = [
-            {"topic": topic, "routing_key": key, "payload": dumps(payload), "job_id": job,
-             "graph_id": graph}
-            for topic, key, payload, job, graph in rows
-        ]
-        if params:
-            conn.execute(self._q("events.insert", lambda: insert(t.events).values(
-                created_at=self._now)), params)
+        params = [(topic, key, dumps(payload), job, graph)
+                  for topic, key, payload, job, graph in rows]
+        if not params:
+            return
+        buffered = conn.info.get(_EVENTS)
+        if buffered is not None:
+            buffered.extend(params)
+        else:
+            Raw(conn).many(_INSERT_EVENT, params)
 
     def _notify(self, conn: Connection, channels: Sequence[str]) -> None:
         """Wake listeners of ``channels`` when this transaction commits.
 
-        PostgreSQL delivers NOTIFY on commit; SQLite listeners poll the
-        database's change counter, so any commit wakes them and nothing is sent.
+        PostgreSQL delivers NOTIFY on commit. SQLite listeners poll the database's
+        change counter and then their channel's row in ``wakeups``, bumped here.
         """
-        if self.sqlite:
+        unique = list(dict.fromkeys(channels))
+        if not unique:
             return
-        for channel in dict.fromkeys(channels):
-            conn.exec_driver_sql("SELECT pg_notify(%s, '')", (pg_channel(channel),))
+        raw = Raw(conn)
+        if self.sqlite:
+            raw.many("INSERT INTO wakeups (channel, n) VALUES (?, 1) "
+                     "ON CONFLICT (channel) DO UPDATE SET n = n + 1", [(c,) for c in unique])
+            return
+        for channel in unique:
+            raw.all("SELECT pg_notify(?, '')", (pg_channel(channel),))
 
 
 def pg_channel(channel: str) -> str:

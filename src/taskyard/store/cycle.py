@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, text, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.engine import make_url
 
 from taskyard.core.locks import decode_claim
@@ -17,6 +18,7 @@ from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, lit, lits
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
+from taskyard.store.raw import Raw
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
 from taskyard.store.workers import WorkerStore
@@ -25,6 +27,8 @@ _J = t.jobs
 _A = t.attempts
 _W = t.workers
 
+Placer = Callable[["CycleTx"], object]
+"""Runs the cycle's steps inside a transaction that holds the global lock."""
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the
 worker normally kills the child at the deadline; this covers a vanished worker)."""
@@ -38,6 +42,8 @@ class CycleTx:
         self.conn = conn
         self._now = store._now
         self.notify: set[str] = set()
+        self.dispatched: dict[int, list[int]] = {}
+        """Job ids this cycle dispatched, per worker."""
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
@@ -129,121 +135,144 @@ class CycleTx:
         )
 
     def workers(self) -> list[WorkerSlot]:
-        rows = self.conn.execute(self.store._q("cycle.workers", lambda: (
-            select(_W.c.id, _W.c.name, _W.c.pools, _W.c.capacity).where(
-                _W.c.state == lit("active"), _W.c.lease_expires_at >= self._now
-            )
-        ))).all()
-        return [WorkerSlot(r.id, r.name, tuple(loads(r.pools)), r.capacity) for r in rows]
+        rows = Raw(self.conn).all(
+            "SELECT id, name, pools, capacity, prefetch FROM workers "
+            "WHERE state = 'active' AND lease_expires_at >= {now}")
+        return [WorkerSlot(w, name, _pools(pools), capacity, prefetch)
+                for w, name, pools, capacity, prefetch in rows]
 
     def active_jobs(self) -> list[ActiveJob]:
-        rows = self.conn.execute(self.store._q("cycle.active", lambda: (
-            select(_J.c.id, _J.c.type, _J.c.worker_id, _J.c.cost, _J.c.locks).where(
-                _J.c.state.in_(lits(ACTIVE))
-            )
-        ))).all()
-        return [
-            ActiveJob(r.id, r.type, r.worker_id, r.cost, _claims(r.locks)) for r in rows
-        ]
+        """What is dispatched or running, summed per worker and type; jobs with locks
+        one by one (the holder of a lock is shown to the user)."""
+        rows = Raw(self.conn).all(
+            "SELECT CASE WHEN locks = '[]' THEN 0 ELSE id END AS holder, type, worker_id, "
+            "SUM(cost), locks, COUNT(*) FROM jobs WHERE state IN ('dispatched', 'running') "
+            "GROUP BY worker_id, type, locks, CASE WHEN locks = '[]' THEN 0 ELSE id END")
+        return [ActiveJob(holder, type_, worker, int(cost), _claims(locks), int(count))
+                for holder, type_, worker, cost, locks, count in rows]
 
     def queue_limits(self) -> dict[str, int]:
-        tt = t.task_types
-        rows = self.conn.execute(self.store._q("cycle.limits", lambda: (
-            select(tt.c.name, tt.c.max_queue_length).where(tt.c.max_queue_length.is_not(None))
-        ))).all()
-        return {r.name: r.max_queue_length for r in rows}
+        rows = Raw(self.conn).all(
+            "SELECT name, max_queue_length FROM task_types WHERE max_queue_length IS NOT NULL")
+        return dict(rows)
 
     def candidates(self, after: tuple[int, int] | None, limit: int) -> list[Candidate]:
         """Pending jobs due now, in placement order, after the keyset ``after``.
 
         Read through the partial index ``ix_jobs_pending_order`` and stopped at
-        ``limit``: O(limit) whatever the backlog. Written as SQL because SQLite
-        must be told the index (its planner otherwise picks ``(state, id)`` and
-        sorts every pending row) and the state must be a literal for the partial
-        index to apply.
+        ``limit``: O(limit) whatever the backlog. SQLite must be told the index (its
+        planner otherwise picks ``(state, id)`` and sorts every pending row), and the
+        state must be a literal for the partial index to apply.
         """
         hint = "INDEXED BY ix_jobs_pending_order" if self.store.sqlite else ""
-        now = "((julianday('now') - 2440587.5) * 86400.0)" if self.store.sqlite else (
-            "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")
-        keyset = "AND (priority < :p OR (priority = :p AND id > :i))" if after else ""
-        query = text(
+        keyset = "AND (priority < ? OR (priority = ? AND id > ?))" if after else ""
+        params: tuple[int, ...] = (after[0], after[0], after[1], limit) if after else (limit,)
+        rows = Raw(self.conn).all(
             f"SELECT id, type, priority, pools, cost, locks FROM jobs {hint} "
-            f"WHERE state = 'pending' AND (run_after IS NULL OR run_after <= {now}) {keyset} "
-            "ORDER BY priority DESC, id LIMIT :n"
-        )
-        params: dict[str, int] = {"n": limit}
-        if after:
-            params.update(p=after[0], i=after[1])
-        return [
-            Candidate(r.id, r.type, r.priority, tuple(loads(r.pools)), r.cost, _claims(r.locks))
-            for r in self.conn.execute(query, params)
-        ]
+            "WHERE state = 'pending' AND (run_after IS NULL OR run_after <= {now}) "
+            f"{keyset} ORDER BY priority DESC, id LIMIT ?", params)
+        return [Candidate(job, type_, priority, _pools(pools), cost, _claims(locks))
+                for job, type_, priority, pools, cost, locks in rows]
 
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""
         by_worker: dict[int, list[int]] = {}
         for p in placements:
             by_worker.setdefault(p.worker_id, []).append(p.job_id)
+        raw = Raw(self.conn)
         placed: list[int] = []
-        attempt_rows: list[dict[str, Any]] = []
+        attempt_rows: list[tuple[int, int, int, str | None]] = []
         for worker_id, job_ids in by_worker.items():
-            rows = self.conn.execute(self.store._q("cycle.dispatch", lambda: (
-                update(_J)
-                .where(_J.c.id.in_(bindparam("ids", expanding=True)),
-                       _J.c.state == JobState.PENDING)
-                .values(state=JobState.DISPATCHED, worker_id=bindparam("w"),
-                        attempt=_J.c.attempt + 1)
-                .returning(_J.c.id, _J.c.attempt)
-            )), {"ids": job_ids, "w": worker_id}).all()
-            for job_id, attempt in rows:
-                placed.append(job_id)
-                attempt_rows.append({"job_id": job_id, "attempt": attempt, "worker_id": worker_id,
-                                     "worker_name": names.get(worker_id),
-                                     "state": AttemptState.DISPATCHED})
-            if rows:
+            for part in _slices(job_ids):
+                rows = raw.all(
+                    "UPDATE jobs SET state = 'dispatched', worker_id = ?, attempt = attempt + 1 "
+                    f"WHERE id IN ({', '.join('?' for _ in part)}) AND state = 'pending' "
+                    "RETURNING id, attempt", (worker_id, *part))
+                for job_id, attempt in rows:
+                    placed.append(job_id)
+                    self.dispatched.setdefault(worker_id, []).append(job_id)
+                    attempt_rows.append((job_id, attempt, worker_id, names.get(worker_id)))
+            if worker_id in self.dispatched:
                 self.notify.add(f"worker.{worker_id}")
-        if attempt_rows:
-            self.conn.execute(self.store._q("cycle.attempts", lambda: (
-                insert(_A).values(dispatched_at=self._now))), attempt_rows)
+        raw.many("INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
+                 "dispatched_at) VALUES (?, ?, ?, ?, 'dispatched', {now})", attempt_rows)
         return placed
 
     def record_cycle(self, holder: str) -> None:
-        st = t.scheduler_state
-        self.conn.execute(self.store._q("cycle.record", lambda: (
-            update(st).where(st.c.id == 1).values(
-                cycles=st.c.cycles + 1, holder=bindparam("holder"),
-                last_cycle_finished_at=self._now)
-        )), {"holder": holder})
+        Raw(self.conn).run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
+                           "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
 
 
+def _slices(ids: Sequence[int], size: int = 500) -> list[Sequence[int]]:
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
+
+
+@functools.lru_cache(maxsize=4096)
 def _claims(text: str) -> tuple[Any, ...]:
+    # Cached: the same few lock and pool texts recur across thousands of jobs.
     return tuple(decode_claim(c) for c in loads(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pools(text: str) -> tuple[str, ...]:
+    return tuple(loads(text))
 
 
 class CycleStore(WorkerStore, ResolutionMixin):
     @contextlib.contextmanager
-    def cycle(self) -> Iterator[CycleTx | None]:
-        """One cycle's transaction under the global lock; yields None if another holds it."""
-        if self.sqlite:
-            lock = FileLock(lock_path_for(make_url(self.url).database))
-            if not lock.acquire():
-                yield None
-                return
-            try:
-                with self._tx() as conn:
-                    tx = CycleTx(self, conn)
-                    yield tx
-                    self._notify(conn, sorted(tx.notify))
-            finally:
-                lock.release()
+    def cycle(self, conn: Connection | None = None) -> Iterator[CycleTx | None]:
+        """One cycle's transaction under the global lock; yields None if another holds it.
+
+        With ``conn``, the cycle runs inside that open write transaction (a worker's
+        batch of completions) instead of a transaction of its own.
+        """
+        if conn is not None:
+            with self._cycle_lock(conn) as held:
+                if not held:
+                    yield None
+                    return
+                tx = CycleTx(self, conn)
+                yield tx
+                self._notify(conn, sorted(tx.notify))
             return
-        with self._tx() as conn:
-            if not try_advisory(conn):
+        if self.sqlite:
+            # Lock first, then the write transaction: a caller that cannot have the
+            # cycle must not queue for the write lock.
+            with self._cycle_lock(None) as held:
+                if not held:
+                    yield None
+                    return
+                with self._tx() as own:
+                    tx = CycleTx(self, own)
+                    yield tx
+                    self._notify(own, sorted(tx.notify))
+            return
+        with self._tx() as own, self._cycle_lock(own) as held:
+            if not held:
                 yield None
                 return
-            tx = CycleTx(self, conn)
+            tx = CycleTx(self, own)
             yield tx
-            self._notify(conn, sorted(tx.notify))
+            self._notify(own, sorted(tx.notify))
+
+    @contextlib.contextmanager
+    def _cycle_lock(self, conn: Connection | None) -> Iterator[bool]:
+        """The global lock: a transaction-scoped advisory lock on PostgreSQL (``conn``),
+        an flock beside the database on SQLite. Releasing the flock before the caller's
+        transaction commits is safe: another cycle cannot read before that commit, as
+        SQLite lets one writer at a time."""
+        if not self.sqlite:
+            assert conn is not None
+            yield try_advisory(conn)
+            return
+        lock = FileLock(lock_path_for(make_url(self.url).database))
+        if not lock.acquire():
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
 
     def cycles_run(self) -> int:
         """How many cycles have completed (for monitoring and tests)."""

@@ -82,11 +82,16 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+NOW_SQL = {
+    "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
+}
+"""The database clock as epoch seconds, in each dialect's SQL."""
+
+
 def db_now(engine: Engine) -> ColumnElement[float]:
     """The database clock as epoch seconds, usable inside any statement.
 
     Leases and deadlines are measured with this, never with a host clock.
     """
-    if is_sqlite(engine):
-        return literal_column("((julianday('now') - 2440587.5) * 86400.0)")
-    return literal_column("CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")
+    return literal_column(NOW_SQL[engine.dialect.name])

@@ -163,6 +163,7 @@ class GraphStore(JobStore):
             ended = self._propagate(conn, done, only=fresh_ids)
             if ended:
                 self._jobs_ended(conn, ended)
+        self._notify(conn, ["scheduler"])
         return ids
 
     def get_graph(self, graph_id: int, *, jobs: bool = True) -> GraphRecord:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, insert, select, update
@@ -145,8 +145,14 @@ def attempt_record(row: Any) -> AttemptRecord:
 
 
 class JobStore(ResolutionMixin, PrereqMixin):
-    def submit_jobs(self, subs: Sequence[JobSubmission]) -> list[int]:
-        """Insert pending jobs atomically; all or nothing. Returns their ids in order."""
+    def submit_jobs(self, subs: Sequence[JobSubmission], *,
+                    place: Callable[[Connection], bool] | None = None) -> list[int]:
+        """Insert pending jobs atomically; all or nothing. Returns their ids in order.
+
+        ``place(conn)`` runs in the same transaction once the jobs are in (the API
+        passes the scheduling cycle: seed 000 runs schedule() on job creation, and in
+        one transaction a job reaches its worker with one commit); it returns whether
+        it could run. When it could not, the scheduler is woken instead."""
         if not subs:
             return []
         with self._tx() as conn:
@@ -159,8 +165,12 @@ class JobStore(ResolutionMixin, PrereqMixin):
                 rows.append(job_row(sub, spec, index))
             plan = self._plan_prerequisites(conn, subs, specs)
             if not plan.spawn and not plan.waits:
-                return self._insert_jobs(conn, rows)
-            return self._insert_with_prerequisites(conn, rows, plan, specs)
+                ids = self._insert_jobs(conn, rows)
+            else:
+                ids = self._insert_with_prerequisites(conn, rows, plan, specs)
+            if place is None or not place(conn):
+                self._notify(conn, ["scheduler"])
+            return ids
 
     def _insert_with_prerequisites(
         self, conn: Connection, rows: list[dict[str, Any]], plan: PrereqPlan,
@@ -208,7 +218,6 @@ class JobStore(ResolutionMixin, PrereqMixin):
                 if row["state"] == JobState.PENDING
             ),
         )
-        self._notify(conn, ["scheduler"])
         return ids
 
     def _insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:

@@ -3,7 +3,9 @@
 PostgreSQL: LISTEN on a dedicated autocommit connection; writers NOTIFY in
 their transaction, so a wake-up arrives only after the change is visible.
 SQLite: poll ``PRAGMA data_version``, which changes whenever another
-connection commits; the poll reads shared memory, not the file.
+connection commits (the poll reads shared memory, not the file); on a change,
+read the channel's counter in ``wakeups``, which a notification bumps, so that
+a listener wakes for its own channel and not for every commit.
 """
 
 from __future__ import annotations
@@ -81,21 +83,34 @@ class PgListener:
 
 
 class SqliteListener:
-    def __init__(self, database: str, poll: float = SQLITE_POLL_SECONDS) -> None:
-        self._conn = sqlite3.connect(database, check_same_thread=False)
+    def __init__(self, database: str, channel: str, poll: float = SQLITE_POLL_SECONDS) -> None:
+        self._conn = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
+        self._channel = channel
         self._poll = poll
-        self._version = self._read()
+        self._version = self._data_version()
+        self._count = self._counter()
 
-    def _read(self) -> int:
+    def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _counter(self) -> int:
+        try:
+            row = self._conn.execute("SELECT n FROM wakeups WHERE channel = ?",
+                                     (self._channel,)).fetchone()
+        except sqlite3.OperationalError:  # busy or not migrated yet: wake, let the caller look
+            return -1
+        return -1 if row is None else int(row[0])
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while True:
-            version = self._read()
+            version = self._data_version()
             if version != self._version:
                 self._version = version
-                return True
+                count = self._counter()
+                if count != self._count or count < 0:
+                    self._count = count
+                    return True
             if time.monotonic() >= deadline:
                 return False
             time.sleep(self._poll)
@@ -107,5 +122,5 @@ class SqliteListener:
 def open_listener(url: str, channel: str) -> Listener:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return SqliteListener(parsed.database or ":memory:")
+        return SqliteListener(parsed.database or ":memory:", channel)
     return PgListener(url, channel)

@@ -237,7 +237,7 @@ class WorkerRecord:
 
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
-    """A job a worker has moved to running under ``attempt``: what it needs to run it."""
+    """A job placed on a worker under ``attempt``: what the worker needs to run it."""
 
     job_id: int
     attempt: int
@@ -249,6 +249,17 @@ class ClaimedJob:
     label: str | None = None
     stages: dict[str, JSON] = field(default_factory=dict)
     """Results of the stages earlier attempts finished: this attempt skips them."""
+    cost: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A worker started an attempt ``ago`` seconds before it reports it (dispatched →
+    running; the start time is then taken on the database clock minus ``ago``)."""
+
+    job_id: int
+    attempt: int
+    ago: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, select, update
 
 from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import StoreBase, job_key, routing_key
+from taskyard.store.raw import Raw
 
 CHUNK = 500
 T = TypeVar("T")
@@ -45,6 +46,8 @@ class Ended:
     job_id: int
     state: JobState
     graph_id: int | None
+    schedule: str | None = None
+    """The schedule that made it; "" when known to be none, None when not looked up."""
 
 
 @dataclass
@@ -58,13 +61,12 @@ class _Tally:
 class ResolutionMixin(StoreBase):
     def _retry_policies(self, conn: Connection, job_ids: list[int]) -> dict[int, RetryPolicy]:
         policies: dict[int, RetryPolicy] = {}
+        raw = Raw(conn)
         for part in chunks(job_ids):
-            for r in conn.execute(
-                select(_J.c.id, _J.c.retries, _J.c.retry_delay, _J.c.retry_backoff,
-                       _J.c.retry_max_delay).where(_J.c.id.in_(part))
-            ):
-                policies[r.id] = RetryPolicy(r.retries, r.retry_delay, r.retry_backoff,
-                                             r.retry_max_delay)
+            for job, retries, delay, backoff, cap in raw.all(
+                "SELECT id, retries, retry_delay, retry_backoff, retry_max_delay FROM jobs "
+                f"WHERE id IN ({', '.join('?' for _ in part)})", part):
+                policies[job] = RetryPolicy(retries, delay, backoff, cap)
         return policies
 
     def _jobs_ended(self, conn: Connection, ended: Sequence[Ended]) -> list[Ended]:
@@ -90,11 +92,11 @@ class ResolutionMixin(StoreBase):
         """Apply the parents' outcomes to their waiting dependents; return those that ended."""
         state_of = {p.job_id: p.state for p in parents}
         tallies: dict[int, _Tally] = defaultdict(_Tally)
+        raw = Raw(conn)
         for part in chunks(list(state_of)):
-            for child, parent, condition in conn.execute(self._q("resolve.edges", lambda: (
-                select(_D.c.job_id, _D.c.requires_id, _D.c.condition).where(
-                    _D.c.requires_id.in_(bindparam("ids", expanding=True)))
-            )), {"ids": list(part)}):
+            for child, parent, condition in raw.all(
+                "SELECT job_id, requires_id, condition FROM dependencies "
+                f"WHERE requires_id IN ({', '.join('?' for _ in part)})", part):
                 if only is not None and child not in only:
                     continue
                 tally = tallies[child]

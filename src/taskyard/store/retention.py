@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import and_, delete, exists, select
-from sqlalchemy.orm import aliased
 
 from taskyard.core.states import TERMINAL
 from taskyard.store import schema as t
@@ -35,7 +34,7 @@ class RetentionMixin(StoreBase):
         """
         report = PruneReport()
         cutoff = self._now - older_than
-        child = aliased(_J)
+        child = _J.alias("child")
         live_dependent = exists().where(
             _D.c.requires_id == _J.c.id, child.c.id == _D.c.job_id,
             child.c.state.not_in(lits(TERMINAL)))

@@ -324,7 +324,9 @@ class ScheduleStore(ResolutionMixin):
         indexed read per 500 ended jobs plus one per scheduled job among them.
         """
         found: list[Any] = []
-        for part in chunks([e.job_id for e in ended]):
+        # Jobs whose schedule the caller already knows ("" for none) need no lookup.
+        unknown = [e.job_id for e in ended if e.schedule is None or e.schedule]
+        for part in chunks(unknown):
             found.extend(conn.execute(self._q("schedules.ended", lambda: (
                 select(_J.c.id, _J.c.schedule_name, _J.c.state, _J.c.result, _J.c.finished_at,
                        _J.c.dedup_key)

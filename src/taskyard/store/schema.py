@@ -107,6 +107,8 @@ workers = Table(
     Column("started_at", Time, nullable=False),
     Column("last_heartbeat_at", Time, nullable=False),
     Column("stopped_at", Time),
+    # Added by migration 0003: jobs the cycle may place beyond capacity (queued at the worker).
+    Column("prefetch", Integer, nullable=False, server_default="0"),
     CheckConstraint("capacity >= 0", name="capacity_nonnegative"),
     CheckConstraint("state IN ('active', 'stopped', 'expelled')", name="state_known"),
     # Only one live worker per name; stopped/expelled rows stay for history.
@@ -320,6 +322,14 @@ events = Table(
     Column("graph_id", Id),
     Column("created_at", Time, nullable=False),
     Index("ix_events_job_id", "job_id"),
+)
+
+wakeups = Table(
+    "wakeups",
+    metadata,
+    # SQLite's stand-in for LISTEN/NOTIFY channels: a notification bumps ``n``.
+    Column("channel", String(200), primary_key=True),
+    Column("n", BigInteger, nullable=False, server_default="0"),
 )
 
 scheduler_state = Table(

@@ -13,9 +13,9 @@ from taskyard.core.stages import (
     check_stage_name,
     encode_stage_result,
 )
-from taskyard.core.states import JobState
+from taskyard.core.states import ACTIVE
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase, lit
+from taskyard.store.base import StoreBase, lit, lits
 from taskyard.store.errors import InvalidInput
 from taskyard.store.records import loads
 from taskyard.store.resolution import chunks
@@ -42,8 +42,10 @@ class StageMixin(StoreBase):
         except StageError as exc:
             raise InvalidInput(str(exc)) from None
         with self._tx() as conn:
+            # Dispatched counts too: the worker records starts in batches, so a stage may
+            # be reported before the start of its attempt is.
             current = (select(_J.c.id).where(
-                _J.c.id == job_id, _J.c.attempt == attempt, _J.c.state == lit(JobState.RUNNING),
+                _J.c.id == job_id, _J.c.attempt == attempt, _J.c.state.in_(lits(ACTIVE)),
                 _J.c.worker_id == worker_id,
                 exists().where(_W.c.id == worker_id, _W.c.state == lit("active"),
                                _W.c.lease_expires_at >= self._now)))

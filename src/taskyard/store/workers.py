@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from taskyard.core.states import ACTIVE, AttemptState, JobState
@@ -112,7 +112,10 @@ class WorkerStore(TaskTypeStore, StoreBase):
                 state=JobState.SUSPENDED,
                 worker_id=None,
                 deadline=None,
-                worker_losses=_J.c.worker_losses + 1,
+                # A loss counts only for an attempt that had started: a job merely
+                # queued on the worker cannot be what brought it down.
+                worker_losses=_J.c.worker_losses + case(
+                    (_J.c.state == JobState.RUNNING, 1), else_=0),
             )
             .returning(_J.c.id, _J.c.attempt)
         ).all()

@@ -27,12 +27,15 @@ def read_tail(path: str, limit: int = TAIL_BYTES) -> str:
     """The last ``limit`` bytes of a file, decoded leniently."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            return fh.read().decode("utf-8", "replace")
+            return _tail(fh.fileno(), limit)
     except OSError:
         return ""
+
+
+def _tail(fd: int, limit: int) -> str:
+    size = os.lseek(fd, 0, os.SEEK_END)
+    os.lseek(fd, max(0, size - limit), os.SEEK_SET)
+    return os.read(fd, limit).decode("utf-8", "replace") if size else ""
 
 
 def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[..., Any]:
@@ -48,18 +51,36 @@ def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[...,
     return func
 
 
+class Capture:
+    """Two anonymous files that receive a job's stdout and stderr; reused job after job
+    (truncated before each), so that running a job creates no file."""
+
+    def __init__(self) -> None:
+        self.out = tempfile.TemporaryFile(prefix="ty-out-")  # noqa: SIM115 - child-long
+        self.err = tempfile.TemporaryFile(prefix="ty-err-")  # noqa: SIM115
+
+    def reset(self) -> tuple[int, int]:
+        for fh in (self.out, self.err):
+            os.ftruncate(fh.fileno(), 0)
+            os.lseek(fh.fileno(), 0, os.SEEK_SET)
+        return self.out.fileno(), self.err.fileno()
+
+    def tails(self, limit: int) -> tuple[str, str]:
+        return _tail(self.out.fileno(), limit), _tail(self.err.fileno(), limit)
+
+
 def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
-         conn: Connection | None = None) -> dict[str, Any]:
+         conn: Connection | None = None, capture: Capture | None = None) -> dict[str, Any]:
     """Run one job; the outcome carries the tails of what it printed. Stage reports
     go to the worker over ``conn`` while it runs."""
-    out = tempfile.NamedTemporaryFile(prefix="ty-out-", delete=False)  # noqa: SIM115
-    err = tempfile.NamedTemporaryFile(prefix="ty-err-", delete=False)  # noqa: SIM115
+    capture = capture or Capture()
+    out, err = capture.reset()
     saved = os.dup(1), os.dup(2)
     os.environ.update(msg["env"])
     set_current(JobContext(msg.get("job_id", 0), msg.get("attempt", 0),
                            dict(msg.get("stages") or {}), conn))
     try:
-        outcome = _call(cache, msg, out.fileno(), err.fileno())
+        outcome = _call(cache, msg, out, err)
     finally:
         set_current(None)
         os.dup2(saved[0], 1)
@@ -68,12 +89,7 @@ def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
         os.close(saved[1])
         for key in msg["env"]:
             os.environ.pop(key, None)
-        out.close()
-        err.close()
-    outcome["stdout_tail"] = read_tail(out.name, msg.get("tail", TAIL_BYTES))
-    outcome["stderr_tail"] = read_tail(err.name, msg.get("tail", TAIL_BYTES))
-    os.unlink(out.name)
-    os.unlink(err.name)
+    outcome["stdout_tail"], outcome["stderr_tail"] = capture.tails(msg.get("tail", TAIL_BYTES))
     return outcome
 
 
@@ -115,9 +131,10 @@ def child_main(conn: Connection, cwd: str) -> None:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     cache: dict[str, Callable[..., Any]] = {}
+    capture = Capture()
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
-        conn.send(_run(cache, msg, conn))
+        conn.send(_run(cache, msg, conn, capture))

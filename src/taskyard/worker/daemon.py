@@ -1,18 +1,20 @@
-"""The worker daemon: lease, claims, execution, batched completions, clean stop.
+"""The worker daemon: lease, placed jobs, execution, batched reports, clean stop.
 
-Threads: the main loop (wake-up → claim → start), a heartbeat (renews the
-lease; stops attempts the store says are canceled or fenced), a lease watchdog
-(self-fencing: when the lease has not been renewed for two thirds of its
-length — database unreachable or hanging — it kills every child, so that no
-job runs unowned once the lease expires), and a completer that reports
-outcomes in batches (one transaction each: group commit).
+Threads: the pump (the main loop: it records what the executor started and
+finished since its last report, runs the scheduling cycle and picks up the jobs
+placed on this worker — all in one transaction, whatever the batch size: group
+commit), a listener (wakes the pump when jobs are dispatched here or one of ours
+is canceled), a heartbeat (renews the lease; stops attempts the store says are
+canceled or fenced), and a lease watchdog (self-fencing: when the lease has not
+been renewed for two thirds of its length — database unreachable or hanging — it
+kills every child, so that no job runs unowned once the lease expires).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
-import queue
 import signal
 import socket
 import threading
@@ -20,14 +22,28 @@ import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
+from taskyard.core.prefetch import PaceTracker, prefetch_window
 from taskyard.core.stages import StageReport
-from taskyard.store import Store, open_store
+from taskyard.store import CycleTx, Store, open_store
+from taskyard.store.batches import Assignment
 from taskyard.store.errors import Conflict, InvalidInput
-from taskyard.store.records import Outcome
+from taskyard.store.records import Outcome, Started
 from taskyard.worker.executor import Executor
 
 log = logging.getLogger("taskyard.worker")
-BATCH = 500
+DEFAULT_PREFETCH = 64
+"""Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
+Placer = Callable[[Store, CycleTx], object]
+
+
+def _worth_declaring(window: int, declared: int) -> bool:
+    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
+    every declaration is a write, and the window follows a moving average."""
+    if window == declared:
+        return False
+    if window == 0 or declared == 0:
+        return True
+    return abs(window - declared) * 4 >= declared
 
 
 class WorkerDaemon:
@@ -35,29 +51,36 @@ class WorkerDaemon:
         self, store: Store, *, name: str | None = None, pools: Sequence[str] = ("default",),
         capacity: int | None = None, lease_seconds: float = 15.0,
         heartbeat_every: float | None = None, kill_grace: float = 5.0,
-        after_complete: Callable[[], object] | None = None,
+        placer: Placer | None = None, prefetch: int = DEFAULT_PREFETCH,
     ) -> None:
-        """``after_complete`` runs after each batch of completions is committed: the
-        CLI passes the scheduling cycle, so freed capacity is refilled at once
-        (seed 000 runs schedule() on job completion) instead of after a wake-up."""
+        """``placer`` runs the scheduling cycle inside each batch that reports
+        completions (the CLI passes it), so freed capacity is refilled at once (seed
+        000 runs schedule() on job completion). ``prefetch``: the widest window of
+        jobs queued here beyond ``capacity`` (see :mod:`taskyard.core.prefetch`)."""
         self.store = store
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.pools = tuple(pools)
         self.capacity = capacity if capacity is not None else (os.cpu_count() or 1)
         self.lease_seconds = lease_seconds
         self.heartbeat_every = heartbeat_every or max(0.2, lease_seconds / 5)
-        self._outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
-        self.executor = Executor(self.capacity, on_done=self._outcomes.put,
+        self.placer = placer
+        self.prefetch = prefetch
+        self._kick = threading.Event()
+        self._woken = threading.Event()
+        self._looked = 0.0
+        self._ended: collections.deque[Outcome] = collections.deque()
+        self._unsent: list[Started] = []
+        self._pace = PaceTracker()
+        self._window = 0
+        self.executor = Executor(self.capacity, on_done=self._on_done, on_start=self._kick.set,
                                  on_stage=self._report_stage, kill_grace=kill_grace,
                                  env={"TASKYARD_WORKER": self.name})
         self.worker_id: int | None = None
-        self.after_complete = after_complete
         self._fenced = threading.Event()
-        self._draining = threading.Event()
         # Monotonic time until which our lease surely holds: the lease runs from the
         # database's clock at renewal, which is after we sent the request.
         self._lease_until = time.monotonic() + lease_seconds
-        self.stats = {"claimed": 0, "completed": 0, "refused": 0}
+        self.stats = {"claimed": 0, "completed": 0, "refused": 0, "reports": 0}
 
     def run(self, stop: threading.Event) -> None:
         """Serve until ``stop`` is set (or the lease is lost), then leave cleanly."""
@@ -69,33 +92,131 @@ class WorkerDaemon:
         self._lease_until = time.monotonic() + self.lease_seconds - 0.1
         log.info("event=worker-started worker=%s id=%s pools=%s capacity=%s", self.name,
                  record.id, ",".join(self.pools), self.capacity)
-        listener = self.store.listener(f"worker.{record.id}")
         threads = [threading.Thread(target=self._heartbeat, args=(stop,), daemon=True),
                    threading.Thread(target=self._watch_lease, args=(stop,), daemon=True),
-                   threading.Thread(target=self._complete, daemon=True)]
+                   threading.Thread(target=self._listen, args=(stop,), daemon=True)]
         for thread in threads:
             thread.start()
+        failures = 0
         try:
+            self._woken.set()  # look for work placed before we listened
+            self._kick.set()
             while not stop.is_set() and not self._fenced.is_set():
-                free = self.capacity - self.executor.busy()
-                if free > 0:
-                    try:
-                        for job in self.store.claim_dispatched(record.id, free):
-                            self.stats["claimed"] += 1
-                            self.executor.start(job)
-                    except Exception:
-                        log.exception("event=claim-failed worker=%s", self.name)
-                        stop.wait(0.5)
-                listener.wait(0.5)
+                self._kick.wait(0.5)
+                self._kick.clear()
+                if stop.is_set():
+                    break
+                try:
+                    self._pump()
+                    failures = 0
+                except Exception as exc:
+                    failures += 1
+                    log.error("event=pump-failed worker=%s attempt=%d error=%s", self.name,
+                              failures, " ".join(str(exc).split())[:200])
+                    stop.wait(min(0.05 * 2**failures, 2.0))
+                    self._kick.set()
         finally:
-            listener.close()
             self._shutdown(stop)
             for thread in threads:
                 thread.join(10)
 
+    def _on_done(self, outcome: Outcome, seconds: float) -> None:
+        self._pace.observe(seconds)
+        self._ended.append(outcome)
+        self._kick.set()
+
+    def _pump(self) -> None:
+        """One round: report starts and ends (running the cycle), or just look for work.
+
+        Jobs placed here by our own cycle come back with the report; jobs another
+        process placed here, and cancels, come with a wake-up on our channel, which
+        makes the round look at everything placed here (and at least every second)."""
+        assert self.worker_id is not None
+        now = time.monotonic()
+        look = self._woken.is_set() or now - self._looked >= 1.0
+        self._woken.clear()
+        starts = self._unsent + [Started(j, a, now - t)
+                                 for j, a, t in self.executor.take_started()]
+        self._unsent = starts
+        ended = [self._ended.popleft() for _ in range(len(self._ended))]
+        window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
+        declare = window if _worth_declaring(window, self._window) else None
+        if starts or ended or declare is not None:
+            try:
+                report = self.store.record_attempts(
+                    self.worker_id, starts, ended, prefetch=declare,
+                    place=None if self.placer is None else self._place,
+                    fetch=look, known=self.executor.running())
+            except Exception:
+                self._ended.extendleft(reversed(ended))  # try again with the next round
+                raise
+            self._unsent = []
+            if declare is not None:
+                self._window = declare
+            self.stats["reports"] += 1
+            self._count(ended, report.accepted)
+            self.executor.release((o.job_id, o.attempt) for o in ended)
+            assignment = report.assignment
+        elif look:
+            assignment = self.store.fetch_dispatched(self.worker_id,
+                                                     known=self.executor.running())
+        else:
+            return
+        if look:
+            self._looked = now
+        self._take(assignment)
+
+    def _place(self, tx: CycleTx) -> object:
+        assert self.placer is not None
+        return self.placer(self.store, tx)
+
+    def _take(self, assignment: Assignment) -> None:
+        """Start the new jobs; stop what we hold that is no longer ours."""
+        if assignment.active is not None:
+            for job_id, attempt in self.executor.running():
+                if (job_id, attempt) not in assignment.active:
+                    log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
+                    self.executor.stop(job_id, attempt)
+        if assignment.jobs:
+            self.stats["claimed"] += len(assignment.jobs)
+            self.executor.submit(assignment.jobs)
+
+    def _count(self, ended: Sequence[Outcome], accepted: Sequence[bool]) -> None:
+        for outcome, ok in zip(ended, accepted, strict=True):
+            if ok:
+                self.stats["completed"] += 1
+            else:
+                self.stats["refused"] += 1
+                log.info("event=completion-refused job=%s attempt=%s state=%s",
+                         outcome.job_id, outcome.attempt, outcome.state)
+
+    def _listen(self, stop: threading.Event) -> None:
+        assert self.worker_id is not None
+        listener = self.store.listener(f"worker.{self.worker_id}")
+        try:
+            while not stop.is_set():
+                try:
+                    if listener.wait(0.5):
+                        self._woken.set()
+                        self._kick.set()
+                except Exception as exc:  # a listener that failed reconnects on next wait
+                    log.error("event=listen-failed worker=%s error=%s", self.name,
+                              " ".join(str(exc).split())[:200])
+                    stop.wait(0.5)
+        finally:
+            listener.close()
+
     def _shutdown(self, stop: threading.Event) -> None:
         stop.set()
+        self._kick.set()
         assert self.worker_id is not None
+        # Report what already ended: accepted while our lease holds (a self-fenced
+        # worker stops before it runs out), refused — changing nothing — once fenced.
+        try:
+            self._flush()
+        except Exception as exc:
+            log.error("event=flush-failed worker=%s error=%s", self.name,
+                      " ".join(str(exc).split())[:200])
         if not self._fenced.is_set():
             # Seed 001: on SIGTERM suspend our jobs so they are requeued at once.
             # Leave first, then kill: a killed child's outcome is then refused.
@@ -105,12 +226,23 @@ class WorkerDaemon:
             except Exception:
                 log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
                               self.name)
-        self._draining.set()
         self.executor.shutdown(kill=True)
-        self._outcomes.put(None)
-        log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d",
-                 self.name, self.stats["claimed"], self.stats["completed"],
-                 self.stats["refused"])
+        log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d "
+                 "reports=%d", self.name, self.stats["claimed"], self.stats["completed"],
+                 self.stats["refused"], self.stats["reports"])
+
+    def _flush(self) -> None:
+        """Record the starts and ends not reported yet (no cycle, no new work)."""
+        assert self.worker_id is not None
+        if self._fenced.is_set():
+            time.sleep(0.2)  # let slots that the fence just stopped hand in their outcome
+        ended = [self._ended.popleft() for _ in range(len(self._ended))]
+        now = time.monotonic()
+        starts = self._unsent + [Started(j, a, now - t)
+                                 for j, a, t in self.executor.take_started()]
+        if starts or ended:
+            report = self.store.record_attempts(self.worker_id, starts, ended)
+            self._count(ended, report.accepted)
 
     def _report_stage(self, job_id: int, attempt: int, report: StageReport) -> bool:
         """Record a stage (fenced); a refusal stops the attempt. A database error is not a
@@ -165,57 +297,10 @@ class WorkerDaemon:
         self.executor.stop_all("error")
         stop.set()
 
-    def _complete(self) -> None:
-        assert self.worker_id is not None
-        done = False
-        while not done:
-            first = self._outcomes.get()
-            batch = [] if first is None else [first]
-            done = first is None
-            while len(batch) < BATCH:
-                try:
-                    more = self._outcomes.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    done = True
-                    break
-                batch.append(more)
-            if batch:
-                self._report(batch)
-
-    def _report(self, batch: list[Outcome]) -> None:
-        assert self.worker_id is not None
-        delay = 0.05
-        for _ in range(20):
-            try:
-                accepted = self.store.complete_attempts(self.worker_id, batch)
-                break
-            except Exception:
-                log.exception("event=complete-failed worker=%s jobs=%d", self.name, len(batch))
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-        else:
-            log.error("event=outcomes-dropped worker=%s jobs=%d (the lease will requeue them)",
-                      self.name, len(batch))
-            return
-        if self.after_complete is not None and any(accepted) and not self._draining.is_set():
-            try:
-                self.after_complete()
-            except Exception:  # the scheduler daemon's periodic cycle covers for it
-                log.exception("event=inline-cycle-failed worker=%s", self.name)
-        for outcome, ok in zip(batch, accepted, strict=True):
-            if ok:
-                self.stats["completed"] += 1
-            else:
-                self.stats["refused"] += 1
-                log.info("event=completion-refused job=%s attempt=%s state=%s",
-                         outcome.job_id, outcome.attempt, outcome.state)
-
 
 def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: int | None,
-                lease_seconds: float = 15.0,
-                after_complete: Callable[[Store], object] | None = None) -> int:
+                lease_seconds: float = 15.0, placer: Placer | None = None,
+                prefetch: int = DEFAULT_PREFETCH) -> int:
     """Run a worker until SIGTERM/SIGINT; used by ``taskyard worker``."""
     stop = threading.Event()
 
@@ -229,7 +314,7 @@ def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: i
     try:
         daemon = WorkerDaemon(
             store, name=name, pools=pools, capacity=capacity, lease_seconds=lease_seconds,
-            after_complete=None if after_complete is None else (lambda: after_complete(store)),
+            placer=placer, prefetch=prefetch,
         )
         try:
             daemon.run(stop)

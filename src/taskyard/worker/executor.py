@@ -1,19 +1,22 @@
-"""Runs claimed jobs in child processes, at most ``slots`` at once; no database here.
+"""Runs the jobs placed on a worker in child processes; no database here.
 
-Each slot is a thread that owns (lazily) one reusable Python child, so a job
-reaches a warm interpreter with one pipe message. A child that is killed
-(timeout, cancel, crash) is replaced. Every started attempt produces exactly
-one :class:`Outcome` through ``on_done``.
+Jobs wait in a local queue in placement order; a slot thread starts the head job as
+soon as the running jobs leave room for its cost (an idle executor always takes
+one job, whatever its cost). Each slot owns (lazily) one reusable Python child, so a
+job reaches a warm interpreter with one pipe message; a child that is killed
+(timeout, cancel, crash) is replaced. Every started attempt produces exactly one
+:class:`Outcome` through ``on_done``; starts are collected for the worker to
+record in its next batch.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from taskyard.core.handlers import HandlerSpecError, parse_handler
@@ -24,6 +27,7 @@ from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
 TIMEOUT_EXIT_CODE = 130
+Key = tuple[int, int]
 
 StageSink = Callable[[int, int, StageReport], bool]
 """Records a stage report of (job, attempt); False means refused (fenced)."""
@@ -34,61 +38,109 @@ def _no_stages(_job: int, _attempt: int, _report: StageReport) -> bool:
 
 
 class Executor:
-    def __init__(self, slots: int, *, on_done: Callable[[Outcome], None],
+    def __init__(self, capacity: int, *, on_done: Callable[[Outcome, float], None],
+                 on_start: Callable[[], None] = lambda: None,
                  on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
                  kill_grace: float = 5.0, prewarm: bool = True,
                  env: dict[str, str] | None = None, guard: bool = True) -> None:
-        """``env``: extra environment for every handler (e.g. ``TASKYARD_WORKER``);
+        """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
+        ``on_start`` is called when a job starts (see :meth:`take_started`);
+        ``env``: extra environment for every handler (e.g. ``TASKYARD_WORKER``);
         ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
-        self.slots = max(1, slots)
-        self.env = dict(env or {})
-        self.guardian = Guardian() if guard else None
+        self.capacity = capacity
+        self.slots = max(1, capacity)
         self.prewarm = prewarm
         self.on_done = on_done
+        self.on_start = on_start
         self.on_stage = on_stage
         self.tail_bytes = tail_bytes
         self.kill_grace = kill_grace
-        self._queue: queue.SimpleQueue[ClaimedJob | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._running: dict[tuple[int, int], str | None] = {}
-        """(job, attempt) → None while running, or the state to report once stopped."""
+        self.env = dict(env or {})
+        self.guardian = Guardian() if guard else None
+        self._cond = threading.Condition()
+        self._queue: collections.deque[ClaimedJob] = collections.deque()
+        self._held: dict[Key, str | None] = {}
+        """Every attempt handed to us and not yet released: → None, or the state to
+        report once it is stopped."""
+        self._used = 0
+        self._executing = 0
+        self._started: list[tuple[int, int, float]] = []
+        self._closing = False
         self._children: list[PythonChild | None] = [None] * self.slots
         self._threads = [threading.Thread(target=self._slot, name=f"slot-{i}", daemon=True)
                          for i in range(self.slots)]
         for thread in self._threads:
             thread.start()
 
+    def submit(self, jobs: Iterable[ClaimedJob]) -> None:
+        """Queue jobs (in placement order); each starts when there is room for it."""
+        with self._cond:
+            for job in jobs:
+                key = (job.job_id, job.attempt)
+                if key not in self._held:
+                    self._held[key] = None
+                    self._queue.append(job)
+            self._cond.notify_all()
+
     def start(self, job: ClaimedJob) -> None:
-        """Queue a job; it starts as soon as a slot is free (non-blocking)."""
-        with self._lock:
-            self._running[(job.job_id, job.attempt)] = None
-        self._queue.put(job)
+        self.submit([job])
 
     def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> None:
-        """Terminate that attempt's child; its outcome is reported with ``state``."""
-        with self._lock:
-            if (job_id, attempt) in self._running:
-                self._running[(job_id, attempt)] = state
+        """Stop that attempt: drop it if queued, else terminate its child and report its
+        outcome with ``state``."""
+        key = (job_id, attempt)
+        with self._cond:
+            if key not in self._held:
+                return
+            queued = next((j for j in self._queue if (j.job_id, j.attempt) == key), None)
+            if queued is not None:
+                self._queue.remove(queued)
+                del self._held[key]
+            else:
+                self._held[key] = state
 
     def stop_all(self, state: str = "error") -> None:
-        with self._lock:
-            for key in self._running:
-                self._running[key] = state
+        with self._cond:
+            for job in self._queue:
+                self._held.pop((job.job_id, job.attempt), None)
+            self._queue.clear()
+            for key in self._held:
+                self._held[key] = state
 
-    def running(self) -> list[tuple[int, int]]:
-        with self._lock:
-            return list(self._running)
+    def release(self, keys: Iterable[Key]) -> None:
+        """Forget attempts whose outcome the worker has reported."""
+        with self._cond:
+            for key in keys:
+                self._held.pop(key, None)
+
+    def take_started(self) -> list[tuple[int, int, float]]:
+        """(job, attempt, monotonic start) of the jobs started since the last call."""
+        with self._cond:
+            started, self._started = self._started, []
+        return started
+
+    def running(self) -> list[Key]:
+        """Every attempt held: queued, executing, or ended but not yet released."""
+        with self._cond:
+            return list(self._held)
 
     def busy(self) -> int:
-        with self._lock:
-            return len(self._running)
+        """Attempts held (queued, executing, or ended and not yet released)."""
+        with self._cond:
+            return len(self._held)
+
+    def queued(self) -> int:
+        with self._cond:
+            return len(self._queue)
 
     def shutdown(self, *, kill: bool = False, timeout: float = 10.0) -> None:
         """Stop the slots (killing running children with ``kill``) and wait for them."""
         if kill:
             self.stop_all("error")
-        for _ in self._threads:
-            self._queue.put(None)
+        with self._cond:
+            self._closing = True
+            self._queue.clear()
+            self._cond.notify_all()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -97,6 +149,23 @@ class Executor:
                 child.close()
         if self.guardian is not None:
             self.guardian.close()
+
+    def _fits(self, job: ClaimedJob) -> bool:
+        return self._executing == 0 or self._used + job.cost <= self.capacity
+
+    def _next(self) -> ClaimedJob | None:
+        """Wait for the head job to fit, take it, and account for it (None: closing)."""
+        with self._cond:
+            while not self._closing and not (self._queue and self._fits(self._queue[0])):
+                self._cond.wait()
+            if self._closing:
+                return None
+            job = self._queue.popleft()
+            self._used += job.cost
+            self._executing += 1
+            self._started.append((job.job_id, job.attempt, time.monotonic()))
+        self.on_start()
+        return job
 
     def _slot(self) -> None:
         index = int(threading.current_thread().name.split("-")[1])
@@ -107,25 +176,27 @@ class Executor:
             except OSError:
                 log.exception("event=prewarm-failed slot=%d", index)
         while True:
-            job = self._queue.get()
+            job = self._next()
             if job is None:
                 return
-            key = (job.job_id, job.attempt)
             started = time.monotonic()
             try:
                 outcome = self._run(index, job)
             except Exception as exc:  # never lose an attempt's outcome
                 log.exception("event=executor-error job=%s", job.job_id)
                 outcome = Outcome(job.job_id, job.attempt, "error", error=f"worker error: {exc}")
-            with self._lock:
-                self._running.pop(key, None)
+            seconds = time.monotonic() - started
+            with self._cond:
+                self._used -= job.cost
+                self._executing -= 1
+                self._cond.notify_all()
             log.debug("event=finished job=%s attempt=%s state=%s ms=%.1f", job.job_id,
-                      job.attempt, outcome.state, (time.monotonic() - started) * 1000)
-            self.on_done(outcome)
+                      job.attempt, outcome.state, seconds * 1000)
+            self.on_done(outcome, seconds)
 
-    def _stop_state(self, key: tuple[int, int]) -> str | None:
-        with self._lock:
-            return self._running.get(key)
+    def _stop_state(self, key: Key) -> str | None:
+        with self._cond:
+            return self._held.get(key)
 
     def _run(self, index: int, job: ClaimedJob) -> Outcome:
         key = (job.job_id, job.attempt)

@@ -1,0 +1,44 @@
+"""The prefetch window a worker declares: how many jobs it accepts queued beyond its
+capacity, chosen from how long its jobs take.
+
+Queued jobs start without a round trip through the database, which is what makes
+short jobs fast; but a job queued behind long ones waits while another worker may
+be idle. So a worker opens the window only as wide as the work it will start within
+``WINDOW`` seconds at its recent pace, and closes it (0) as soon as its jobs are long.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+WINDOW = 0.05
+"""Seconds of work a worker may hold queued (head-of-line delay it may cause)."""
+ALPHA = 0.2
+"""Weight of the newest duration in the moving average: one long job closes the
+window at once; a return to short jobs reopens it over a few completions."""
+MIN_DURATION = 1e-4
+
+
+def prefetch_window(capacity: int, mean_duration: float | None, limit: int,
+                    window: float = WINDOW) -> int:
+    """Jobs to accept beyond ``capacity``: 0 until a duration is known, at most ``limit``.
+
+    Keeps ``capacity`` slots busy for ``window`` seconds when jobs take
+    ``mean_duration`` seconds each.
+    """
+    if mean_duration is None or limit <= 0 or capacity <= 0:
+        return 0
+    in_flight = capacity * window / max(mean_duration, MIN_DURATION)
+    return max(0, min(limit, math.ceil(in_flight) - capacity))
+
+
+@dataclass
+class PaceTracker:
+    """Exponentially weighted mean of job durations (seconds)."""
+
+    mean: float | None = None
+
+    def observe(self, seconds: float) -> None:
+        seconds = max(0.0, seconds)
+        self.mean = seconds if self.mean is None else self.mean + ALPHA * (seconds - self.mean)
