@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -37,6 +38,7 @@ class HandlerSpec:
         return f"{self.kind}:{self.target}"
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_handler(text: str) -> HandlerSpec:
     """Read ``python:MOD:FUNC`` or ``shell:CMD``; the message says what is wrong."""
     kind, sep, rest = text.partition(":")

@@ -62,7 +62,7 @@ class ActiveJob:
     jobs: int = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built by the thousand per second in the cycle
 class Candidate:
     """A pending job whose run_after has passed, in placement order."""
 

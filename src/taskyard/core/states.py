@@ -72,8 +72,9 @@ _S = JobState
 JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     _S.WAITING: frozenset({_S.PENDING, _S.DEPENDENCY_FAILED, _S.SKIPPED, _S.CANCELED}),
     _S.PENDING: frozenset({_S.DISPATCHED, _S.WAITING, _S.CANCELED, _S.DEPENDENCY_FAILED}),
+    # A worker may report an attempt's start and end together: dispatched → its end.
     _S.DISPATCHED: frozenset(
-        {_S.RUNNING, _S.SUSPENDED, _S.CANCELED, _S.FAILED, _S.ERROR, _S.PENDING}
+        {_S.RUNNING, _S.SUSPENDED, _S.CANCELED, _S.SUCCEEDED, _S.FAILED, _S.ERROR, _S.PENDING}
     ),
     _S.RUNNING: frozenset(
         {_S.SUCCEEDED, _S.FAILED, _S.ERROR, _S.CANCELED, _S.SUSPENDED, _S.PENDING}

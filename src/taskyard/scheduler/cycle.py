@@ -20,7 +20,7 @@ from taskyard.store.watchdog import flag_stalled_graphs
 
 SCAN_LIMIT = 10_000
 """Most pending jobs one cycle examines; the rest wait for the next cycle."""
-PAGE_MIN, PAGE_MAX = 64, 2000
+PAGE_MIN, PAGE_MAX = 16, 2000
 
 
 @dataclass
@@ -103,7 +103,9 @@ def run_cycle(
     workers = tx.workers()
     if workers:
         planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())
-        page = min(PAGE_MAX, max(PAGE_MIN, 2 * _free_slots(planner)))
+        # A page a little larger than the room left: most candidates get placed.
+        free = _free_slots(planner)
+        page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
         after: tuple[int, int] | None = None
         while not planner.exhausted() and report.scanned < scan_limit:
             batch = tx.candidates(after, page)

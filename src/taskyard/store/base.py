@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ from sqlalchemy.engine import make_url
 from taskyard.store.cycle_lock import WriteLock, write_lock_path_for
 from taskyard.store.engine import db_now, is_sqlite, make_engine
 from taskyard.store.raw import Raw
-from taskyard.store.records import JSON, dumps
+from taskyard.store.records import JSON
 
 _EVENTS = "taskyard.events"
 _INSERT_EVENT = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
@@ -92,11 +93,12 @@ class StoreBase:
     def _events(
         self,
         conn: Connection,
-        rows: Iterable[tuple[str, str, dict[str, JSON], int | None, int | None]],
+        rows: Iterable[tuple[str, str, dict[str, JSON] | str, int | None, int | None]],
     ) -> None:
-        """Append events (topic, routing key, payload, job id, graph id) in this transaction."""
-        params = [(topic, key, dumps(payload), job, graph)
-                  for topic, key, payload, job, graph in rows]
+        """Append events (topic, routing key, payload, job id, graph id) in this transaction;
+        a payload may come as JSON text already (the hot path writes its own)."""
+        params = [(topic, key, payload if isinstance(payload, str) else _payload(payload),
+                   job, graph) for topic, key, payload, job, graph in rows]
         if not params:
             return
         buffered = conn.info.get(_EVENTS)
@@ -121,6 +123,10 @@ class StoreBase:
             return
         for channel in unique:
             raw.all("SELECT pg_notify(?, '')", (pg_channel(channel),))
+
+
+_payload = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+"""Event payloads are written by taskyard itself: no key sorting needed (hot path)."""
 
 
 def pg_channel(channel: str) -> str:

@@ -26,7 +26,7 @@ from taskyard.core.states import AttemptState, JobState
 from taskyard.store.base import job_key
 from taskyard.store.cycle import CycleStore, Placer
 from taskyard.store.errors import InvalidInput
-from taskyard.store.raw import Raw
+from taskyard.store.raw import Raw, in_list
 from taskyard.store.records import ClaimedJob, Outcome, Started, dumps, loads
 from taskyard.store.resolution import Ended, chunks
 from taskyard.store.results import ResultsMixin
@@ -43,7 +43,7 @@ _TOPIC = {
     JobState.ERROR: "job-exception",
     JobState.CANCELED: "job-exception",
 }
-Event = tuple[str, str, dict[str, Any], int | None, int | None]
+Event = tuple[str, str, dict[str, Any] | str, int | None, int | None]
 Key = tuple[int, int]
 FETCH_LIMIT = 10_000
 """Most jobs one fetch returns (placement bounds what is on a worker far below it)."""
@@ -58,23 +58,28 @@ _START = (
     f"AND jobs.worker_id = ? AND {_LEASED} "
     "RETURNING jobs.id, jobs.attempt, jobs.started_at, jobs.graph_id, jobs.routing")
 _START_TYPES = ("bigint", "integer", "double precision")
+# An attempt whose start is reported in the same batch ends straight from dispatched
+# (``ago`` set): one write of the row instead of two.
 _END = (
-    "WITH v(id, attempt, state, code, res, err, delay) AS (VALUES {values}) "
+    "WITH v(id, attempt, state, code, res, err, delay, ago) AS (VALUES {values}) "
     "UPDATE jobs SET "
     "state = CASE WHEN v.delay IS NULL THEN v.state ELSE 'pending' END, "
     "run_after = CASE WHEN v.delay IS NULL THEN jobs.run_after ELSE {now} + v.delay END, "
     "finished_at = CASE WHEN v.delay IS NULL THEN {now} ELSE NULL END, "
+    "started_at = CASE WHEN v.ago IS NULL THEN jobs.started_at ELSE {now} - v.ago END, "
     "worker_id = NULL, deadline = NULL, exit_code = v.code, error = v.err, result = v.res "
-    "FROM v WHERE jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.state = 'running' "
+    "FROM v WHERE jobs.id = v.id AND jobs.attempt = v.attempt AND (jobs.state = 'running' "
+    "OR (jobs.state = 'dispatched' AND v.ago IS NOT NULL)) "
     f"AND jobs.worker_id = ? AND {_LEASED} "
     "RETURNING jobs.id, jobs.attempt, jobs.state, jobs.graph_id, jobs.routing, "
     "jobs.schedule_name")
-_END_TYPES = ("bigint", "integer", "text", "integer", "text", "text", "double precision")
+_END_TYPES = ("bigint", "integer", "text", "integer", "text", "text", "double precision",
+              "double precision")
 _ATTEMPT_START = ("UPDATE attempts SET state = 'running', started_at = ? "
                   "WHERE job_id = ? AND attempt = ?")
 _ATTEMPT_END = (
-    "UPDATE attempts SET state = ?, finished_at = {now}, exit_code = ?, result = ?, "
-    "error = ?, stdout_tail = ?, "
+    "UPDATE attempts SET state = ?, started_at = COALESCE(started_at, {now} - ?), "
+    "finished_at = {now}, exit_code = ?, result = ?, error = ?, stdout_tail = ?, "
     "stderr_tail = ? WHERE job_id = ? AND attempt = ?")
 _ACTIVE_HERE = ("SELECT id, attempt, state FROM jobs "
                 "WHERE worker_id = ? AND state IN ('dispatched', 'running')")
@@ -130,13 +135,17 @@ class BatchMixin(CycleStore, ResultsMixin):
             if o.state not in _ENDS:
                 raise InvalidInput(f"outcome of job {o.job_id}: unknown state {o.state!r}")
         report = BatchReport()
+        ending = {(o.job_id, o.attempt) for o in ended}
+        ago = {(s.job_id, s.attempt): max(0.0, s.ago) for s in started
+               if (s.job_id, s.attempt) in ending}
         with self._tx() as conn:
             raw = Raw(conn)
-            for starts in chunks(started):
+            for starts in chunks([s for s in started if (s.job_id, s.attempt) not in ago]):
                 report.started += len(self._start(conn, raw, worker_id, starts))
             accepted: set[Key] = set()
             for ends in chunks(ended):
-                accepted |= self._end(conn, raw, worker_id, ends)
+                accepted |= self._end(conn, raw, worker_id, ends, ago)
+            report.started += len(accepted & ago.keys())
             report.accepted = [(o.job_id, o.attempt) in accepted for o in ended]
             if prefetch is not None:
                 raw.run("UPDATE workers SET prefetch = ? WHERE id = ?", (prefetch, worker_id))
@@ -146,6 +155,8 @@ class BatchMixin(CycleStore, ResultsMixin):
                     if tx is not None:
                         report.cycle = place(tx)
                         placed_here = tx.dispatched.get(worker_id, [])
+                        # We take those below: no need to wake ourselves for them.
+                        tx.notify.discard(f"worker.{worker_id}")
             if accepted and (place is None or report.cycle is None):
                 self._notify(conn, ["scheduler"])  # freed capacity: someone must place
             if fetch:
@@ -171,17 +182,21 @@ class BatchMixin(CycleStore, ResultsMixin):
             return set()
         raw.many(_ATTEMPT_START, [(started_at, job, attempt)
                                   for job, attempt, started_at, _, _ in rows])
-        self._events(conn, (("job-running", job_key(graph, routing),
-                             {"job_id": job, "attempt": attempt, "worker_id": worker_id},
-                             job, graph) for job, attempt, _, graph, routing in rows))
+        self._events(conn, (
+            ("job-running", job_key(graph, routing),
+             f'{{"job_id":{job},"attempt":{attempt},"worker_id":{worker_id}}}', job, graph)
+            for job, attempt, _, graph, routing in rows))
         graphs = sorted({graph for _, _, _, graph, _ in rows if graph is not None})
         if graphs:
+            marks, params = in_list(graphs)
             raw.run(f"UPDATE graphs SET last_progress_at = {{now}}, stalled_at = NULL "
-                    f"WHERE id IN ({', '.join('?' for _ in graphs)})", graphs)
+                    f"WHERE id IN ({marks})", params)
         return {(job, attempt) for job, attempt, _, _, _ in rows}
 
-    def _end(self, conn: Connection, raw: Raw, worker_id: int,
-             part: Sequence[Outcome]) -> set[Key]:
+    def _end(self, conn: Connection, raw: Raw, worker_id: int, part: Sequence[Outcome],
+             ago: dict[Key, float]) -> set[Key]:
+        """Running (or, with its start in ``ago``, dispatched) → the reported end, or
+        pending when a retry is due; returns the (job, attempt) pairs accepted."""
         failing = [o.job_id for o in part if o.state != AttemptState.SUCCEEDED]
         policies = self._retry_policies(conn, failing) if failing else {}
         values: list[tuple[Any, ...]] = []
@@ -192,24 +207,30 @@ class BatchMixin(CycleStore, ResultsMixin):
                 decision = decide_retry(policies[o.job_id], o.attempt, random.random())
                 delay = decision.delay if decision.retry else None
             values.append((o.job_id, o.attempt, end.value, o.exit_code,
-                           None if o.result is None else dumps(o.result), o.error, delay))
+                           None if o.result is None else dumps(o.result), o.error, delay,
+                           ago.get((o.job_id, o.attempt))))
         rows = raw.run_values(_END, values, _END_TYPES, (worker_id, worker_id))
         if not rows:
             return set()
         done = {(r[0], r[1]): r for r in rows}
         mine = [o for o in part if (o.job_id, o.attempt) in done]
         raw.many(_ATTEMPT_END, [
-            (o.state, o.exit_code, None if o.result is None else dumps(o.result), o.error,
-             o.stdout_tail, o.stderr_tail, o.job_id, o.attempt) for o in mine])
+            (o.state, ago.get((o.job_id, o.attempt), 0.0), o.exit_code,
+             None if o.result is None else dumps(o.result), o.error, o.stdout_tail,
+             o.stderr_tail, o.job_id, o.attempt) for o in mine])
         events: list[Event] = []
         ended: list[Ended] = []
         for o in mine:
             _, _, state, graph, routing, schedule = done[(o.job_id, o.attempt)]
+            if (o.job_id, o.attempt) in ago:
+                events.append(("job-running", job_key(graph, routing),
+                               f'{{"job_id":{o.job_id},"attempt":{o.attempt},'
+                               f'"worker_id":{worker_id}}}', o.job_id, graph))
             end = _ENDS[AttemptState(o.state)]
             retry = state == JobState.PENDING
             events.append((_TOPIC[end], job_key(graph, routing),
-                           {"job_id": o.job_id, "attempt": o.attempt, "state": o.state,
-                            "retry": retry}, o.job_id, graph))
+                           f'{{"job_id":{o.job_id},"attempt":{o.attempt},"state":"{o.state}",'
+                           f'"retry":{"true" if retry else "false"}}}', o.job_id, graph))
             if not retry:
                 ended.append(Ended(o.job_id, end, graph, schedule or ""))
         self._events(conn, events)
@@ -235,8 +256,8 @@ class BatchMixin(CycleStore, ResultsMixin):
         raw = Raw(conn)
         rows: list[tuple[Any, ...]] = []
         for part in chunks(list(ids)):
-            rows += raw.all(_DETAILS.replace("{ids}", ", ".join("?" for _ in part)),
-                            (*part, worker_id))
+            marks, params = in_list(part)
+            rows += raw.all(_DETAILS.replace("{ids}", marks), (*params, worker_id))
         rows.sort(key=lambda r: (-r[8], r[0]))
         return self._claimed(conn, rows)
 

@@ -6,9 +6,10 @@ import contextlib
 import functools
 import random
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.engine import make_url
 
 from taskyard.core.locks import decode_claim
@@ -16,9 +17,9 @@ from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
 from taskyard.core.retry import decide_retry
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import job_key, lit, lits
+from taskyard.store.base import job_key, lit
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
-from taskyard.store.raw import Raw
+from taskyard.store.raw import Raw, in_list
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
 from taskyard.store.workers import WorkerStore
@@ -60,11 +61,11 @@ class CycleTx:
     def time_out_attempts(self, grace: float = TIMEOUT_GRACE) -> list[int]:
         """Fail (exit 130) running attempts well past their deadline whose worker did not
         (it vanished or hangs); the job's retries apply as to any failure."""
-        rows = self.conn.execute(
-            select(_J.c.id, _J.c.attempt, _J.c.worker_id, _J.c.graph_id, _J.c.routing).where(
-                _J.c.state.in_(lits(ACTIVE)), _J.c.deadline < self._now - grace
-            )
-        ).all()
+        # Running jobs only (a dispatched job has no deadline yet): read through the
+        # partial index of active jobs; this runs in every maintenance step.
+        rows = [_Overdue(*r) for r in Raw(self.conn).all(
+            "SELECT id, attempt, worker_id, graph_id, routing FROM jobs "
+            "WHERE state IN ('dispatched', 'running') AND deadline < {now} - ?", (grace,))]
         if not rows:
             return []
         why = "timed out (enforced by the scheduler)"
@@ -106,11 +107,8 @@ class CycleTx:
     def requeue_suspended(self, limit: int = 1000) -> int:
         """Suspended jobs go back to pending, or to error when they have lost their worker
         more than their type's ``max_worker_losses`` times."""
-        base = self.store._q("cycle.suspended", lambda: (
-            select(_J.c.id).where(_J.c.state == lit(JobState.SUSPENDED))
-            .limit(bindparam("n"))
-        ))
-        ids = list(self.conn.execute(base, {"n": limit}).scalars())
+        ids = [r[0] for r in Raw(self.conn).all(
+            "SELECT id FROM jobs WHERE state = 'suspended' LIMIT ?", (limit,))]
         if not ids:
             return 0
         gone = [
@@ -184,10 +182,11 @@ class CycleTx:
         attempt_rows: list[tuple[int, int, int, str | None]] = []
         for worker_id, job_ids in by_worker.items():
             for part in _slices(job_ids):
+                marks, params = in_list(part)
                 rows = raw.all(
                     "UPDATE jobs SET state = 'dispatched', worker_id = ?, attempt = attempt + 1 "
-                    f"WHERE id IN ({', '.join('?' for _ in part)}) AND state = 'pending' "
-                    "RETURNING id, attempt", (worker_id, *part))
+                    f"WHERE id IN ({marks}) AND state = 'pending' "
+                    "RETURNING id, attempt", (worker_id, *params))
                 for job_id, attempt in rows:
                     placed.append(job_id)
                     self.dispatched.setdefault(worker_id, []).append(job_id)
@@ -201,6 +200,15 @@ class CycleTx:
     def record_cycle(self, holder: str) -> None:
         Raw(self.conn).run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
                            "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
+
+
+@dataclass(frozen=True, slots=True)
+class _Overdue:
+    id: int
+    attempt: int
+    worker_id: int
+    graph_id: int | None
+    routing: str
 
 
 def _slices(ids: Sequence[int], size: int = 500) -> list[Sequence[int]]:

@@ -36,6 +36,22 @@ def values_sql(rows: int, types: Sequence[str], dialect: str) -> str:
     return ", ".join([row] * rows)
 
 
+def bucket(n: int) -> int:
+    """The size a list of ``n`` parameters is padded to: a few statement shapes, so the
+    driver's prepared-statement cache keeps them (a new shape is parsed anew)."""
+    size = 1
+    while size < n:
+        size *= 2
+    return size
+
+
+def in_list(ids: Sequence[Any]) -> tuple[str, list[Any]]:
+    """``?, ?, …`` for an ``IN (…)`` of ``ids``, padded (by repeating the last id) to a
+    :func:`bucket` size; with the padded parameters."""
+    padded = list(ids) + [ids[-1]] * (bucket(len(ids)) - len(ids))
+    return ", ".join("?" for _ in padded), padded
+
+
 class Raw:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
@@ -67,10 +83,16 @@ class Raw:
                    tail: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Execute ``sql`` whose ``{values}`` is a VALUES list of ``rows``, then ``tail``
         params; returns what it returns (RETURNING)."""
-        # The statement's text varies with the number of rows: not cached.
-        text = dialect_sql(sql, self.dialect).replace(
-            "{values}", values_sql(len(rows), types, self.dialect))
+        # Rows of NULLs pad the list to a bucket size (a NULL id matches no row).
+        size = bucket(len(rows))
+        text = _values_statement(sql, size, tuple(types), self.dialect)
         params = [x for row in rows for x in row]
+        params.extend([None] * (len(types) * (size - len(rows))))
         params.extend(tail)
         self._cursor.execute(text, params)
         return list(self._cursor.fetchall()) if self._cursor.description else []
+
+
+@functools.lru_cache(maxsize=256)
+def _values_statement(sql: str, rows: int, types: tuple[str, ...], dialect: str) -> str:
+    return dialect_sql(sql, dialect).replace("{values}", values_sql(rows, types, dialect))

@@ -235,7 +235,7 @@ class WorkerRecord:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen (nor below): built per job on the hot path
 class ClaimedJob:
     """A job placed on a worker under ``attempt``: what the worker needs to run it."""
 
@@ -252,7 +252,7 @@ class ClaimedJob:
     cost: int = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Started:
     """A worker started an attempt ``ago`` seconds before it reports it (dispatched →
     running; the start time is then taken on the database clock minus ``ago``)."""
@@ -262,7 +262,7 @@ class Started:
     ago: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     """What a worker reports when an attempt ends. ``state``: an attempt end state."""
 

@@ -1,8 +1,8 @@
 """Entry point of a reusable Python child process (one per worker slot).
 
 The child imports handlers once and runs job after job: no interpreter start
-per job. Each job's stdout/stderr go to temp files (the fds are swapped), and
-only a bounded tail is sent back.
+per job. Its stdout/stderr are temp files, emptied between jobs, and only a
+bounded tail of each job's output is sent back.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import json
 import os
+import pickle
 import sys
 import tempfile
 import traceback
@@ -52,58 +53,55 @@ def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[...,
 
 
 class Capture:
-    """Two anonymous files that receive a job's stdout and stderr; reused job after job
-    (truncated before each), so that running a job creates no file."""
+    """Two anonymous files that hold the child's stdout and stderr for its whole life
+    (fds 1 and 2 point at them): emptied before a job if the last one wrote there,
+    so that running a job creates no file and swaps no descriptor."""
 
     def __init__(self) -> None:
         self.out = tempfile.TemporaryFile(prefix="ty-out-")  # noqa: SIM115 - child-long
         self.err = tempfile.TemporaryFile(prefix="ty-err-")  # noqa: SIM115
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.out.fileno(), 1)
+        os.dup2(self.err.fileno(), 2)
 
-    def reset(self) -> tuple[int, int]:
-        for fh in (self.out, self.err):
-            os.ftruncate(fh.fileno(), 0)
-            os.lseek(fh.fileno(), 0, os.SEEK_SET)
-        return self.out.fileno(), self.err.fileno()
+    def reset(self) -> None:
+        for fd in (1, 2):
+            if os.lseek(fd, 0, os.SEEK_END):
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
 
     def tails(self, limit: int) -> tuple[str, str]:
-        return _tail(self.out.fileno(), limit), _tail(self.err.fileno(), limit)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return _tail(1, limit), _tail(2, limit)
 
 
-def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
-         conn: Connection | None = None, capture: Capture | None = None) -> dict[str, Any]:
+def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Capture,
+         conn: Connection | None = None) -> dict[str, Any]:
     """Run one job; the outcome carries the tails of what it printed. Stage reports
     go to the worker over ``conn`` while it runs."""
-    capture = capture or Capture()
-    out, err = capture.reset()
-    saved = os.dup(1), os.dup(2)
-    os.environ.update(msg["env"])
+    capture.reset()
+    environ = os.environ
+    for key, value in msg["env"].items():  # most are the same job after job
+        if environ.get(key) != value:
+            environ[key] = value
     set_current(JobContext(msg.get("job_id", 0), msg.get("attempt", 0),
                            dict(msg.get("stages") or {}), conn))
     try:
-        outcome = _call(cache, msg, out, err)
+        outcome = _call(cache, msg)
     finally:
         set_current(None)
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(saved[0])
-        os.close(saved[1])
-        for key in msg["env"]:
-            os.environ.pop(key, None)
     outcome["stdout_tail"], outcome["stderr_tail"] = capture.tails(msg.get("tail", TAIL_BYTES))
     return outcome
 
 
-def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], out: int,
-          err: int) -> dict[str, Any]:
+def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any]) -> dict[str, Any]:
     try:
         func = _resolve(cache, msg["target"])
     except Exception as exc:
         return {"state": "error", "exit_code": None,
                 "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(out, 1)
-    os.dup2(err, 2)
     try:
         value = func(**msg["args"])
     except Fenced as exc:
@@ -111,14 +109,12 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], out: int,
     except BaseException as exc:  # the handler's failure, whatever it raised
         traceback.print_exc()
         return {"state": "failed", "exit_code": 1, "error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        return {"state": "error", "exit_code": None,
-                "error": f"the handler's return value is not JSON: {exc}"}
+    if value is not None:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return {"state": "error", "exit_code": None,
+                    "error": f"the handler's return value is not JSON: {exc}"}
     return {"state": "succeeded", "exit_code": 0, "result": value}
 
 
@@ -134,7 +130,7 @@ def child_main(conn: Connection, cwd: str) -> None:
     capture = Capture()
     while True:
         try:
-            msg = conn.recv()
+            msg = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError, KeyboardInterrupt):
             return
-        conn.send(_run(cache, msg, conn, capture))
+        conn.send_bytes(pickle.dumps(_run(cache, msg, capture, conn), pickle.HIGHEST_PROTOCOL))

@@ -6,6 +6,8 @@ import contextlib
 import json
 import multiprocessing
 import os
+import pickle
+import select
 import signal
 import subprocess
 import tempfile
@@ -50,6 +52,10 @@ class PythonChild:
         self.process = _SPAWN.Process(target=child_main, args=(theirs, os.getcwd()), daemon=True)
         self.process.start()
         theirs.close()
+        # One poll object for the child's whole life (Connection.poll builds a selector
+        # per call, which costs more than running a no-op job).
+        self._poller = select.poll()
+        self._poller.register(self._conn.fileno(), select.POLLIN)
         # The child leads a process group of its own (child_main): the guardian can end
         # it, and whatever its handlers start, if the worker dies.
         self._guardian = guardian
@@ -65,16 +71,16 @@ class PythonChild:
             on_stage: Callable[[StageReport], bool]) -> dict[str, Any]:
         """Send a job and wait for its outcome, answering its stage reports with
         ``on_stage`` (accepted or not); raise TimeoutError or Stopped."""
-        self._conn.send(msg)
+        self._send(msg)
         while True:
             wait = POLL if deadline is None else max(0.0, min(POLL, deadline - time.monotonic()))
             try:
-                if self._conn.poll(wait):
-                    reply: dict[str, Any] = self._conn.recv()
+                if self._poller.poll(wait * 1000):
+                    reply: dict[str, Any] = pickle.loads(self._conn.recv_bytes())
                     if "stage" not in reply:
                         return reply
                     report = StageReport(reply["stage"], reply["state"], reply.get("result"))
-                    self._conn.send({"accepted": on_stage(report)})
+                    self._send({"accepted": on_stage(report)})
                     continue
             except (EOFError, OSError):
                 raise ChildDied(self.process.exitcode) from None
@@ -84,6 +90,9 @@ class PythonChild:
                 raise Stopped
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        self._conn.send_bytes(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
 
     def kill(self, grace: float) -> int | None:
         try:
