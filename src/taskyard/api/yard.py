@@ -298,7 +298,8 @@ class Yard:
         with self.store.cycle(conn) as tx:
             if tx is None:
                 return False
-            run_cycle(self.store, tx, holder="inline", maintenance_every=EVENT_MAINTENANCE)
+            run_cycle(self.store, tx, holder="inline", maintenance_every=EVENT_MAINTENANCE,
+                      record=False)
         return True
 
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:

@@ -98,7 +98,8 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
                        lease_seconds=lease, prefetch=prefetch,
                        placer=lambda store, tx: run_cycle(store, tx, holder="worker",
-                                                          maintenance_every=0.25))
+                                                          maintenance_every=0.25,
+                                                          record=False))
     ctx.exit(code)
 
 

@@ -89,9 +89,12 @@ def run_cycle(
     stall_after: float | None = None,
     maintenance_every: float = 0.0,
     timeout_grace: float = TIMEOUT_GRACE,
+    record: bool = True,
 ) -> CycleReport:
     """The cycle's steps inside ``tx``, whose caller holds the global lock (see
-    :func:`schedule`; a worker runs this inside its batch of completions)."""
+    :func:`schedule`; a worker runs this inside its batch of completions).
+    ``record``: count it in ``scheduler_state`` (inline cycles, run on every submit
+    and report, do not: one row written by every process would serialise them)."""
     started = time.perf_counter()
     report = CycleReport()
     maintain = _maintenance_due(store, maintenance_every)
@@ -126,9 +129,9 @@ def run_cycle(
         if stall_after is not None and maintain:
             served = {p for w in workers for p in w.pools}
             report.stalled = flag_stalled_graphs(tx, stall_after, served)
-    if report.changed:
-        # Only a cycle that changed something writes, so that SQLite
-        # listeners (woken by any commit) are not woken by idle cycles.
+    if report.changed and record:
+        # Only a cycle that changed something writes, so that idle cycles cost no
+        # commit to the database.
         tx.record_cycle(holder)
     report.seconds = time.perf_counter() - started
     return report

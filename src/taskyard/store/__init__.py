@@ -28,6 +28,13 @@ class Store(RetentionMixin, ScheduleStore, ExplainMixin,  # recurring: ScheduleS
 
         upgrade(self.engine)
 
+    def close(self) -> None:
+        """Release every pooled connection and the cycle lock's file."""
+        lock = getattr(self, "_file_lock", None)
+        if lock is not None:
+            lock.close()
+        super().close()
+
     def listener(self, channel: str) -> Listener:
         """Wake-ups for ``channel``: ``scheduler`` or ``worker.<id>``."""
         return open_listener(self.url, channel)

@@ -16,8 +16,9 @@ from taskyard.store.raw import Raw
 from taskyard.store.records import JSON
 
 _EVENTS = "taskyard.events"
-_INSERT_EVENT = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
-                 "VALUES (?, ?, ?, ?, ?, {now})")
+_INSERT_EVENT = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at)",
+                 "c1, c2, c3, c4, c5, {now}")
+_EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
 SCHEDULER_ID = "taskyard"
 """First word of every event routing key (TaskCluster's schedulerId)."""
 
@@ -73,7 +74,7 @@ class StoreBase:
                 yield conn
                 pending = conn.info.pop(_EVENTS)
                 if pending:
-                    Raw(conn).many(_INSERT_EVENT, pending)
+                    Raw(conn).insert(*_INSERT_EVENT, pending, _EVENT_TYPES)
             finally:
                 conn.info.pop(_EVENTS, None)
 
@@ -105,7 +106,7 @@ class StoreBase:
         if buffered is not None:
             buffered.extend(params)
         else:
-            Raw(conn).many(_INSERT_EVENT, params)
+            Raw(conn).insert(*_INSERT_EVENT, params, _EVENT_TYPES)
 
     def _notify(self, conn: Connection, channels: Sequence[str]) -> None:
         """Wake listeners of ``channels`` when this transaction commits.

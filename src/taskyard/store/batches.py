@@ -26,7 +26,7 @@ from taskyard.core.states import AttemptState, JobState
 from taskyard.store.base import job_key
 from taskyard.store.cycle import CycleStore, Placer
 from taskyard.store.errors import InvalidInput
-from taskyard.store.raw import Raw, in_list
+from taskyard.store.raw import Raw
 from taskyard.store.records import ClaimedJob, Outcome, Started, dumps, loads
 from taskyard.store.resolution import Ended, chunks
 from taskyard.store.results import ResultsMixin
@@ -51,41 +51,49 @@ FETCH_LIMIT = 10_000
 _LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = ? AND w.state = 'active' "
            "AND w.lease_expires_at >= {now})")
 _START = (
-    "WITH v(id, attempt, ago) AS (VALUES {values}) "
+    "WITH v(id, attempt, ago) AS ({rows}) "
     "UPDATE jobs SET state = 'running', started_at = {now} - v.ago, "
     "deadline = {now} - v.ago + jobs.timeout FROM v "
-    "WHERE jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.state = 'dispatched' "
+    "WHERE {key} jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.state = 'dispatched' "
     f"AND jobs.worker_id = ? AND {_LEASED} "
     "RETURNING jobs.id, jobs.attempt, jobs.started_at, jobs.graph_id, jobs.routing")
 _START_TYPES = ("bigint", "integer", "double precision")
 # An attempt whose start is reported in the same batch ends straight from dispatched
 # (``ago`` set): one write of the row instead of two.
 _END = (
-    "WITH v(id, attempt, state, code, res, err, delay, ago) AS (VALUES {values}) "
+    "WITH v(id, attempt, state, code, res, err, delay, ago) AS ({rows}) "
     "UPDATE jobs SET "
     "state = CASE WHEN v.delay IS NULL THEN v.state ELSE 'pending' END, "
     "run_after = CASE WHEN v.delay IS NULL THEN jobs.run_after ELSE {now} + v.delay END, "
     "finished_at = CASE WHEN v.delay IS NULL THEN {now} ELSE NULL END, "
     "started_at = CASE WHEN v.ago IS NULL THEN jobs.started_at ELSE {now} - v.ago END, "
     "worker_id = NULL, deadline = NULL, exit_code = v.code, error = v.err, result = v.res "
-    "FROM v WHERE jobs.id = v.id AND jobs.attempt = v.attempt AND (jobs.state = 'running' "
+    "FROM v WHERE {key} jobs.id = v.id AND jobs.attempt = v.attempt AND (jobs.state = 'running' "
     "OR (jobs.state = 'dispatched' AND v.ago IS NOT NULL)) "
     f"AND jobs.worker_id = ? AND {_LEASED} "
     "RETURNING jobs.id, jobs.attempt, jobs.state, jobs.graph_id, jobs.routing, "
     "jobs.schedule_name")
 _END_TYPES = ("bigint", "integer", "text", "integer", "text", "text", "double precision",
               "double precision")
-_ATTEMPT_START = ("UPDATE attempts SET state = 'running', started_at = ? "
-                  "WHERE job_id = ? AND attempt = ?")
+_ATTEMPT_START = (
+    "WITH v(job, attempt, started) AS ({rows}) "
+    "UPDATE attempts SET state = 'running', started_at = v.started FROM v "
+    "WHERE {key} attempts.job_id = v.job AND attempts.attempt = v.attempt")
+_ATTEMPT_START_TYPES = ("bigint", "integer", "double precision")
 _ATTEMPT_END = (
-    "UPDATE attempts SET state = ?, started_at = COALESCE(started_at, {now} - ?), "
-    "finished_at = {now}, exit_code = ?, result = ?, error = ?, stdout_tail = ?, "
-    "stderr_tail = ? WHERE job_id = ? AND attempt = ?")
+    "WITH v(job, attempt, state, ago, code, res, err, out, errt) AS ({rows}) "
+    "UPDATE attempts SET state = v.state, "
+    "started_at = COALESCE(attempts.started_at, {now} - v.ago), finished_at = {now}, "
+    "exit_code = v.code, result = v.res, error = v.err, stdout_tail = v.out, "
+    "stderr_tail = v.errt FROM v "
+    "WHERE {key} attempts.job_id = v.job AND attempts.attempt = v.attempt")
+_ATTEMPT_END_TYPES = ("bigint", "integer", "text", "double precision", "integer", "text",
+                      "text", "text", "text")
 _ACTIVE_HERE = ("SELECT id, attempt, state FROM jobs "
                 "WHERE worker_id = ? AND state IN ('dispatched', 'running')")
 _DETAILS = ("SELECT j.id, j.attempt, j.type, j.args, j.timeout, j.graph_id, j.label, j.cost, "
             "j.priority, tt.handler FROM jobs j JOIN task_types tt ON tt.name = j.type "
-            "WHERE j.id IN ({ids}) AND j.state = 'dispatched' AND j.worker_id = ?")
+            "WHERE {which} AND j.state = 'dispatched' AND j.worker_id = ?")
 
 
 @dataclass(frozen=True)
@@ -176,21 +184,22 @@ class BatchMixin(CycleStore, ResultsMixin):
                part: Sequence[Started]) -> set[Key]:
         """Dispatched → running for the attempts of ``part`` that are current here;
         returns those (job, attempt) pairs."""
-        rows = raw.run_values(_START, [(s.job_id, s.attempt, max(0.0, s.ago)) for s in part],
-                              _START_TYPES, (worker_id, worker_id))
+        rows = raw.rows(_START, [(s.job_id, s.attempt, max(0.0, s.ago)) for s in part],
+                        _START_TYPES, (worker_id, worker_id), key="jobs.id")
         if not rows:
             return set()
-        raw.many(_ATTEMPT_START, [(started_at, job, attempt)
-                                  for job, attempt, started_at, _, _ in rows])
+        raw.rows(_ATTEMPT_START, [(job, attempt, started_at)
+                                  for job, attempt, started_at, _, _ in rows],
+                 _ATTEMPT_START_TYPES, key="attempts.job_id")
         self._events(conn, (
             ("job-running", job_key(graph, routing),
              f'{{"job_id":{job},"attempt":{attempt},"worker_id":{worker_id}}}', job, graph)
             for job, attempt, _, graph, routing in rows))
         graphs = sorted({graph for _, _, _, graph, _ in rows if graph is not None})
         if graphs:
-            marks, params = in_list(graphs)
+            which, params = raw.member("id", graphs)
             raw.run(f"UPDATE graphs SET last_progress_at = {{now}}, stalled_at = NULL "
-                    f"WHERE id IN ({marks})", params)
+                    f"WHERE {which}", params)
         return {(job, attempt) for job, attempt, _, _, _ in rows}
 
     def _end(self, conn: Connection, raw: Raw, worker_id: int, part: Sequence[Outcome],
@@ -209,15 +218,15 @@ class BatchMixin(CycleStore, ResultsMixin):
             values.append((o.job_id, o.attempt, end.value, o.exit_code,
                            None if o.result is None else dumps(o.result), o.error, delay,
                            ago.get((o.job_id, o.attempt))))
-        rows = raw.run_values(_END, values, _END_TYPES, (worker_id, worker_id))
+        rows = raw.rows(_END, values, _END_TYPES, (worker_id, worker_id), key="jobs.id")
         if not rows:
             return set()
         done = {(r[0], r[1]): r for r in rows}
         mine = [o for o in part if (o.job_id, o.attempt) in done]
-        raw.many(_ATTEMPT_END, [
-            (o.state, ago.get((o.job_id, o.attempt), 0.0), o.exit_code,
+        raw.rows(_ATTEMPT_END, [
+            (o.job_id, o.attempt, o.state, ago.get((o.job_id, o.attempt), 0.0), o.exit_code,
              None if o.result is None else dumps(o.result), o.error, o.stdout_tail,
-             o.stderr_tail, o.job_id, o.attempt) for o in mine])
+             o.stderr_tail) for o in mine], _ATTEMPT_END_TYPES, key="attempts.job_id")
         events: list[Event] = []
         ended: list[Ended] = []
         for o in mine:
@@ -256,8 +265,8 @@ class BatchMixin(CycleStore, ResultsMixin):
         raw = Raw(conn)
         rows: list[tuple[Any, ...]] = []
         for part in chunks(list(ids)):
-            marks, params = in_list(part)
-            rows += raw.all(_DETAILS.replace("{ids}", marks), (*params, worker_id))
+            which, params = raw.member("j.id", part)
+            rows += raw.all(_DETAILS.replace("{which}", which), (*params, worker_id))
         rows.sort(key=lambda r: (-r[8], r[0]))
         return self._claimed(conn, rows)
 

@@ -19,7 +19,7 @@ from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, lit
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
-from taskyard.store.raw import Raw, in_list
+from taskyard.store.raw import Raw
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
 from taskyard.store.workers import WorkerStore
@@ -182,10 +182,12 @@ class CycleTx:
         attempt_rows: list[tuple[int, int, int, str | None]] = []
         for worker_id, job_ids in by_worker.items():
             for part in _slices(job_ids):
-                marks, params = in_list(part)
+                which, params = raw.member("id", part)
+                # "IS TRUE": PostgreSQL would otherwise walk the partial index of
+                # pending jobs (all of them) instead of looking the ids up.
                 rows = raw.all(
                     "UPDATE jobs SET state = 'dispatched', worker_id = ?, attempt = attempt + 1 "
-                    f"WHERE id IN ({marks}) AND state = 'pending' "
+                    f"WHERE {which} AND (state = 'pending') IS TRUE "
                     "RETURNING id, attempt", (worker_id, *params))
                 for job_id, attempt in rows:
                     placed.append(job_id)
@@ -193,8 +195,9 @@ class CycleTx:
                     attempt_rows.append((job_id, attempt, worker_id, names.get(worker_id)))
             if worker_id in self.dispatched:
                 self.notify.add(f"worker.{worker_id}")
-        raw.many("INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
-                 "dispatched_at) VALUES (?, ?, ?, ?, 'dispatched', {now})", attempt_rows)
+        raw.insert("INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
+                   "dispatched_at)", "c1, c2, c3, c4, 'dispatched', {now}", attempt_rows,
+                   ("bigint", "integer", "bigint", "text"))
         return placed
 
     def record_cycle(self, holder: str) -> None:
@@ -273,7 +276,7 @@ class CycleStore(WorkerStore, ResolutionMixin):
             assert conn is not None
             yield try_advisory(conn)
             return
-        lock = FileLock(lock_path_for(make_url(self.url).database))
+        lock = self._cycle_file_lock()
         if not lock.acquire():
             yield False
             return
@@ -281,6 +284,13 @@ class CycleStore(WorkerStore, ResolutionMixin):
             yield True
         finally:
             lock.release()
+
+    def _cycle_file_lock(self) -> FileLock:
+        """This store's handle on the SQLite cycle lock (the file stays open)."""
+        lock: FileLock | None = getattr(self, "_file_lock", None)
+        if lock is None:
+            lock = self._file_lock = FileLock(lock_path_for(make_url(self.url).database))
+        return lock
 
     def cycles_run(self) -> int:
         """How many cycles have completed (for monitoring and tests)."""

@@ -44,22 +44,23 @@ class FileLock:
         if self.path is None:
             return True
         try:
-            handle = open(self.path, "ab")  # noqa: SIM115 - held until release()
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if self._handle is None:
+                self._handle = open(self.path, "ab")  # noqa: SIM115 - kept open
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            if "handle" in locals():
-                handle.close()
             self._thread_lock.release()
             return False
-        self._handle = handle
         return True
 
     def release(self) -> None:
         if self._handle is not None:
             fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+        self._thread_lock.release()
+
+    def close(self) -> None:
+        if self._handle is not None:
             self._handle.close()
             self._handle = None
-        self._thread_lock.release()
 
 
 def lock_path_for(database: str | None) -> str | None:

@@ -20,6 +20,10 @@ from sqlalchemy.engine import make_url
 from taskyard.store.base import pg_channel
 
 SQLITE_POLL_SECONDS = 0.001
+SQLITE_BUSY_POLL_SECONDS = 0.0002
+"""Poll faster for a while after a wake-up: work tends to come in bursts, and the
+poll interval is part of every job's latency (a poll reads shared memory: cheap)."""
+BUSY_FOR = 2.0
 
 
 class Listener(Protocol):
@@ -89,6 +93,7 @@ class SqliteListener:
         self._poll = poll
         self._version = self._data_version()
         self._count = self._counter()
+        self._woke = 0.0
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
@@ -110,10 +115,13 @@ class SqliteListener:
                 count = self._counter()
                 if count != self._count or count < 0:
                     self._count = count
+                    self._woke = time.monotonic()
                     return True
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 return False
-            time.sleep(self._poll)
+            busy = now - self._woke < BUSY_FOR
+            time.sleep(min(self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)
 
     def close(self) -> None:
         self._conn.close()

@@ -3,14 +3,20 @@
 Scheduling, starting and ending jobs run thousands of statements per second; going
 through SQLAlchemy costs ~70-110 µs a statement against ~7 µs on the cursor itself
 (measured on SQLite), more than the database's own work. These statements are
-plain SQL written once, with ``?`` placeholders (rewritten to ``%s`` for psycopg),
+plain SQL written once, with ``?`` placeholders (rewritten to ``%s`` for psycopg)
 and ``{now}`` for the database clock. The transaction stays SQLAlchemy's: the
 cursor belongs to the connection that began it.
+
+Statements over many rows keep one text whatever the number of rows, so that the
+drivers prepare and cache them: on PostgreSQL a row set is one JSON parameter and a
+membership test is ``= ANY(array)``; on SQLite a ``VALUES`` list or an ``IN`` list
+padded to a power of two.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,30 +32,30 @@ def dialect_sql(sql: str, dialect: str) -> str:
     return text if dialect == "sqlite" else text.replace("?", "%s")
 
 
-def values_sql(rows: int, types: Sequence[str], dialect: str) -> str:
-    """A ``VALUES`` list of ``rows`` rows; PostgreSQL gets each type (a column may be
-    all NULL, which it could not type)."""
-    if dialect == "sqlite":
-        row = "(" + ", ".join("?" for _ in types) + ")"
-    else:
-        row = "(" + ", ".join(f"%s::{kind}" for kind in types) + ")"
-    return ", ".join([row] * rows)
-
-
 def bucket(n: int) -> int:
-    """The size a list of ``n`` parameters is padded to: a few statement shapes, so the
-    driver's prepared-statement cache keeps them (a new shape is parsed anew)."""
+    """The size a list of ``n`` items is padded to on SQLite: a few statement shapes,
+    which its prepared-statement cache keeps."""
     size = 1
     while size < n:
         size *= 2
     return size
 
 
-def in_list(ids: Sequence[Any]) -> tuple[str, list[Any]]:
-    """``?, ?, …`` for an ``IN (…)`` of ``ids``, padded (by repeating the last id) to a
-    :func:`bucket` size; with the padded parameters."""
-    padded = list(ids) + [ids[-1]] * (bucket(len(ids)) - len(ids))
-    return ", ".join("?" for _ in padded), padded
+@functools.lru_cache(maxsize=256)
+def _sqlite_rows(rows: int, width: int) -> str:
+    row = "(" + ", ".join("?" for _ in range(width)) + ")"
+    return "VALUES " + ", ".join([row] * rows)
+
+
+@functools.lru_cache(maxsize=64)
+def _pg_rows(types: tuple[str, ...]) -> str:
+    # The rows travel as one JSON array of arrays: serialised in C on our side and
+    # parsed in C by the server, where psycopg builds array parameters in Python.
+    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
+    return f"SELECT {fields} FROM json_array_elements(?::json) AS e"
+
+
+_json_rows = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class Raw:
@@ -57,6 +63,7 @@ class Raw:
 
     def __init__(self, conn: Connection) -> None:
         self.dialect = conn.dialect.name
+        self.sqlite = self.dialect == "sqlite"
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None
         self._cursor = dbapi.cursor()
@@ -79,20 +86,59 @@ class Raw:
         if batch:
             self._cursor.executemany(dialect_sql(sql, self.dialect), batch)
 
-    def run_values(self, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str],
-                   tail: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Execute ``sql`` whose ``{values}`` is a VALUES list of ``rows``, then ``tail``
-        params; returns what it returns (RETURNING)."""
-        # Rows of NULLs pad the list to a bucket size (a NULL id matches no row).
-        size = bucket(len(rows))
-        text = _values_statement(sql, size, tuple(types), self.dialect)
-        params = [x for row in rows for x in row]
-        params.extend([None] * (len(types) * (size - len(rows))))
+    def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``ids``: the SQL and its parameters (``ids`` not empty)."""
+        if not self.sqlite:
+            if all(isinstance(i, int) for i in ids):  # ids: an array literal is cheapest
+                return f"{column} = ANY(?::bigint[])", ["{" + ",".join(map(str, ids)) + "}"]
+            return f"{column} = ANY(?)", [list(ids)]
+        # Padded by repeating the last id: a few shapes, same meaning.
+        padded = list(ids) + [ids[-1]] * (bucket(len(ids)) - len(ids))
+        return f"{column} IN ({', '.join('?' for _ in padded)})", padded
+
+    def rows(self, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str],
+             tail: Sequence[Any] = (), *, key: str = "") -> list[tuple[Any, ...]]:
+        """Execute ``sql``, in which ``{rows}`` stands for a row set of ``rows`` (columns
+        typed ``types``), followed by the ``tail`` parameters; returns what the
+        statement returns (RETURNING), if anything.
+
+        ``key``: the indexed column the row set's first column is joined on; its
+        ``{key}`` in ``sql`` then restricts it to those values on PostgreSQL, whose
+        planner cannot know the row set is small and would hash-join a whole table."""
+        pk: list[Any] = []
+        if key and not self.sqlite:
+            sql = sql.replace("{key}", f"{key} = ANY(?::bigint[]) AND")
+            pk = ["{" + ",".join(str(int(r[0])) for r in rows) + "}"]
+        else:
+            sql = sql.replace("{key}", "")
+        if self.sqlite:
+            # Rows of NULLs pad the set to a bucket size (a NULL id matches no row).
+            size = bucket(len(rows))
+            text = dialect_sql(sql, self.dialect).replace("{rows}",
+                                                          _sqlite_rows(size, len(types)))
+            params = [x for row in rows for x in row]
+            params.extend([None] * (len(types) * (size - len(rows))))
+        else:
+            text = dialect_sql(sql.replace("{rows}", _pg_rows(tuple(types))), self.dialect)
+            params = [_json_rows(rows)]
+        params.extend(pk)
         params.extend(tail)
         self._cursor.execute(text, params)
         return list(self._cursor.fetchall()) if self._cursor.description else []
 
-
-@functools.lru_cache(maxsize=256)
-def _values_statement(sql: str, rows: int, types: tuple[str, ...], dialect: str) -> str:
-    return dialect_sql(sql, dialect).replace("{values}", values_sql(rows, types, dialect))
+    def insert(self, head: str, columns: str, rows: Sequence[Sequence[Any]],
+               types: Sequence[str]) -> None:
+        """``head`` (``INSERT INTO t (…)``) of ``SELECT columns FROM`` a row set of
+        ``rows`` (the row set's columns are ``c1``, ``c2``… in ``columns``)."""
+        if not rows:
+            return
+        if self.sqlite:
+            # One prepared statement, executed per row in C.
+            values = columns
+            for i in range(len(types), 0, -1):
+                values = values.replace(f"c{i}", "?")
+            self._cursor.executemany(dialect_sql(f"{head} VALUES ({values})", self.dialect),
+                                     rows)
+            return
+        names = ", ".join(f"c{i + 1}" for i in range(len(types)))
+        self.rows(f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types)

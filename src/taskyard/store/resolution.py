@@ -22,7 +22,7 @@ from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import StoreBase, job_key, routing_key
-from taskyard.store.raw import Raw, in_list
+from taskyard.store.raw import Raw
 
 CHUNK = 500
 T = TypeVar("T")
@@ -63,10 +63,10 @@ class ResolutionMixin(StoreBase):
         policies: dict[int, RetryPolicy] = {}
         raw = Raw(conn)
         for part in chunks(job_ids):
-            marks, params = in_list(part)
+            which, params = raw.member("id", part)
             for job, retries, delay, backoff, cap in raw.all(
                 "SELECT id, retries, retry_delay, retry_backoff, retry_max_delay FROM jobs "
-                f"WHERE id IN ({marks})", params):
+                f"WHERE {which}", params):
                 policies[job] = RetryPolicy(retries, delay, backoff, cap)
         return policies
 
@@ -95,10 +95,10 @@ class ResolutionMixin(StoreBase):
         tallies: dict[int, _Tally] = defaultdict(_Tally)
         raw = Raw(conn)
         for part in chunks(list(state_of)):
-            marks, params = in_list(part)
+            which, params = raw.member("requires_id", part)
             for child, parent, condition in raw.all(
                 "SELECT job_id, requires_id, condition FROM dependencies "
-                f"WHERE requires_id IN ({marks})", params):
+                f"WHERE {which}", params):
                 if only is not None and child not in only:
                     continue
                 tally = tallies[child]

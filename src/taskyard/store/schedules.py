@@ -249,7 +249,8 @@ class ScheduleStore(ResolutionMixin):
         ins = sqlite_insert(_J) if self.sqlite else pg_insert(_J)
         inserted = conn.execute(
             ins.values(created_at=self._now)
-            .on_conflict_do_nothing(index_elements=["dedup_key"])
+            .on_conflict_do_nothing(index_elements=["dedup_key"],
+                                    index_where=_J.c.dedup_key.is_not(None))
             .returning(_J.c.id, _J.c.schedule_name, _J.c.type),
             tick_rows,
         ).all()

@@ -221,9 +221,17 @@ jobs = Table(
     ),
     Index("ix_jobs_type_state_id", "type", "state", "id"),
     Index("ix_jobs_state_id", "state", "id"),
-    Index("ix_jobs_graph_label", "graph_id", "label"),
-    Index("uq_jobs_dedup_key", "dedup_key", unique=True),
-    Index("ix_jobs_schedule", "schedule_name", "id"),
+    # Partial (migration 0003): most jobs have no graph, dedup key or schedule, and an
+    # index a row is not in costs nothing when the row changes state.
+    Index("ix_jobs_graph_label", "graph_id", "label",
+          sqlite_where=text("graph_id IS NOT NULL"),
+          postgresql_where=text("graph_id IS NOT NULL")),
+    Index("uq_jobs_dedup_key", "dedup_key", unique=True,
+          sqlite_where=text("dedup_key IS NOT NULL"),
+          postgresql_where=text("dedup_key IS NOT NULL")),
+    Index("ix_jobs_schedule", "schedule_name", "id",
+          sqlite_where=text("schedule_name IS NOT NULL"),
+          postgresql_where=text("schedule_name IS NOT NULL")),
     # Prerequisite reuse looks up recent successes of a type within a cache window.
     Index(
         "ix_jobs_type_succeeded",

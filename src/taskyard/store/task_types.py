@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from taskyard.core.locks import LockTemplateError, decode_claim
 from taskyard.store import schema as t
 from taskyard.store.base import StoreBase
 from taskyard.store.errors import InvalidInput
+from taskyard.store.raw import Raw
 from taskyard.store.records import Prerequisite, TaskTypeSpec, dumps, loads
 
 
@@ -80,7 +82,32 @@ def spec_to_row(spec: TaskTypeSpec) -> dict[str, Any]:
 
 
 def row_to_spec(row: Any) -> TaskTypeSpec:
-    m = row._mapping
+    """A spec from a ``task_types`` row (any object with a ``_mapping``)."""
+    return _spec(row._mapping)
+
+
+_COLUMNS = tuple(c.name for c in t.task_types.c)
+_SELECT_SPECS = f"SELECT {', '.join(_COLUMNS)} FROM task_types WHERE {{which}}"
+
+
+def specs_by_name(conn: Connection, names: Iterable[str]) -> dict[str, TaskTypeSpec]:
+    """The specs of the task types among ``names`` that exist (one indexed read; specs
+    are parsed once per distinct row, as every submit needs its type's)."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    raw = Raw(conn)
+    which, params = raw.member("name", wanted)
+    rows = raw.all(_SELECT_SPECS.replace("{which}", which), params)
+    return {spec.name: spec for spec in map(_cached_spec, rows)}
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_spec(row: tuple[Any, ...]) -> TaskTypeSpec:
+    return _spec(dict(zip(_COLUMNS, row, strict=True)))
+
+
+def _spec(m: Mapping[str, Any]) -> TaskTypeSpec:
     interval = (
         Interval(m["interval_default"], m["interval_min"], m["interval_max"])
         if m["interval_default"] is not None
