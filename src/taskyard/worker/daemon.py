@@ -28,6 +28,11 @@ from taskyard.worker.executor import Executor
 
 log = logging.getLogger("taskyard.worker")
 BATCH = 500
+ABANDONED = "abandoned"
+"""Stop state of the attempts a fenced worker kills. Their outcomes are not reported:
+the worker gave its lease up, so they end as a lost worker's do (lease expiry, then the
+scheduler requeues them). Reported as errors, they would be accepted if the database
+came back before the lease ran out, failing jobs for a hiccup of the database."""
 
 
 class WorkerDaemon:
@@ -106,7 +111,10 @@ class WorkerDaemon:
                 log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
                               self.name)
         self._draining.set()
-        self.executor.shutdown(kill=True)
+        if self._fenced.is_set():
+            # Again: a job claimed while the fence went up was not marked yet.
+            self.executor.stop_all(ABANDONED)
+        self.executor.shutdown(kill=not self._fenced.is_set())
         self._outcomes.put(None)
         log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d",
                  self.name, self.stats["claimed"], self.stats["completed"],
@@ -162,7 +170,7 @@ class WorkerDaemon:
         self._fenced.set()
         # Children must be gone before the lease expires: a short grace then SIGKILL.
         self.executor.kill_grace = min(self.executor.kill_grace, self.lease_seconds / 6)
-        self.executor.stop_all("error")
+        self.executor.stop_all(ABANDONED)
         stop.set()
 
     def _complete(self) -> None:
@@ -181,6 +189,11 @@ class WorkerDaemon:
                     done = True
                     break
                 batch.append(more)
+            given_up = [o for o in batch if o.state == ABANDONED]
+            if given_up:
+                log.warning("event=abandoned worker=%s jobs=%s (requeued once the lease "
+                            "runs out)", self.name, ",".join(str(o.job_id) for o in given_up))
+                batch = [o for o in batch if o.state != ABANDONED]
             if batch:
                 self._report(batch)
 
