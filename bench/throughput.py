@@ -29,6 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+
+from bench import rss
 from taskyard.api.yard import Yard
 
 BATCH = 1000
@@ -97,50 +100,108 @@ def _wait_file(path: Path, timeout: float) -> float:
     raise TimeoutError(f"{path} not written within {timeout}s")
 
 
-def enqueue(yard: Yard, n: int, stamps: tuple[Path, Path], *, batch: bool) -> float:
-    """Enqueue stamp, n - 2 no-ops, stamp; returns jobs per second."""
+def enqueue(yard: Yard, n: int, stamps: tuple[Path, Path], *, batch: bool,
+            limit_s: float | None = None) -> tuple[float, int]:
+    """Enqueue stamp, n - 2 no-ops, stamp; returns (jobs per second, jobs timed).
+
+    With ``limit_s``, the timed phase stops after about that many seconds and the rest
+    of the jobs go in untimed through ``submit_many``: the queue still holds n jobs."""
     started = time.perf_counter()
     yard.submit("stamp", {"path": str(stamps[0])})
-    if batch:
-        for start in range(0, n - 2, BATCH):
-            yard.submit_many("noop", [{}] * min(BATCH, n - 2 - start))
-    else:
-        for _ in range(n - 2):
-            yard.submit("noop")
-    yard.submit("stamp", {"path": str(stamps[1])})
-    return n / (time.perf_counter() - started)
+    done, chunk = 0, BATCH if batch else 100
+    while done < n - 2:
+        k = min(chunk, n - 2 - done)
+        if batch:
+            yard.submit_many("noop", [{}] * k)
+        else:
+            for _ in range(k):
+                yard.submit("noop")
+        done += k
+        if limit_s is not None and time.perf_counter() - started > limit_s:
+            break
+    timed = done + 1
+    if done == n - 2:
+        yard.submit("stamp", {"path": str(stamps[1])})
+        timed += 1
+    rate = timed / (time.perf_counter() - started)
+    for start in range(done, n - 2, BATCH):
+        yard.submit_many("noop", [{}] * min(BATCH, n - 2 - start))
+    if timed < n:
+        yard.submit("stamp", {"path": str(stamps[1])})
+    return rate, timed
 
 
-def w1(url: str, n: int, workers: int, *, batch: bool) -> dict[str, Any]:
+def count(yard: Yard, state: str) -> int:
+    with yard.store.engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM jobs WHERE state = :s"),
+                                {"s": state}).scalar_one())
+
+
+def w1(url: str, n: int, workers: int, *, batch: bool, timeout: float = 600.0,
+       enqueue_limit: float | None = None) -> dict[str, Any]:
+    """One W1 run. ``timeout`` bounds the completion phase (from the first stamp): past
+    it the row has ``status: timeout`` and ``complete_per_s_partial``, the rate so far.
+    ``enqueue_limit`` bounds the timed enqueue phase (see ``enqueue``)."""
     yard = fresh(url)
+    row: dict[str, Any] = {"workload": "W1", "jobs": n, "workers": workers,
+                           "enqueue": "batch" if batch else "one call per job"}
     with tempfile.TemporaryDirectory() as tmp:
         stamps = (Path(tmp) / "first", Path(tmp) / "last")
-        rate_in = enqueue(yard, n, stamps, batch=batch)
-        with daemons(url, workers):
+        rate, timed = enqueue(yard, n, stamps, batch=batch, limit_s=enqueue_limit)
+        row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
+        with rss.sampling() as sampler, daemons(url, workers) as procs:
+            sampler.add("scheduler", procs[0].pid)
+            for p in procs[1:]:
+                sampler.add("workers", p.pid)
             first = _wait_file(stamps[0], 60)
-            last = _wait_file(stamps[1], 600)
-        done = len(yard.jobs(state="succeeded", limit=n + 10))
+            try:
+                last = _wait_file(stamps[1], timeout)
+                row.update(status="ok", complete_per_s=round((n - 1) / (last - first), 1))
+            except TimeoutError:
+                done = count(yard, "succeeded")
+                row.update(status="timeout", done=done, complete_per_s_partial=round(
+                    (done - 1) / (time.time() - first), 1))
+            sampler.sample()
+        row["succeeded"] = count(yard, "succeeded")
+    row["rss_mb"] = sampler.peak_mb()
     yard.close()
-    return {"workload": "W1", "jobs": n, "workers": workers,
-            "enqueue": "batch" if batch else "one call per job",
-            "enqueue_per_s": round(rate_in, 1),
-            "complete_per_s": round((n - 1) / (last - first), 1), "succeeded": done}
+    return row
 
 
-def w2(url: str, m: int, warmup: int = 20) -> dict[str, Any]:
+def percentile(sorted_samples: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (the same rule for every system)."""
+    return sorted_samples[min(len(sorted_samples) - 1, int(q * (len(sorted_samples) - 1)))]
+
+
+def latency_row(samples: list[float], m: int, status: str = "ok") -> dict[str, Any]:
+    samples = sorted(samples)
+    row: dict[str, Any] = {"workload": "W2", "jobs": m, "status": status,
+                           "measured": len(samples)}
+    if samples:
+        row.update(p50_ms=round(statistics.median(samples), 3),
+                   p99_ms=round(percentile(samples, 0.99), 3))
+    row["samples_ms"] = [round(s, 3) for s in samples]
+    return row
+
+
+def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, Any]:
+    """``timeout`` bounds the whole series: past it the row has ``status: timeout``."""
     yard = fresh(url)
     samples: list[float] = []
+    status = "ok"
+    deadline = time.monotonic() + timeout
     with daemons(url, 1):
         for i in range(m + warmup):
             before = time.time()
-            job = yard.wait(yard.submit("latency"), 30)
+            try:
+                job = yard.wait(yard.submit("latency"), max(0.1, deadline - time.monotonic()))
+            except TimeoutError:
+                status = "timeout"
+                break
             if i >= warmup:
                 samples.append((float(job.result) - before) * 1000)  # type: ignore[arg-type]
     yard.close()
-    samples.sort()
-    return {"workload": "W2", "jobs": m, "p50_ms": round(statistics.median(samples), 3),
-            "p99_ms": round(samples[int(0.99 * (len(samples) - 1))], 3),
-            "samples_ms": [round(s, 3) for s in samples]}
+    return latency_row(samples, m, status)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,3 +43,59 @@ def test_handlers_die_with_a_killed_worker(cluster: Cluster, tmp_path: Path) -> 
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_the_guardian_kills_a_child_that_does_not_lead_its_group_yet(tmp_path: Path) -> None:
+    """A Python child calls setsid() only once its interpreter has started; a worker
+    killed before that used to leave it running (killpg found no such group), and the
+    child then ran the job already waiting in its pipe, unowned (found by the chaos test)."""
+    from taskyard.worker.guardian import Guardian
+
+    ran = tmp_path / "ran"
+    # Leads its own group only after 0.5 s, as a slow-starting child would; then "runs".
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import os, sys, time; time.sleep(0.5); os.setsid(); "
+         "open(sys.argv[1], 'w').close(); time.sleep(60)", str(ran)])
+    guardian = Guardian()
+    try:
+        guardian.watch(child.pid)
+        guardian.close()  # the worker's end of the pipe closes, as when it is killed
+        assert child.wait(5) == -signal.SIGKILL
+        assert not ran.exists()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+_DIES_BEFORE_WATCHING = """
+import os, signal, sys
+from taskyard.worker.guardian import Guardian
+from taskyard.worker.processes import run_shell
+
+class DiesBeforeWatching(Guardian):
+    def watch(self, pgid):  # the worker is SIGKILLed right after starting the shell
+        with open(sys.argv[1], "w") as fh:
+            fh.write(str(pgid))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+run_shell("touch " + sys.argv[2], {}, {}, deadline=None, stop_requested=lambda: False,
+          grace=lambda: 1.0, tail=100, guardian=DiesBeforeWatching())
+"""
+
+
+def test_a_shell_handler_does_not_run_unwatched(tmp_path: Path) -> None:
+    """A worker killed after starting a shell but before its guardian watched it used to
+    leave the command running, unowned (found by the chaos test): the command now waits
+    for the worker's go-ahead, given once it is watched."""
+    pidfile, ran = tmp_path / "sh.pid", tmp_path / "ran"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    worker = subprocess.run([sys.executable, "-c", _DIES_BEFORE_WATCHING, str(pidfile),
+                             str(ran)], env=env, timeout=30, check=False)
+    assert worker.returncode == -signal.SIGKILL
+    shell = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(shell):
+        assert time.monotonic() < deadline, "the shell neither ran nor exited"
+        time.sleep(0.02)
+    assert not ran.exists()

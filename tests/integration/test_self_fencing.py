@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -31,9 +31,12 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+Outage = tuple[str, Callable[[], None], Callable[[], None]]
+
+
 @contextlib.contextmanager
-def _outage(url: str) -> Iterator[tuple[str, object]]:
-    """(URL the worker uses, a cut() callable) for this backend."""
+def _outage(url: str) -> Iterator[Outage]:
+    """(URL the worker uses, cut(), restore()) for this backend."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         path = write_lock_path_for(parsed.database)
@@ -43,17 +46,37 @@ def _outage(url: str) -> Iterator[tuple[str, object]]:
         def cut() -> None:  # a writer that never commits: every write waits
             fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
 
-        try:
-            yield url, cut
-        finally:
+        def restore() -> None:
             fcntl.flock(holder.fileno(), fcntl.LOCK_UN)
+
+        try:
+            yield url, cut, restore
+        finally:
+            restore()
             holder.close()
         return
     proxy = TcpProxy(parsed.host or "127.0.0.1", parsed.port or 5432)
     try:
-        yield parsed.set(port=proxy.port).render_as_string(hide_password=False), proxy.cut
+        yield (parsed.set(port=proxy.port).render_as_string(hide_password=False), proxy.cut,
+               proxy.restore)
     finally:
         proxy.close()
+
+
+def _start_worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen(
+        [sys.executable, "-m", "taskyard", "--db", url, "worker", "--name", name,
+         "--capacity", "1", "--lease", str(LEASE)],
+        env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+
+
+def _started_child(pidfile: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.05)
+    return int(pidfile.read_text())
 
 
 def test_a_worker_that_cannot_renew_its_lease_kills_its_children(
@@ -63,22 +86,14 @@ def test_a_worker_that_cannot_renew_its_lease_kills_its_children(
     pidfile = tmp_path / "child.pid"
     yard.add_task_type("long", f"shell:sleep 120 & echo $! > {pidfile}; wait")
     job_id = yard.submit("long")
-    with _outage(cluster.url) as (worker_url, cut):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "taskyard", "--db", worker_url, "worker", "--name", "cut-off",
-             "--capacity", "1", "--lease", str(LEASE)],
-            env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "worker.log").open("wb"))
+    with _outage(cluster.url) as (worker_url, cut, _restore):
+        worker = _start_worker(worker_url, "cut-off", tmp_path / "worker.log")
         try:
             cluster.add_scheduler(interval=0.2)
-            deadline = time.monotonic() + 30
-            while not pidfile.exists() or not pidfile.read_text().strip():
-                assert time.monotonic() < deadline, "the job never started"
-                time.sleep(0.05)
-            child = int(pidfile.read_text())
+            child = _started_child(pidfile)
             assert _alive(child)
             time.sleep(LEASE / 2)  # a few heartbeats went through
-            cut()  # type: ignore[operator]
+            cut()
             # The lease the worker last obtained, read past the outage.
             expires = next(w for w in yard.store.list_workers()
                            if w.name == "cut-off").lease_expires_at
@@ -99,3 +114,40 @@ def test_a_worker_that_cannot_renew_its_lease_kills_its_children(
         assert time.monotonic() < deadline, job.state
         time.sleep(0.1)
     assert [a.state for a in job.attempts] == ["lost"]
+
+
+def test_a_short_outage_that_fences_a_worker_fails_no_job(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The database comes back after the worker fenced itself but before its lease ran
+    out: the attempts it gave up are not reported as errors (which would fail the job
+    for a hiccup of the database); its lease runs out and the job is requeued, as for
+    any lost worker (found by the chaos test)."""
+    yard = cluster.yard
+    pidfile = tmp_path / "child.pid"
+    yard.add_task_type("long", f"shell:sleep 120 & echo $! > {pidfile}; wait")
+    job_id = yard.submit("long")
+    with _outage(cluster.url) as (worker_url, cut, restore):
+        worker = _start_worker(worker_url, "brief", tmp_path / "worker.log")
+        try:
+            cluster.add_scheduler(interval=0.2)
+            child = _started_child(pidfile)
+            time.sleep(LEASE / 2)
+            cut()
+            expires = next(w for w in yard.store.list_workers()
+                           if w.name == "brief").lease_expires_at
+            while _alive(child):  # the worker fences itself and kills its child
+                assert yard.store.now() < expires + 5, "the worker did not fence itself"
+                time.sleep(0.02)
+            restore()  # back while the lease still holds
+            assert yard.store.now() < expires, "restored too late to tell"
+            assert worker.wait(30) == 1
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait(30)
+    deadline = time.monotonic() + 30
+    while (job := yard.get_job(job_id)).state not in ("pending", "error"):
+        assert time.monotonic() < deadline, job.state
+        time.sleep(0.1)
+    assert (job.state, [a.state for a in job.attempts]) == ("pending", ["lost"])

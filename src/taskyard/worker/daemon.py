@@ -47,6 +47,11 @@ def _worth_declaring(window: int, declared: int) -> bool:
     if window == 0 or declared == 0:
         return True
     return abs(window - declared) * 4 >= declared
+ABANDONED = "abandoned"
+"""Stop state of the attempts a fenced worker kills. Their outcomes are not reported:
+the worker gave its lease up, so they end as a lost worker's do (lease expiry, then the
+scheduler requeues them). Reported as errors, they would be accepted if the database
+came back before the lease ran out, failing jobs for a hiccup of the database."""
 
 
 class WorkerDaemon:
@@ -133,6 +138,11 @@ class WorkerDaemon:
                 and self.executor.queued() >= max(1, self.capacity))
 
     def _on_done(self, outcome: Outcome, seconds: float) -> None:
+        if outcome.state == ABANDONED:  # see ABANDONED: not ours to report any more
+            log.warning("event=abandoned worker=%s job=%s attempt=%s (requeued once the "
+                        "lease runs out)", self.name, outcome.job_id, outcome.attempt)
+            self.executor.release([(outcome.job_id, outcome.attempt)])
+            return
         self._pace.observe(seconds)
         self._ended.append(outcome)
         self._kick.set()
@@ -147,6 +157,8 @@ class WorkerDaemon:
         now = time.monotonic()
         look = self._woken.is_set() or now - self._looked >= 1.0
         self._woken.clear()
+        # Starts first, then ends (see Executor._slot): a report never shows a job
+        # running in the room of one whose end it does not carry.
         starts = self._unsent + [Started(j, a, now - t)
                                  for j, a, t in self.executor.take_started()]
         self._unsent = starts
@@ -238,7 +250,10 @@ class WorkerDaemon:
             except Exception:
                 log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
                               self.name)
-        self.executor.shutdown(kill=True)
+        if self._fenced.is_set():
+            # Again: a job started while the fence went up was not marked yet.
+            self.executor.stop_all(ABANDONED)
+        self.executor.shutdown(kill=not self._fenced.is_set())
         log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d "
                  "reports=%d", self.name, self.stats["claimed"], self.stats["completed"],
                  self.stats["refused"], self.stats["reports"])
@@ -306,7 +321,7 @@ class WorkerDaemon:
         self._fenced.set()
         # Children must be gone before the lease expires: a short grace then SIGKILL.
         self.executor.kill_grace = min(self.executor.kill_grace, self.lease_seconds / 6)
-        self.executor.stop_all("error")
+        self.executor.stop_all(ABANDONED)
         stop.set()
 
 

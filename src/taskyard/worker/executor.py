@@ -186,13 +186,17 @@ class Executor:
                 log.exception("event=executor-error job=%s", job.job_id)
                 outcome = Outcome(job.job_id, job.attempt, "error", error=f"worker error: {exc}")
             seconds = time.monotonic() - started
+            log.debug("event=finished job=%s attempt=%s state=%s ms=%.1f", job.job_id,
+                      job.attempt, outcome.state, seconds * 1000)
+            # Hand the outcome in before freeing the room: whoever reads the starts and
+            # then the ends (the worker's report) never sees a job take this one's room
+            # without also seeing this one end — the database never shows more running
+            # than the capacity.
+            self.on_done(outcome, seconds)
             with self._cond:
                 self._used -= job.cost
                 self._executing -= 1
                 self._cond.notify_all()
-            log.debug("event=finished job=%s attempt=%s state=%s ms=%.1f", job.job_id,
-                      job.attempt, outcome.state, seconds * 1000)
-            self.on_done(outcome, seconds)
 
     def _stop_state(self, key: Key) -> str | None:
         with self._cond:

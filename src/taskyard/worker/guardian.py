@@ -26,10 +26,13 @@ for line in sys.stdin:
     op, pgid = line[0], int(line[1:])
     (groups.add if op == "+" else groups.discard)(pgid)
 for pgid in groups:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
+    # The leader itself first: a Python child leads its group only once its interpreter
+    # has started and called setsid(), so until then killpg finds no such group.
+    for kill in (os.kill, os.killpg):
+        try:
+            kill(pgid, signal.SIGKILL)
+        except OSError:
+            pass
 """
 
 

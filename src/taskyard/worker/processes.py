@@ -22,6 +22,11 @@ from taskyard.worker.guardian import Guardian
 
 _SPAWN = multiprocessing.get_context("spawn")
 POLL = 0.05
+# With a guardian, a shell command first waits for the worker's go-ahead on its stdin,
+# sent once the guardian watches its group: a worker killed between the two would
+# otherwise leave it running unowned. Then the worker is dead, the read meets EOF and
+# the command never runs.
+_GATE = "read -r taskyard_gate || exit 1; unset taskyard_gate; exec 0</dev/null; "
 
 
 class Stopped(Exception):
@@ -187,11 +192,19 @@ def run_shell(
                     "TASKYARD_STAGE_RESULTS": done_path}
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", rendered], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                ["/bin/sh", "-c", rendered if guardian is None else _GATE + rendered],
+                stdout=out, stderr=err,
+                stdin=subprocess.DEVNULL if guardian is None else subprocess.PIPE,
                 env=full_env, start_new_session=True,
             )
             if guardian is not None:
                 guardian.watch(proc.pid)
+                assert proc.stdin is not None
+                with contextlib.suppress(OSError):  # it may have ended (a syntax error)
+                    proc.stdin.write(b"\n")
+                    proc.stdin.flush()
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
             interrupted: BaseException | None = None
             while proc.poll() is None:
                 reader.poll()

@@ -1,0 +1,34 @@
+"""Adapters that run the benchmark workloads on taskyard and on its peers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.peers.common import Ctx
+
+SYSTEMS = ["taskyard-sqlite", "taskyard-pg", "procrastinate-pg", "huey-sqlite", "huey-pg",
+           "huey-redis", "celery-redis"]
+NEEDS = {"taskyard-sqlite": set(), "taskyard-pg": {"pg"}, "procrastinate-pg": {"pg"},
+         "huey-sqlite": set(), "huey-pg": {"pg"}, "huey-redis": {"redis"},
+         "celery-redis": {"redis"}}
+
+
+def make(name: str, ctx: Ctx) -> Any:
+    """The system's adapter; peers' libraries are imported only when asked for."""
+    if name.startswith("taskyard-"):
+        from bench.peers.taskyard_sys import TaskyardSystem  # noqa: PLC0415
+
+        return TaskyardSystem(ctx, name.split("-", 1)[1])
+    if name == "procrastinate-pg":
+        from bench.peers.procrastinate_peer import ProcrastinatePeer  # noqa: PLC0415
+
+        return ProcrastinatePeer(ctx)
+    if name.startswith("huey-"):
+        from bench.peers.huey_peer import HueyPeer  # noqa: PLC0415
+
+        return HueyPeer(ctx, name.split("-", 1)[1])
+    if name == "celery-redis":
+        from bench.peers.celery_peer import CeleryPeer  # noqa: PLC0415
+
+        return CeleryPeer(ctx)
+    raise ValueError(f"unknown system {name!r} (known: {', '.join(SYSTEMS)})")

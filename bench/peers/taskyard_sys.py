@@ -1,0 +1,56 @@
+"""taskyard with its defaults, through the existing benchmarks (bench.throughput,
+bench.backlog, bench.graphs), on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench import backlog, graphs, throughput
+from bench.peers.common import Ctx, recreate_pg, remove_sqlite, run_db
+
+
+class TaskyardSystem:
+    batch_api = "Yard.submit_many (1,000 jobs per call)"
+
+    def __init__(self, ctx: Ctx, backend: str) -> None:
+        self.ctx = ctx
+        self.backend = backend
+        self.name = f"taskyard-{backend}"
+        if backend == "sqlite":
+            self.url = f"sqlite:///{ctx.tmp / 'taskyard.db'}"
+        else:
+            assert ctx.pg, "taskyard-pg needs the PostgreSQL cluster"
+            self.url = run_db(ctx.pg, "taskyard")
+
+    def _fresh(self) -> None:
+        if self.backend == "sqlite":
+            remove_sqlite(self.url[len("sqlite:///"):])
+        else:
+            recreate_pg(self.url)
+
+    def w1(self, n: int, workers: int, *, batch: bool, timeout: float,
+           enqueue_limit: float | None = None) -> dict[str, Any]:
+        return throughput.w1(self.url, n, workers, batch=batch, timeout=timeout,
+                             enqueue_limit=enqueue_limit)
+
+    def w2(self, m: int, warmup: int, timeout: float) -> dict[str, Any]:
+        return throughput.w2(self.url, m, warmup, timeout)
+
+    def w3(self, n: int, cycles: int) -> dict[str, Any]:
+        self._fresh()
+        return backlog.measure(self.url, n, cycles)
+
+    def w4(self, shape: str, n: int, timeout: float) -> dict[str, Any]:
+        self._fresh()
+        out = self.ctx.tmp / "records"
+        out.mkdir(exist_ok=True)
+        return graphs.run(self.url, shape, n, timeout=timeout, record=str(out))
+
+    def config(self) -> dict[str, str]:
+        return {"storage": "SQLite file (WAL), the default" if self.backend == "sqlite"
+                else "PostgreSQL (psycopg 3), the same cluster as the peers",
+                "workers": "defaults: `taskyard scheduler` + K x `taskyard worker` "
+                           "(W4: 2 workers, `--capacity 8`, as bench/graphs.py)",
+                "enqueue": "`Yard.submit()` per job (runs a cycle inline, the default); "
+                           "batch: `Yard.submit_many()` of 1,000",
+                "graphs": "every shape (`Yard.submit_graph`)"}

@@ -1,0 +1,394 @@
+"""Aggregates a suite's runs (medians, min-max, ratios) into ``latest.json``, the Markdown
+tables of ``latest.md`` and, when matplotlib is installed, the PNG plots."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# (peer, the taskyard it is compared with): the same storage where there is one;
+# redis-based peers are compared with taskyard's default, SQLite.
+PAIRS = [("procrastinate-pg", "taskyard-pg"), ("huey-sqlite", "taskyard-sqlite"),
+         ("huey-pg", "taskyard-pg"), ("huey-redis", "taskyard-sqlite"),
+         ("celery-redis", "taskyard-sqlite")]
+
+Getter = Callable[[dict[str, Any]], "float | None"]
+
+
+def _get(key: str) -> Getter:
+    def get(row: dict[str, Any]) -> float | None:
+        value = row.get(key)
+        return float(value) if isinstance(value, int | float) else None
+    return get
+
+
+def _first(*keys: str) -> Getter:
+    def get(row: dict[str, Any]) -> float | None:
+        for key in keys:
+            value = row.get(key)
+            if isinstance(value, int | float):
+                return float(value)
+        return None
+    return get
+
+
+def _rss(*groups: str) -> Getter:
+    def get(row: dict[str, Any]) -> float | None:
+        found = [row.get("rss_mb", {}).get(g) for g in groups]
+        values = [float(v) for v in found if isinstance(v, int | float)]
+        return sum(values) if values else None
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    mid: str
+    workload: str
+    cell: str  # the runs it is read from (W5: the W1, W3 or W4 runs)
+    label: str
+    unit: str
+    better: str  # "higher" | "lower"
+    get: Getter
+    batch_only: bool = False
+
+
+def metrics(profile: dict[str, Any]) -> list[Metric]:
+    found = [
+        Metric("w1_enqueue_call", "W1", "K=1", "enqueue, one call per job", "jobs/s", "higher",
+               _get("enqueue_per_s")),
+        Metric("w1_enqueue_batch", "W1", "K=2", "enqueue, batch API", "jobs/s", "higher",
+               _get("enqueue_per_s"), True),
+        Metric("w1_complete_1", "W1", "K=1", "completion, 1 worker process", "jobs/s",
+               "higher", _first("complete_per_s", "complete_per_s_partial")),
+        Metric("w1_complete_2", "W1", "K=2", "completion, 2 worker processes", "jobs/s",
+               "higher", _first("complete_per_s", "complete_per_s_partial")),
+        Metric("w2_p50", "W2", "latency", "submit -> handler start, p50", "ms", "lower",
+               _get("p50_ms")),
+        Metric("w2_p99", "W2", "latency", "submit -> handler start, p99", "ms", "lower",
+               _get("p99_ms")),
+    ]
+    sizes = sorted(set(profile["w3_sizes"]) | set(profile["w3_once"]))
+    found += [Metric(f"w3_{n}", "W3", str(n), f"cycle with {n:,} pending, 50 free slots",
+                     "ms", "lower", _get("cycle_ms_median")) for n in sizes]
+    graphs = sorted(set(profile["w4_sizes"]) | set(profile["w4_once"]))
+    for n in graphs:
+        for shape in profile["w4_shapes"]:
+            cell = f"{shape} {n}"
+            found += [
+                Metric(f"w4_submit_{shape}_{n}", "W4", cell, f"{cell}: submit", "s", "lower",
+                       _get("submit_s")),
+                Metric(f"w4_e2e_{shape}_{n}", "W4", cell, f"{cell}: end to end", "s", "lower",
+                       _get("end_to_end_s")),
+                Metric(f"w4_p50_{shape}_{n}", "W4", cell, f"{cell}: hand-off p50", "ms",
+                       "lower", _get("handoff_ms_p50")),
+                Metric(f"w4_p99_{shape}_{n}", "W4", cell, f"{cell}: hand-off p99", "ms",
+                       "lower", _get("handoff_ms_p99")),
+            ]
+    found.append(Metric("w5_w1", "W5", "K=2", "W1, 2 workers: scheduler + workers", "MiB",
+                        "lower", _rss("scheduler", "workers")))
+    found += [Metric(f"w5_w3_{n}", "W5", str(n),
+                     f"W3 {n:,} pending: scheduler (peers: the dequeuing process)", "MiB",
+                     "lower", _rss("scheduler", "dequeuer")) for n in sizes]
+    for n in graphs:
+        for shape in profile["w4_shapes"]:
+            cell = f"{shape} {n}"
+            found += [
+                Metric(f"w5_w4s_{shape}_{n}", "W5", cell, f"W4 {cell}: scheduler", "MiB",
+                       "lower", _rss("scheduler")),
+                Metric(f"w5_w4w_{shape}_{n}", "W5", cell, f"W4 {cell}: workers", "MiB",
+                       "lower", _rss("workers")),
+            ]
+    return found
+
+
+def summarize(doc: dict[str, Any]) -> dict[str, Any]:
+    """Per metric and system: median, min, max over the repetitions that gave a value."""
+    runs = doc["runs"]
+    systems = doc["systems"]
+    table: list[dict[str, Any]] = []
+    for m in metrics(doc["profile"]):
+        workload = m.workload
+        if workload == "W5":  # memory figures come from the workloads' own runs
+            workload = {"w5_w1": "W1"}.get(m.mid, "W3" if m.mid.startswith("w5_w3") else "W4")
+        values: dict[str, dict[str, Any]] = {}
+        for system in systems:
+            rows = [r["result"] for r in runs if r["system"] == system
+                    and r["workload"] == workload and r["cell"] == m.cell]
+            values[system] = _cell(m, rows, doc["config"].get(system, {}))
+        table.append({"id": m.mid, "workload": m.workload, "label": m.label, "unit": m.unit,
+                      "better": m.better, "values": values})
+    ratios: dict[str, dict[str, float | None]] = {}
+    for row in table:
+        ratios[row["id"]] = {}
+        for peer, ours in PAIRS:
+            a, b = row["values"].get(ours, {}), row["values"].get(peer, {})
+            if a.get("median") and b.get("median"):
+                ratios[row["id"]][peer] = round(a["median"] / b["median"], 3)
+            elif peer in systems and ours in systems:
+                ratios[row["id"]][peer] = None
+    latency = {s: sorted(x for r in runs if r["system"] == s and r["workload"] == "W2"
+                         for x in r["result"].get("samples_ms", [])) for s in systems}
+    problems = [{"rep": r["rep"], "system": r["system"], "workload": r["workload"],
+                 "cell": r["cell"], "status": r["result"].get("status"),
+                 "error": r["result"].get("error", "")}
+                for r in runs if r["result"].get("status") in ("failed", "killed")]
+    return {"started": doc["started"], "profile": doc["profile"], "systems": systems,
+            "machine": doc["machine"], "config": doc["config"], "wall_s": doc.get("wall_s"),
+            "metrics": table, "ratios": ratios, "latency_samples_ms": latency,
+            "problems": problems,
+            "skipped": sum(r["result"].get("status") == "skipped" for r in runs)}
+
+
+def _cell(m: Metric, rows: list[dict[str, Any]], config: dict[str, str]) -> dict[str, Any]:
+    if m.batch_only and config.get("batch_api", "none") == "none":
+        return {"status": "none"}
+    if not rows:
+        return {"status": "absent"}
+    statuses = [r.get("status", "?") for r in rows]
+    if all(s == "cannot" for s in statuses):
+        return {"status": "cannot", "note": rows[0].get("reason", "")}
+    got = [(v, r.get("status") == "timeout") for r in rows
+           if (v := m.get(r)) is not None]
+    if not got:
+        if all(s == "skipped" for s in statuses):
+            return {"status": "skipped"}
+        if "timeout" in statuses:
+            done = [r.get("succeeded") for r in rows if r.get("status") == "timeout"]
+            return {"status": "timeout", "done": max((d for d in done if d), default=0),
+                    "jobs": rows[0].get("jobs"), "timeout": rows[0].get("timeout")}
+        return {"status": "failed" if any(s in ("failed", "killed") for s in statuses)
+                else "absent"}
+    vals = [v for v, _ in got]
+    return {"status": "partial" if any(p for _, p in got) else "ok",
+            "median": round(statistics.median(vals), 3), "min": round(min(vals), 3),
+            "max": round(max(vals), 3), "n": len(vals), "of": len(rows)}
+
+
+def fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def render(cell: dict[str, Any]) -> str:
+    status = cell.get("status")
+    if status in ("ok", "partial"):
+        text = fmt(cell["median"])
+        if cell["n"] > 1:
+            text += f" ({fmt(cell['min'])}\u2013{fmt(cell['max'])})"
+        if status == "partial":
+            text += " †"
+        if cell["n"] < cell["of"]:
+            text += f" [{cell['n']}/{cell['of']}]"
+        return text
+    return {"none": "none", "cannot": "cannot express", "skipped": "skipped (budget)",
+            "failed": "failed", "absent": "—",
+            "timeout": "timed out"}.get(str(status), str(status))
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    systems = summary["systems"]
+    prof = summary["profile"]
+    mach = summary["machine"]
+    lines = [
+        "# taskyard vs procrastinate, huey and Celery: latest benchmark",
+        "",
+        f"Run {summary['started']} with `make bench` (profile `{prof['name']}`, "
+        f"{prof['reps']} repetitions, systems interleaved; W3 at "
+        f"{', '.join(f'{n:,}' for n in prof['w3_once']) or '-'} pending and W4 at "
+        f"{', '.join(f'{n:,}' for n in prof['w4_once']) or '-'} jobs: first repetition only). "
+        f"Wall time of the suite: {(summary['wall_s'] or 0) / 60:.1f} min.",
+        "",
+        f"Machine: {mach.get('cpu', '?')}, {mach.get('cores')} cores, "
+        f"{mach.get('memory_gib', '?')} GiB, Linux {mach.get('kernel')}, Python "
+        f"{mach.get('python')}; load average at start "
+        f"{_load(mach.get('load_at_start'))}, at end {_load(mach.get('load_at_end'))} "
+        "(other work on the machine skews every figure).",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in {
+            **mach.get("versions", {}), **mach.get("servers", {})}.items()) + ".",
+        "",
+        "Each cell: median (min\u2013max) over the repetitions that produced a figure; "
+        "`[n/m]`: only n of m repetitions did. † = at least one repetition hit its time "
+        "limit, and the figure covers the part that ran (W1: the completion rate so far; "
+        "W4: the delays of the jobs that ran). `timed out`: no repetition finished within "
+        f"its limit (W1 completion {prof['w1_timeout']:.0f} s, W2 {prof['w2_timeout']:.0f} s, "
+        "W4 " + ", ".join(f"{int(n):,} jobs {t:.0f} s" for n, t in prof["w4_timeout"].items())
+        + "). `skipped (budget)`: the suite's time budget "
+        + (f"({prof['budget'] / 60:.0f} min) " if prof.get("budget") else "")
+        + "ran out first.",
+        "",
+    ]
+    sections = [("W1", f"W1 throughput: {prof['w1_jobs']:,} no-op jobs"),
+                ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system "
+                       f"({prof['w2_warmup']} warm-up jobs discarded)"),
+                ("W3", "W3 backlog: one scheduling cycle (peers: handing out 50 jobs "
+                       "through their own dequeue path)"),
+                ("W4", "W4 graphs: 2 worker processes; hand-off = child's handler start - "
+                       "parent's handler end, over every edge"),
+                ("W5", "W5 memory: peak RSS (sum of VmHWM over each process tree)")]
+    head = "| metric | " + " | ".join(systems) + " |"
+    rule = "|---|" + "---:|" * len(systems)
+    for workload, title in sections:
+        rows = [m for m in summary["metrics"] if m["workload"] == workload]
+        if not rows:
+            continue
+        lines += [f"## {title}", "", head, rule]
+        for m in rows:
+            arrow = "↑" if m["better"] == "higher" else "↓"
+            cells = [render(m["values"].get(s, {})) for s in systems]
+            lines.append(f"| {m['label']} ({m['unit']}, {arrow}) | " + " | ".join(cells) + " |")
+        lines.append("")
+    pairs = [(p, o) for p, o in PAIRS if p in systems and o in systems]
+    if pairs:
+        lines += ["## Ratios taskyard / peer (medians)", "",
+                  "Above 1 is better for taskyard on ↑ rows, below 1 on ↓ rows. Each peer is "
+                  "compared with taskyard on the same storage; redis-based peers with "
+                  "taskyard's default, SQLite.", "",
+                  "| metric | " + " | ".join(f"{o.split('-')[1]} / {p}" for p, o in pairs)
+                  + " |", "|---|" + "---:|" * len(pairs)]
+        for m in summary["metrics"]:
+            ratios = summary["ratios"].get(m["id"], {})
+            cells = [_ratio(ratios.get(p), m["values"].get(o, {}), m["values"].get(p, {}))
+                     for p, o in pairs]
+            if any(c != "" for c in cells):
+                arrow = "↑" if m["better"] == "higher" else "↓"
+                lines.append(f"| {m['label']} ({arrow}) | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Configurations", "",
+              "taskyard runs with its defaults. Each peer runs in the configuration its "
+              "documentation recommends for the workload:", ""]
+    for system in systems:
+        conf = summary["config"].get(system, {})
+        lines.append(f"- **{system}**: " + "; ".join(
+            f"{k}: {v}" for k, v in conf.items() if k != "batch_api"))
+    lines.append("")
+    notes = _cannot_notes(summary)
+    if notes:
+        lines += ["Cannot express:", ""] + [f"- {n}" for n in notes] + [""]
+    if summary["problems"]:
+        lines += ["## Failed runs", ""]
+        lines += [f"- rep {p['rep']} {p['workload']} {p['cell']} {p['system']}: {p['status']}"
+                  f" — {p['error'][:300]}" for p in summary["problems"]]
+        lines.append("")
+    if summary.get("skipped"):
+        lines += [f"{summary['skipped']} runs were skipped when the time budget ran out.", ""]
+    lines += ["Method: `bench/suite.py` (one process per run, hard time limits), "
+              "`bench/throughput.py`, `bench/backlog.py`, `bench/graphs.py` (taskyard) and "
+              "`bench/peers/` (peers). Raw figures: `bench/results/raw/` (not in git) and "
+              "`latest.json`. Plots: `throughput.png`, `latency_cdf.png`, `backlog.png`.", ""]
+    return "\n".join(lines)
+
+
+def _load(value: Any) -> str:
+    return "/".join(f"{v:.1f}" for v in value) if value else "?"
+
+
+def _ratio(value: float | None, ours: dict[str, Any], peer: dict[str, Any]) -> str:
+    if value is None:
+        return ""
+    mark = " †" if "partial" in (ours.get("status"), peer.get("status")) else ""
+    return f"{value:.2f}{mark}"
+
+
+def _cannot_notes(summary: dict[str, Any]) -> list[str]:
+    seen: dict[tuple[str, str], str] = {}
+    for m in summary["metrics"]:
+        if m["workload"] != "W4":
+            continue
+        for system, cell in m["values"].items():
+            if cell.get("status") == "cannot":
+                shape = m["label"].split(":")[0]
+                seen.setdefault((system, shape), cell.get("note", ""))
+    return [f"{system}, {shape}: {note}" for (system, shape), note in seen.items()]
+
+
+def plots(summary: dict[str, Any], doc: dict[str, Any], out: Path) -> list[str]:
+    """The PNGs; an empty list when matplotlib is not installed."""
+    try:
+        import matplotlib  # noqa: PLC0415
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return []
+    systems = summary["systems"]
+    by_id = {m["id"]: m for m in summary["metrics"]}
+    written = []
+
+    fig, ax = plt.subplots(figsize=(11, 5))
+    bars = [("w1_enqueue_call", "enqueue, per call", "tab:blue"),
+            ("w1_enqueue_batch", "enqueue, batch", "tab:cyan"),
+            ("w1_complete_1", "completion, 1 worker", "tab:green"),
+            ("w1_complete_2", "completion, 2 workers", "tab:olive")]
+    width = 0.8 / len(bars)
+    for i, (mid, label, color) in enumerate(bars):
+        xs, ys, lo, hi, hatch = [], [], [], [], []
+        for j, system in enumerate(systems):
+            cell = by_id[mid]["values"].get(system, {})
+            if "median" in cell:
+                xs.append(j + (i - (len(bars) - 1) / 2) * width)
+                ys.append(cell["median"])
+                lo.append(cell["median"] - cell["min"])
+                hi.append(cell["max"] - cell["median"])
+                hatch.append(cell["status"] == "partial")
+        drawn = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label, color=color)
+        for patch, partial in zip(drawn, hatch, strict=True):
+            if partial:
+                patch.set_hatch("//")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(systems)), systems, rotation=20)
+    ax.set_ylabel("jobs per second (log)")
+    ax.set_title(f"W1: {summary['profile']['w1_jobs']:,} no-op jobs "
+                 "(median, min\u2013max; hatched: timed out, rate so far)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=110)
+    plt.close(fig)
+    written.append("throughput.png")
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for system in systems:
+        samples = summary["latency_samples_ms"].get(system) or []
+        if samples:
+            ys = [(i + 1) / len(samples) for i in range(len(samples))]
+            ax.plot(samples, ys, label=system)
+    ax.set_xscale("log")
+    ax.set_xlabel("submit -> handler start (ms, log)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title(f"W2: latency CDF, {summary['profile']['w2_jobs']} sequential jobs "
+                 "(all repetitions)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "latency_cdf.png", dpi=110)
+    plt.close(fig)
+    written.append("latency_cdf.png")
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    sizes = sorted(int(m["id"][3:]) for m in summary["metrics"] if m["id"].startswith("w3_"))
+    for system in systems:
+        pts = [(n, by_id[f"w3_{n}"]["values"].get(system, {})) for n in sizes]
+        pts = [(n, c) for n, c in pts if "median" in c]
+        if pts:
+            ax.errorbar([n for n, _ in pts], [c["median"] for _, c in pts],
+                        yerr=[[c["median"] - c["min"] for _, c in pts],
+                              [c["max"] - c["median"] for _, c in pts]],
+                        marker="o", capsize=3, label=system)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("pending jobs (log)")
+    ax.set_ylabel("ms per cycle placing 50 jobs (log)")
+    ax.set_title("W3: scheduling cycle vs backlog (peers: 50 dequeues)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "backlog.png", dpi=110)
+    plt.close(fig)
+    written.append("backlog.png")
+    return written

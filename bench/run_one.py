@@ -1,0 +1,52 @@
+"""Run one measurement of one system in this process and print its row.
+
+The suite starts one such process per measurement: a crash, a hang or a leak stays
+inside it, and the suite's timeout kills its whole session. The spec is JSON:
+``{"system": ..., "workload": "W1".."W4", "params": {...}, "pg": URL|null,
+"redis": URL|null, "tmp": DIR}``. The row is printed as ``BENCH-RESULT {json}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.peers import make
+from bench.peers.common import CannotExpress, Ctx
+
+MARK = "BENCH-RESULT "
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    ctx = Ctx(pg=spec.get("pg"), redis=spec.get("redis"), tmp=Path(spec["tmp"]))
+    system = make(spec["system"], ctx)
+    p = spec["params"]
+    workload = spec["workload"]
+    try:
+        if workload == "W1":
+            return system.w1(p["jobs"], p["workers"], batch=p["batch"], timeout=p["timeout"],
+                             enqueue_limit=p.get("enqueue_limit"))
+        if workload == "W2":
+            return system.w2(p["jobs"], p["warmup"], p["timeout"])
+        if workload == "W3":
+            return system.w3(p["pending"], p["cycles"])
+        if workload == "W4":
+            return system.w4(p["shape"], p["jobs"], p["timeout"])
+    except CannotExpress as exc:
+        return {"status": "cannot", "reason": str(exc)}
+    raise ValueError(f"unknown workload {workload!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    spec = json.loads(args[0])
+    row = run(spec)
+    row.setdefault("status", "ok")
+    print(MARK + json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""The benchmark suite: taskyard against procrastinate, huey and Celery on this machine.
+
+Every (system, workload) measurement runs in its own process (``bench.run_one``) with a
+hard timeout; the repetition is the outer loop and the systems are interleaved (their
+order rotates from one repetition to the next). A failed, timed-out or killed run is
+recorded as such and the suite goes on. Results: ``OUT/raw/<timestamp>.json`` (every
+run), ``OUT/latest.json`` (aggregates), ``OUT/latest.md`` (the tables) and, when
+matplotlib is installed, ``OUT/throughput.png``, ``OUT/latency_cdf.png``,
+``OUT/backlog.png``.
+
+Usage: python -m bench.suite [--profile full|smoke] [--pg ADMIN_URL] [--redis URL]
+       [--systems a,b,...] [--reps N] [--budget SECONDS] [--out DIR] [--no-plots]
+Systems that need a server that was not given (--pg, --redis) are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.peers import NEEDS, SYSTEMS
+from bench.run_one import MARK
+
+HERE = Path(__file__).resolve().parent.parent
+SHAPES = ("chain", "fanout", "random")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    reps: int
+    w1_jobs: int
+    w1_runs: tuple[tuple[int, bool], ...]  # (worker processes, batch enqueue) per run
+    w1_timeout: float  # completion phase, from the first stamp
+    w1_enqueue_limit: float | None  # timed enqueue phase; the rest goes in untimed
+    w2_jobs: int
+    w2_warmup: int
+    w2_timeout: float
+    w3_sizes: tuple[int, ...]
+    w3_once: tuple[int, ...]  # sizes measured in the first repetition only
+    w3_cycles: int
+    w4_sizes: tuple[int, ...]
+    w4_once: tuple[int, ...]
+    w4_shapes: tuple[str, ...]
+    w4_timeout: dict[int, float]
+    budget: float | None  # seconds for the whole suite; later runs are skipped
+    systems: tuple[str, ...] = tuple(SYSTEMS)
+
+
+PROFILES = {
+    "full": Profile(
+        name="full", reps=3, w1_jobs=20_000, w1_runs=((1, False), (2, True)), w1_timeout=30,
+        w1_enqueue_limit=20, w2_jobs=500, w2_warmup=20, w2_timeout=45,
+        w3_sizes=(1_000, 10_000, 100_000), w3_once=(1_000_000,), w3_cycles=15,
+        w4_sizes=(10_000,), w4_once=(100_000,), w4_shapes=SHAPES,
+        w4_timeout={10_000: 30, 100_000: 45}, budget=16 * 60),
+    "smoke": Profile(
+        name="smoke", reps=1, w1_jobs=40, w1_runs=((1, False),), w1_timeout=30,
+        w1_enqueue_limit=None, w2_jobs=8,
+        w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
+        w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
+        systems=("taskyard-sqlite", "taskyard-pg")),
+}
+
+
+@dataclass
+class Run:
+    rep: int
+    system: str
+    workload: str
+    cell: str  # what the run measures, e.g. "K=1 per call", "100000", "chain 10000"
+    params: dict[str, Any]
+    soft: float  # the workload's own timeout (a run that hits it reports partial figures)
+    hard: float  # the suite kills the run past this
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
+    """Repetition outer, then workload and cell, then the systems in an order that
+    rotates with the repetition. The sizes measured once come right after the first
+    repetition, before the second: a budget that runs out cuts repetitions first."""
+    p = profile
+
+    def cells(rep: int, once: bool) -> list[tuple[str, str, dict[str, Any], float, float]]:
+        found: list[tuple[str, str, dict[str, Any], float, float]] = []
+        if not once:
+            limit = p.w1_enqueue_limit
+            for workers, batch in p.w1_runs:
+                soft = p.w1_timeout + (limit or 0)
+                found.append(("W1", f"K={workers}", {
+                    "jobs": p.w1_jobs, "workers": workers, "batch": batch,
+                    "timeout": p.w1_timeout, "enqueue_limit": limit},
+                    soft, soft + (limit or p.w1_jobs / 100) + 90))
+            found.append(("W2", "latency", {"jobs": p.w2_jobs, "warmup": p.w2_warmup,
+                                            "timeout": p.w2_timeout}, p.w2_timeout,
+                          p.w2_timeout + 90))
+        for n in p.w3_once if once else p.w3_sizes:
+            found.append(("W3", str(n), {"pending": n, "cycles": p.w3_cycles}, 10 + n / 20_000,
+                          90 + n / 5_000))
+        for n in p.w4_once if once else p.w4_sizes:
+            for shape in p.w4_shapes:
+                t = p.w4_timeout[n]
+                found.append(("W4", f"{shape} {n}", {"shape": shape, "jobs": n, "timeout": t},
+                              t + n / 5_000, t + 90 + n / 1_000))
+        return found
+
+    runs: list[Run] = []
+    order = [(1, False), (1, True)] + [(rep, False) for rep in range(2, reps + 1)]
+    for rep, once in order:
+        shift = (rep - 1) % len(systems)
+        rotated = systems[shift:] + systems[:shift]
+        for workload, cell, params, soft, hard in cells(rep, once):
+            for system in rotated:
+                runs.append(Run(rep, system, workload, cell, params, soft, hard))
+    return runs
+
+
+def execute(run: Run, servers: dict[str, str | None], tmp: Path) -> dict[str, Any]:
+    """One run in its own process (its own session: the timeout kills all of it)."""
+    tmp.mkdir(parents=True)
+    tmp.chmod(0o755)
+    spec = {"system": run.system, "workload": run.workload, "params": run.params,
+            "tmp": str(tmp), **servers}
+    errlog = tmp / "stderr.log"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *[p for p in sys.path if p]]))
+    started = time.monotonic()
+    with errlog.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "bench.run_one", json.dumps(spec)],
+                                stdout=subprocess.PIPE, stderr=err, cwd=HERE, env=env,
+                                start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=run.hard)
+            killed = False
+        except subprocess.TimeoutExpired:
+            killed = True
+        finally:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the run, if any
+        if killed:
+            out, _ = proc.communicate()
+    wall = round(time.monotonic() - started, 2)
+    row: dict[str, Any] | None = None
+    for line in out.decode(errors="replace").splitlines():
+        if line.startswith(MARK):
+            row = json.loads(line[len(MARK):])
+    if row is None:
+        tail = _tail(errlog) or _tail(tmp / "daemons.log")
+        row = {"status": "killed" if killed else "failed",
+               "error": (f"killed after {run.hard:.0f}s; " if killed else "") + tail}
+    row["wall_s"] = wall
+    shutil.rmtree(tmp, ignore_errors=True)
+    return row
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    if not path.exists():
+        return ""
+    text = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    return " | ".join(ln.strip() for ln in text[-lines:])[-600:]
+
+
+def machine() -> dict[str, Any]:
+    """The facts a reader needs to compare with their own machine."""
+    facts: dict[str, Any] = {"python": platform.python_version(),
+                             "kernel": platform.release(), "cores": os.cpu_count()}
+    with suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                facts["cpu"] = line.split(":", 1)[1].strip()
+                break
+    with suppress(OSError, ValueError, IndexError):
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        facts["memory_gib"] = round(kb / 1024 / 1024, 1)
+    with suppress(OSError):
+        facts["load_at_start"] = list(os.getloadavg())
+    versions: dict[str, str] = {}
+    from importlib import metadata  # noqa: PLC0415
+
+    for dist in ("taskyard", "procrastinate", "huey", "celery", "kombu", "redis", "psycopg",
+                 "SQLAlchemy"):
+        with suppress(metadata.PackageNotFoundError):
+            versions[dist] = metadata.version(dist)
+    with suppress(OSError, subprocess.SubprocessError):
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, cwd=HERE,
+                             text=True, capture_output=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], check=False,
+                               cwd=HERE,
+                               text=True, capture_output=True, timeout=10).stdout.strip()
+        if rev:
+            versions["taskyard"] += f" (git {rev}{', src modified' if dirty else ''})"
+    facts["versions"] = versions
+    return facts
+
+
+def server_versions(servers: dict[str, str | None]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    if servers.get("pg"):
+        with suppress(Exception):
+            import psycopg  # noqa: PLC0415
+
+            from bench.peers.common import libpq_dsn, pg_url  # noqa: PLC0415
+
+            with psycopg.connect(libpq_dsn(pg_url(str(servers["pg"]), "postgres"))) as conn:
+                row = conn.execute("SHOW server_version").fetchone()
+                found["postgresql"] = str(row[0]) if row else "?"
+    if servers.get("redis"):
+        with suppress(Exception):
+            import redis  # noqa: PLC0415
+
+            found["redis-server"] = str(
+                redis.Redis.from_url(str(servers["redis"])).info("server")["redis_version"])
+    return found
+
+
+def configs(systems: list[str], servers: dict[str, str | None]) -> dict[str, dict[str, str]]:
+    from bench.peers import make  # noqa: PLC0415
+    from bench.peers.common import Ctx  # noqa: PLC0415
+
+    ctx = Ctx(pg=servers.get("pg"), redis=servers.get("redis"), tmp=Path(tempfile.gettempdir()))
+    found = {}
+    for name in systems:
+        system = make(name, ctx)
+        found[name] = {**system.config(), "batch_api": system.batch_api or "none"}
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="full")
+    parser.add_argument("--pg", default=os.environ.get("BENCH_PG"),
+                        help="admin URL of a throwaway PostgreSQL cluster")
+    parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS"),
+                        help="URL of a throwaway redis-server (its dbs 0-2 are flushed)")
+    parser.add_argument("--systems", help="comma-separated (default: the profile's)")
+    parser.add_argument("--reps", type=int, help="repetitions (default: the profile's)")
+    parser.add_argument("--budget", type=float, help="seconds; later runs are skipped")
+    parser.add_argument("--out", default=str(HERE / "bench" / "results"))
+    parser.add_argument("--no-plots", action="store_true")
+    args = parser.parse_args(argv)
+
+    # SIGTERM (scripts/bench's trap) ends the suite like Ctrl-C: the current run is killed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    profile = PROFILES[args.profile]
+    servers: dict[str, str | None] = {"pg": args.pg, "redis": args.redis}
+    wanted = args.systems.split(",") if args.systems else list(profile.systems)
+    unknown = [s for s in wanted if s not in SYSTEMS]
+    if unknown:
+        parser.error(f"unknown systems: {', '.join(unknown)} (known: {', '.join(SYSTEMS)})")
+    systems = [s for s in wanted if all(servers.get(n) for n in NEEDS[s])]
+    left_out = [s for s in wanted if s not in systems]
+    if left_out:
+        print(f"suite: left out (no server given): {', '.join(left_out)}", file=sys.stderr)
+    if not systems:
+        parser.error("no system to run")
+    reps = args.reps or profile.reps
+    budget = args.budget if args.budget is not None else profile.budget
+    out = Path(args.out)
+    (out / "raw").mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    raw_path = out / "raw" / f"{stamp}.json"
+
+    runs = plan(profile, systems, reps)
+    facts = machine()
+    facts["servers"] = server_versions(servers)
+    doc: dict[str, Any] = {
+        "started": stamp, "profile": asdict(profile) | {"reps": reps, "budget": budget},
+        "systems": systems, "machine": facts, "config": configs(systems, servers), "runs": []}
+    tmp_root = Path(tempfile.mkdtemp(prefix="taskyard-bench-"))
+    tmp_root.chmod(0o755)
+    began = time.monotonic()
+    cannot: dict[tuple[str, str, str], dict[str, Any]] = {}
+    try:
+        for i, run in enumerate(runs, 1):
+            elapsed = time.monotonic() - began
+            key = (run.system, run.workload, run.cell)
+            if key in cannot:
+                run.result = dict(cannot[key], wall_s=0.0)
+            elif budget is not None and elapsed + run.soft > budget:
+                run.result = {"status": "skipped", "error": f"suite budget of {budget:.0f}s"}
+            else:
+                run.result = execute(run, servers, tmp_root / f"{i:04d}")
+                if run.result.get("status") == "cannot":
+                    cannot[key] = run.result
+            print(f"[{time.monotonic() - began:7.1f}s] rep {run.rep} {run.workload} "
+                  f"{run.cell:<14} {run.system:<16} {_brief(run.result)}", flush=True)
+            doc["runs"].append(asdict(run))
+            raw_path.write_text(json.dumps(doc, indent=1))
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+    doc["wall_s"] = round(time.monotonic() - began, 1)
+    with suppress(OSError):
+        facts["load_at_end"] = list(os.getloadavg())
+    raw_path.write_text(json.dumps(doc, indent=1))
+
+    from bench import report  # noqa: PLC0415
+
+    summary = report.summarize(doc)
+    (out / "latest.json").write_text(json.dumps(summary, indent=1))
+    (out / "latest.md").write_text(report.markdown(summary))
+    plots: list[str] = []
+    if not args.no_plots:
+        plots = report.plots(summary, doc, out)
+    print(f"suite: {len(runs)} runs in {doc['wall_s']:.0f}s -> {out / 'latest.md'}"
+          + (f", {', '.join(plots)}" if plots else " (no plots)"), flush=True)
+    return 0
+
+
+def _brief(row: dict[str, Any]) -> str:
+    status = row.get("status", "?")
+    keys = ("complete_per_s", "complete_per_s_partial", "p50_ms", "cycle_ms_median",
+            "end_to_end_s", "jobs_per_s_partial", "enqueue_per_s")
+    shown = " ".join(f"{k}={row[k]}" for k in keys if k in row)
+    extra = row.get("error") or row.get("reason") or ""
+    return f"{status:<8} {shown} {extra[:160]}".rstrip()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The benchmark harness at tiny sizes, on taskyard only: ``make bench`` cannot rot.
+
+Runs ``python -m bench.suite --profile smoke`` (no peers, plots only if matplotlib is
+installed) on SQLite and on a fresh PostgreSQL database of the ``make test`` cluster,
+then checks that the tables and the JSON were written with positive figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parents[2]
+PG_ADMIN = os.environ.get("TASKYARD_TEST_PG")
+REQUIRE_PG = os.environ.get("TASKYARD_REQUIRE_PG") == "1"
+
+# Figures every smoke run must produce for its system, all positive.
+EXPECTED = ["w1_enqueue_call", "w1_complete_1", "w2_p50", "w2_p99", "w3_200", "w3_2000",
+            "w4_submit_fanout_20", "w4_e2e_fanout_20", "w4_p50_fanout_20",
+            "w5_w3_2000", "w5_w4s_fanout_20", "w5_w4w_fanout_20"]
+
+
+def _drop(admin: str, database: str) -> None:
+    engine = create_engine(make_url(admin).set(drivername="postgresql+psycopg",
+                                               database="postgres"),
+                           isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+    engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "pg"])
+def test_bench_smoke(backend: str, tmp_path: Path) -> None:
+    system = f"taskyard-{backend}"
+    out = tmp_path / "results"
+    args = [sys.executable, "-m", "bench.suite", "--profile", "smoke", "--systems", system,
+            "--out", str(out)]
+    run_db = None
+    if backend == "pg":
+        if PG_ADMIN is None:
+            if REQUIRE_PG:
+                pytest.fail("TASKYARD_REQUIRE_PG=1 but TASKYARD_TEST_PG is not set")
+            pytest.skip("PostgreSQL not configured (set TASKYARD_TEST_PG or run `make test`)")
+        # The suite names its databases after this one: <name>_taskyard, fresh.
+        name = f"bench_smoke_{uuid.uuid4().hex[:10]}"
+        args += ["--pg", make_url(PG_ADMIN).set(database=name).render_as_string(
+            hide_password=False)]
+        run_db = f"{name}_taskyard"
+    try:
+        proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240,
+                              check=False)
+    finally:
+        if run_db and PG_ADMIN:
+            _drop(PG_ADMIN, run_db)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+    raw = list((out / "raw").glob("*.json"))
+    assert len(raw) == 1
+    runs = json.loads(raw[0].read_text())["runs"]
+    assert runs and all(r["result"]["status"] == "ok" for r in runs), [
+        (r["workload"], r["cell"], r["result"]) for r in runs if r["result"]["status"] != "ok"]
+
+    summary = json.loads((out / "latest.json").read_text())
+    by_id = {m["id"]: m["values"][system] for m in summary["metrics"]}
+    for mid in EXPECTED:
+        cell = by_id[mid]
+        assert cell["status"] == "ok", (mid, cell)
+        assert cell["median"] > 0, (mid, cell)
+    assert summary["latency_samples_ms"][system]
+
+    table = (out / "latest.md").read_text()
+    for title in ("W1 throughput", "W2 latency", "W3 backlog", "W4 graphs", "W5 memory",
+                  "Configurations"):
+        assert f"## {title}" in table
+    assert system in table
+    pngs = {p.name for p in out.glob("*.png")}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not pngs
+    else:
+        assert pngs == {"throughput.png", "latency_cdf.png", "backlog.png"}
