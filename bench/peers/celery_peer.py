@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import uuid
 from typing import Any
 
 from bench.peers.common import CannotExpress, Ctx, Peer, Procs
@@ -85,21 +87,21 @@ class CeleryPeer(Peer):
         self._result = make(out, n).apply_async()
 
     def fill(self, n: int) -> None:
-        """The backlog straight into the broker's list (bench setup, as taskyard's): n
-        copies of one real ``noop`` message, in pipelined LPUSHes."""
-        app = self.app.app
-        with app.connection_for_write() as conn:
-            queue = conn.SimpleQueue("celery")  # declares the queue's binding
-            queue.close()
+        """n no-op jobs straight into the broker's list, untimed (bench setup, as
+        taskyard's): copies of one real message, each with ids of its own, pipelined."""
         r = self._redis(0)
-        self.app.noop.delay()  # one real message, taken as the template
+        self.app.noop.delay()  # one real message, the template (LPUSH: at index 0)
         message = r.lindex("celery", 0)
         assert message is not None
+        envelope = json.loads(message)
+        tid = envelope["headers"]["id"].encode()
+        tag = envelope["properties"]["delivery_tag"].encode()
         chunk = 20_000
         for start in range(0, n - 1, chunk):
             pipe = r.pipeline(transaction=False)
             for _ in range(min(chunk, n - 1 - start)):
-                pipe.lpush("celery", message)
+                pipe.lpush("celery", message.replace(tid, str(uuid.uuid4()).encode())
+                           .replace(tag, str(uuid.uuid4()).encode()))
             pipe.execute()
 
     def take(self, k: int) -> int:

@@ -184,6 +184,7 @@ class Peer:
         raise CannotExpress("no task-graph primitive")
 
     def fill(self, n: int) -> None:
+        """n no-op jobs into the queue, untimed, by the fastest way there is."""
         raise NotImplementedError
 
     def take(self, k: int) -> int:
@@ -199,13 +200,15 @@ class Peer:
 
     def w1(self, n: int, workers: int, *, batch: bool, timeout: float,
            enqueue_limit: float | None = None) -> dict[str, Any]:
-        batch = batch and self.batch_api is not None  # else one call per job
         self.reset()
+        mode = ("one call per job" if not batch else "batch" if self.batch_api
+                else "bulk fill (untimed)")
         row: dict[str, Any] = {"workload": "W1", "jobs": n, "workers": workers,
-                               "enqueue": "batch" if batch else "one call per job"}
+                               "enqueue": mode}
         first_path, last_path = self.ctx.tmp / "first", self.ctx.tmp / "last"
         rate, timed = self._enqueue(n, (first_path, last_path), batch, enqueue_limit)
-        row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
+        if rate is not None:
+            row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
         with processes(self.ctx, self.env()) as procs:
             self.start_workers(procs, workers, "W1")
             first = _wait_alive(procs, first_path, 120)
@@ -225,9 +228,15 @@ class Peer:
         return row
 
     def _enqueue(self, n: int, stamps: tuple[Path, Path], batch: bool,
-                 limit_s: float | None) -> tuple[float, int]:
+                 limit_s: float | None) -> tuple[float | None, int]:
         """As ``bench.throughput.enqueue``: stamp, n - 2 no-ops, stamp; past ``limit_s``
-        the rest goes in untimed (batch API if any). Returns (jobs/s, jobs timed)."""
+        the rest goes in untimed (batch API, else ``fill``). Returns (jobs/s, jobs timed).
+        A batch run of a peer without a batch API fills the queue in bulk, untimed."""
+        if batch and self.batch_api is None:
+            self.enqueue_stamp(str(stamps[0]))
+            self.fill(n - 2)
+            self.enqueue_stamp(str(stamps[1]))
+            return None, 0
         started = time.perf_counter()
         self.enqueue_stamp(str(stamps[0]))
         done, chunk = 0, 1000 if batch else 100
@@ -243,7 +252,10 @@ class Peer:
             timed += 1
         rate = timed / (time.perf_counter() - started)
         if done < n - 2:
-            self.enqueue_noops(n - 2 - done, batch=self.batch_api is not None)
+            if self.batch_api is not None:
+                self.enqueue_noops(n - 2 - done, batch=True)
+            else:
+                self.fill(n - 2 - done)
             self.enqueue_stamp(str(stamps[1]))
         return rate, timed
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+import uuid
 from typing import Any
 
 from bench.peers.common import (
@@ -102,27 +103,31 @@ class HueyPeer(Peer):
         self.app.fan_root(out, n)
 
     def fill(self, n: int) -> None:
-        """The backlog straight into huey's queue storage (bench setup, as taskyard's)."""
+        """n no-op jobs straight into huey's queue storage, untimed (bench setup, as
+        taskyard's): copies of one real message, each with a task id of its own."""
         huey = self.app.huey
-        message = huey.serialize_task(self.app.noop.s())
+        task = self.app.noop.s()
+        message = huey.serialize_task(task)
+        tid = task.id.encode()
         storage = huey.storage
         chunk = 20_000
-        if self.storage == "redis":
-            for start in range(0, n, chunk):
+        for start in range(0, n, chunk):
+            batch = [message.replace(tid, str(uuid.uuid4()).encode())
+                     for _ in range(min(chunk, n - start))]
+            if self.storage == "redis":
                 pipe = storage.conn.pipeline(transaction=False)
-                for _ in range(min(chunk, n - start)):
-                    pipe.lpush(storage.queue_key, message)
+                for data in batch:
+                    pipe.lpush(storage.queue_key, data)
                 pipe.execute()
-            return
-        table = "task" if self.storage == "sqlite" else storage.table_task
-        mark = "?" if self.storage == "sqlite" else "%s"
-        with storage.db(commit=True) as curs:
-            for start in range(0, n, chunk):
+                continue
+            table = "task" if self.storage == "sqlite" else storage.table_task
+            mark = "?" if self.storage == "sqlite" else "%s"
+            with storage.db(commit=True) as curs:
                 curs.executemany(
                     f"insert into {table} (queue, data, priority) values ({mark}, {mark}, 0)",
-                    [(storage.name, message)] * min(chunk, n - start))
+                    [(storage.name, data) for data in batch])
         if self.storage == "pg":
-            storage.sql(f"analyze {table}")
+            storage.sql(f"analyze {storage.table_task}")
 
     def take(self, k: int) -> int:
         got = 0

@@ -32,7 +32,10 @@ def test_a_frozen_worker_is_fenced_off(cluster: Cluster, tmp_path: Path) -> None
     try:
         job_id = yard.submit("slow")
         deadline = time.monotonic() + 30
-        while yard.get_job(job_id).state != "running" and time.monotonic() < deadline:
+        # Freeze the worker once its handler runs (not merely once the job is claimed):
+        # frozen before that, it would start the handler only after the freeze.
+        while not (marks.exists() and marks.read_text().strip()):
+            assert time.monotonic() < deadline, "the handler never started"
             time.sleep(0.05)
         assert yard.get_job(job_id).worker == "frozen"
         frozen.send_signal(signal.SIGSTOP)  # the worker and its heartbeat stop; the child runs on

@@ -71,11 +71,15 @@ def _workload(store: Store) -> None:
     store.retry_job(failed)
     # worker loss and graceful stop
     store.stop_worker(w.id)
-    lost = store.register_worker("lost", ["default"], 2, lease_seconds=1.0)
+    # A lease long enough for the claim to happen within it on a loaded machine, then
+    # wait (on the database's clock) until it has run out.
+    lost = store.register_worker("lost", ["default"], 2, lease_seconds=2.0)
     store.submit_jobs([JobSubmission("step"), JobSubmission("step")])
     schedule(store)
     assert store.claim_dispatched(lost.id, 1)
-    time.sleep(1.1)
+    expires = next(w for w in store.list_workers() if w.id == lost.id).lease_expires_at
+    while store.now() <= expires:
+        time.sleep(0.05)
     schedule(store)
     drive(store)
 
