@@ -123,3 +123,20 @@ def test_aging_reads_only_the_oldest_pending_jobs(store: Store) -> None:
     time.sleep(0.6)
     assert store.age_pending(0.5, limit=2) == 2
     assert [store.get_job(j).priority for j in ids] == [1, 1, 0, 0, 0]  # type: ignore[union-attr]
+
+
+def test_losing_a_worker_does_not_use_up_the_handlers_retries(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true", retries=1))
+    (job_id,) = store.submit_jobs([JobSubmission("t")])
+    _lose_worker(store, job_id, 0)  # attempt 1: the worker is lost (not a failure)
+    _cycle(store)
+    worker = store.register_worker("w", ["default"], 1, lease_seconds=30)
+    _cycle(store)
+    for attempt, state in ((2, "pending"), (3, "failed")):
+        (claimed,) = store.claim_dispatched(worker.id, 1)
+        assert claimed.attempt == attempt
+        assert store.complete_attempts(worker.id, [Outcome(job_id, attempt, "failed", 1)]) == [True]
+        job = store.get_job(job_id)
+        assert job is not None and job.state == state, (attempt, job.state)
+        _cycle(store)
+    assert [a.state for a in store.get_job(job_id).attempts] == ["lost", "failed", "failed"]  # type: ignore[union-attr]

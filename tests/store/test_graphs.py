@@ -255,3 +255,53 @@ def test_event_routing_keys_follow_taskcluster(store_g: Store) -> None:
     assert topic_matches("taskyard.*.nightly.#", keys["job-running"])
     payload = next(e.payload for e in events if e.topic == "job-completed")
     assert payload["state"] == "succeeded" and payload["attempt"] == 1
+
+
+def test_a_graph_with_a_running_job_is_not_stalled(store: Store) -> None:
+    import time
+
+    from taskyard.scheduler.cycle import schedule
+
+    store.put_task_type(TaskTypeSpec("step", "shell:true"))
+    gid = store.submit_graph({"tasks": {"long": {"type": "step"}, "next": {"type": "step"}}})
+    worker = store.register_worker("w", ["default"], 1, lease_seconds=60)
+    schedule(store)
+    # "long" runs for a long time (that is progress); "next" waits for the only slot.
+    assert len(store.claim_dispatched(worker.id, 1)) == 1
+    time.sleep(0.05)
+    report = schedule(store, stall_after=0.01)
+    assert report is not None and report.stalled == []
+    assert store.get_graph(gid).stalled_at is None
+
+
+def test_graph_cancel_ends_outside_jobs_waiting_on_its_jobs(store: Store) -> None:
+    from taskyard.store.records import Prerequisite
+
+    store.put_task_type(TaskTypeSpec("update", "shell:true"))
+    store.put_task_type(TaskTypeSpec("launch", "shell:true",
+                                     prerequisites=(Prerequisite("update", {"p": "{p}"}, 60),)))
+    gid = store.submit_graph({"tasks": {"u": {"type": "update", "args": {"p": 1}}}})
+    (launched,) = store.submit_jobs([JobSubmission("launch", {"p": 1})])
+    job = store.get_job(launched)
+    assert job is not None and job.state == "waiting"  # it reuses the graph's update
+    store.cancel_graph(gid)
+    job = store.get_job(launched)
+    assert job is not None and job.state == "dependency_failed"
+    assert "job-exception" in [e.topic for e in store.list_events(graph_id=gid)]
+
+
+def test_a_canceled_job_blocks_its_graph_even_with_an_always_edge(store_g: Store) -> None:
+    from taskyard.scheduler.cycle import schedule
+
+    gid = store_g.submit_graph({"tasks": {
+        "work": {"type": "step"},
+        "cleanup": {"type": "step", "requires": [{"label": "work", "on": "always"}]},
+    }})
+    schedule(store_g)  # nothing serves the pool yet: "work" stays pending
+    work = next(j.id for j in store_g.get_graph(gid).jobs if j.label == "work")
+    store_g.cancel_job(work)
+    drive(store_g)
+    # A canceled job's dependents end dependency_failed (DESIGN.md: "Cancel"), and the
+    # graph is blocked, not finished: a canceled job is never a handled failure.
+    assert states(store_g, gid) == {"work": "canceled", "cleanup": "dependency_failed"}
+    assert store_g.get_graph(gid).state == "blocked"

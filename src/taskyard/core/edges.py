@@ -74,6 +74,10 @@ def dependent_state(
     return JobState.PENDING if unmet_after == 0 else None
 
 
-def failure_is_handled(conditions: set[str]) -> bool:
-    """A failed job's graph stays unblocked when a failure/always edge takes over."""
+def failure_is_handled(state: JobState, conditions: set[str]) -> bool:
+    """A failed job's graph stays unblocked when a failure/always edge (``conditions``
+    of its dependents' edges) takes over. A canceled job is never handled: someone
+    stopped the work, and the graph cannot count as finished."""
+    if state is JobState.CANCELED:
+        return False
     return bool(conditions & {"failure", "always"})

@@ -23,14 +23,16 @@ class RetryDecision:
     delay: float = 0.0
 
 
-def decide_retry(policy: RetryPolicy, attempt: int, jitter: float) -> RetryDecision:
-    """Decide after attempt number ``attempt`` (1-based) failed.
+def decide_retry(policy: RetryPolicy, failures: int, jitter: float) -> RetryDecision:
+    """Decide after the job's handler failed for the ``failures``-th time (1-based,
+    this failure included). Attempts that lost their worker are not failures of the
+    handler: they have a budget of their own and do not count here.
 
     ``jitter`` is a number in [0, 1) supplied by the caller (random in the
     daemons, fixed in tests). It only ever shortens a delay, and never below half.
     """
-    if attempt > policy.retries:
+    if failures > policy.retries:
         return RetryDecision(retry=False)
-    base = min(policy.delay * (policy.backoff ** max(attempt - 1, 0)), policy.max_delay)
+    base = min(policy.delay * (policy.backoff ** max(failures - 1, 0)), policy.max_delay)
     jitter = min(max(jitter, 0.0), 1.0)
     return RetryDecision(retry=True, delay=base * (1.0 - 0.5 * jitter))

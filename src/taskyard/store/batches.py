@@ -213,7 +213,8 @@ class BatchMixin(CycleStore, ResultsMixin):
             end = _ENDS[AttemptState(o.state)]
             delay = None
             if end in (JobState.FAILED, JobState.ERROR) and o.job_id in policies:
-                decision = decide_retry(policies[o.job_id], o.attempt, random.random())
+                policy, failed = policies[o.job_id]
+                decision = decide_retry(policy, failed + 1, random.random())
                 delay = decision.delay if decision.retry else None
             values.append((o.job_id, o.attempt, end.value, o.exit_code,
                            None if o.result is None else dumps(o.result), o.error, delay,

@@ -74,7 +74,8 @@ class CycleTx:
         timed_out: list[int] = []
         events: list[tuple[str, str, dict[str, Any], int | None, int | None]] = []
         for r in rows:
-            decision = decide_retry(policies[r.id], r.attempt, random.random())
+            policy, failed = policies[r.id]
+            decision = decide_retry(policy, failed + 1, random.random())
             values: dict[str, Any] = (
                 {"state": JobState.PENDING, "run_after": self._now + decision.delay}
                 if decision.retry else {"state": JobState.FAILED, "finished_at": self._now})

@@ -20,7 +20,7 @@ from taskyard.core.graph import (
 from taskyard.core.limits import DEFAULT_LIMITS, Limits
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import routing_key
+from taskyard.store.base import job_key, routing_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
 from taskyard.store.jobs import (
     JOB_COLUMNS,
@@ -211,13 +211,19 @@ class GraphStore(JobStore):
                 .values(state=JobState.CANCELED, worker_id=None, deadline=None,
                         finished_at=self._now, error="graph canceled",
                         cancel_requested=_J.c.state.in_(ACTIVE))
-                .returning(_J.c.id, _J.c.attempt)
+                .returning(_J.c.id, _J.c.attempt, _J.c.routing)
             ).all()
             for part in chunks([r.id for r in rows]):
                 conn.execute(
                     update(_A).where(_A.c.job_id.in_(part), _A.c.state.in_(ACTIVE))
                     .values(state=AttemptState.CANCELED, finished_at=self._now)
                 )
+            self._events(conn, [("job-exception", job_key(graph_id, r.routing),
+                                 {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
+                                for r in rows])
+            # Jobs outside the graph may wait on these (a prerequisite reused by a later
+            # launch): they must end too, never wait forever.
+            self._jobs_ended(conn, [Ended(r.id, JobState.CANCELED, graph_id) for r in rows])
             conn.execute(update(_G).where(_G.c.id == graph_id)
                          .values(jobs_done=_G.c.jobs_total))
             self._notify(conn, ["scheduler", *(f"worker.{w}" for w in sorted(workers))])

@@ -59,15 +59,20 @@ class _Tally:
 
 
 class ResolutionMixin(StoreBase):
-    def _retry_policies(self, conn: Connection, job_ids: list[int]) -> dict[int, RetryPolicy]:
-        policies: dict[int, RetryPolicy] = {}
+    def _retry_policies(self, conn: Connection,
+                        job_ids: list[int]) -> dict[int, tuple[RetryPolicy, int]]:
+        """Per job: its retry policy and how many times its handler failed before (the
+        attempts that ended failed or error; lost ones are the worker's, not its)."""
+        policies: dict[int, tuple[RetryPolicy, int]] = {}
         raw = Raw(conn)
         for part in chunks(job_ids):
-            which, params = raw.member("id", part)
-            for job, retries, delay, backoff, cap in raw.all(
-                "SELECT id, retries, retry_delay, retry_backoff, retry_max_delay FROM jobs "
+            which, params = raw.member("j.id", part)
+            for job, retries, delay, backoff, cap, failed in raw.all(
+                "SELECT j.id, j.retries, j.retry_delay, j.retry_backoff, j.retry_max_delay, "
+                "(SELECT COUNT(*) FROM attempts a WHERE a.job_id = j.id "
+                "AND a.state IN ('failed', 'error')) FROM jobs j "
                 f"WHERE {which}", params):
-                policies[job] = RetryPolicy(retries, delay, backoff, cap)
+                policies[job] = (RetryPolicy(retries, delay, backoff, cap), int(failed))
         return policies
 
     def _jobs_ended(self, conn: Connection, ended: Sequence[Ended]) -> list[Ended]:
@@ -180,7 +185,7 @@ class ResolutionMixin(StoreBase):
             if row is None or row.state != "running":
                 continue
             unhandled = [e.job_id for e in items if e.job_id in set(failed)
-                         and not failure_is_handled(handlers[e.job_id])]
+                         and not failure_is_handled(e.state, handlers[e.job_id])]
             if unhandled:
                 self._set_graph_state(conn, graph_id, "blocked", row.routing,
                                       {"failed_job_ids": unhandled})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from taskyard.core.states import JobState
+from taskyard.core.states import ACTIVE, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import routing_key
 from taskyard.store.cycle import CycleTx
@@ -29,6 +29,12 @@ def flag_stalled_graphs(tx: CycleTx, stall_after: float, served_pools: set[str])
     ).all()
     flagged: list[int] = []
     for graph_id, routing in rows:
+        busy = conn.execute(
+            select(_J.c.id).where(_J.c.graph_id == graph_id, _J.c.state.in_(sorted(ACTIVE)))
+            .limit(1)
+        ).first()
+        if busy is not None:
+            continue  # something runs: that is progress (seed 003), however long it takes
         pools = conn.execute(
             select(_J.c.pools).where(_J.c.graph_id == graph_id, _J.c.state == JobState.PENDING)
             .limit(100)
