@@ -56,7 +56,7 @@ def test_migrated_schema_equals_fresh_schema(db_url: str) -> None:
     # Alembic cannot compare expression indexes (priority DESC) on every dialect:
     # that one is compared by name and uniqueness in _shape below.
     diff = [d for d in diff if not (isinstance(d, tuple) and "index" in d[0]
-                                    and d[1].name == "ix_jobs_pending_order")]
+                                    and d[1].name == "ix_jobs_pending_pools")]
     assert diff == [], diff
     migrated_shape = _shape(migrated)
     downgrade(migrated, "base")

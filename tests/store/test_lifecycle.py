@@ -203,5 +203,8 @@ def test_jobs_in_pools_without_workers_stay_pending(echo: Store) -> None:
     (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1}, pools=("gpu",))])
     store.register_worker("w", ["default"], 4, lease_seconds=30)
     report = schedule(store)
-    assert report is not None and report.placed == []
-    assert [(s.job_id, s.reason.value) for s in report.skipped] == [(job_id, "no_worker")]
+    # The cycle does not even read jobs whose pools no worker serves (or has room in).
+    assert report is not None and report.placed == [] and report.scanned == 0
+    assert [r.code for r in store.explain_job(job_id)] == ["no_worker"]
+    job = store.get_job(job_id)
+    assert job is not None and job.state == "pending"

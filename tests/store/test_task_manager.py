@@ -169,3 +169,32 @@ def test_explain_pools_run_after_and_capacity(store: Store) -> None:
     store.claim_dispatched(w.id, 1)
     store.complete_attempts(w.id, [Outcome(busy, 1, "succeeded")])
     assert [r.code for r in store.explain_job(queued)] == ["placeable"]
+
+
+def test_jobs_for_an_idle_pool_are_not_stuck_behind_a_busy_pools_backlog(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true"))
+    busy = store.register_worker("busy", ["a"], 1, lease_seconds=300)
+    store.submit_jobs([JobSubmission("t", pools=("a",)) for _ in range(60)])
+    schedule(store)
+    assert len(store.claim_dispatched(busy.id, 1)) == 1  # pool a is now full
+    store.register_worker("idle", ["b"], 1, lease_seconds=300)
+    (late,) = store.submit_jobs([JobSubmission("t", pools=("b",))])
+    # The scan limit is far below the backlog ahead of it: the job still goes.
+    report = schedule(store, scan_limit=10)
+    assert report is not None and [p.job_id for p in report.placed] == [late]
+    assert report.scanned == 1  # pool a has no room: its backlog is not even read
+    assert [r.code for r in store.explain_job(late)] == []  # dispatched: nothing to explain
+
+
+def test_a_lock_blocked_backlog_does_not_hold_back_other_pools(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("locked", "shell:true", locks=("res",)))
+    store.put_task_type(TaskTypeSpec("free", "shell:true"))
+    a = store.register_worker("a", ["a"], 2, lease_seconds=300)
+    store.submit_jobs([JobSubmission("locked", pools=("a",)) for _ in range(60)])
+    schedule(store)
+    assert len(store.claim_dispatched(a.id, 2)) == 1  # one holds "res"; 59 wait for it
+    store.register_worker("b", ["b"], 1, lease_seconds=300)
+    (other,) = store.submit_jobs([JobSubmission("free", pools=("b",))])
+    report = schedule(store, scan_limit=10)
+    assert report is not None and [p.job_id for p in report.placed] == [other]
+    assert report.scanned == 11  # ten of pool a's blocked backlog, then the other list

@@ -148,6 +148,12 @@ class Planner:
     def idle(self, worker_id: int) -> bool:
         return self._jobs_on[worker_id] == 0
 
+    def has_room(self, pools: Iterable[str]) -> bool:
+        """Could a job of these pools be placed at all: a worker serving one of them is
+        idle or has room left? (Its cost may still not fit.)"""
+        return any(self.idle(w.id) or self.room(w.id) > 0
+                   for pool in pools for w in self._by_pool.get(pool, ()))
+
     def exhausted(self) -> bool:
         """True when no worker can take any job: stop reading candidates."""
         return all(not self.idle(w) and self.room(w) <= 0 for w in self.workers)

@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 
 from taskyard.core.placement import Placement, Planner, Skip
 from taskyard.store import CycleTx, Store
-from taskyard.store.cycle import TIMEOUT_GRACE
+from taskyard.store.cycle import SCAN_LIMIT, TIMEOUT_GRACE
 from taskyard.store.watchdog import flag_stalled_graphs
 
-SCAN_LIMIT = 10_000
-"""Most pending jobs one cycle examines; the rest wait for the next cycle."""
 PAGE_MIN, PAGE_MAX = 16, 2000
 
 
@@ -109,21 +107,16 @@ def run_cycle(
         # A page a little larger than the room left: most candidates get placed.
         free = _free_slots(planner)
         page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
-        after: tuple[int, int] | None = None
-        while not planner.exhausted() and report.scanned < scan_limit:
-            batch = tx.candidates(after, page)
-            for job in batch:
-                if planner.exhausted():
-                    break
+        if not planner.exhausted():
+            for job in tx.ordered_candidates(planner.has_room, page, scan_limit):
                 report.scanned += 1
                 decision = planner.offer(job)
                 if isinstance(decision, Placement):
                     report.placed.append(decision)
                 else:
                     report.skipped.append(decision)
-            if len(batch) < page:
-                break
-            after = (batch[-1].priority, batch[-1].id)
+                if planner.exhausted():
+                    break
         if report.placed:
             tx.dispatch(report.placed, {w.id: w.name for w in workers})
         if stall_after is not None and maintain:

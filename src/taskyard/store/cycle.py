@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
+import heapq
 import random
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, select, update
@@ -30,6 +32,8 @@ _W = t.workers
 
 Placer = Callable[["CycleTx"], object]
 """Runs the cycle's steps inside a transaction that holds the global lock."""
+SCAN_LIMIT = 10_000
+"""Most pending jobs one cycle examines per pools list; the rest wait for the next."""
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the
 worker normally kills the child at the deadline; this covers a vanished worker)."""
@@ -137,7 +141,7 @@ class CycleTx:
         rows = Raw(self.conn).all(
             "SELECT id, name, pools, capacity, prefetch FROM workers "
             "WHERE state = 'active' AND lease_expires_at >= {now}")
-        return [WorkerSlot(w, name, _pools(pools), capacity, prefetch)
+        return [WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
                 for w, name, pools, capacity, prefetch in rows]
 
     def active_jobs(self) -> list[ActiveJob]:
@@ -155,23 +159,66 @@ class CycleTx:
             "SELECT name, max_queue_length FROM task_types WHERE max_queue_length IS NOT NULL")
         return dict(rows)
 
-    def candidates(self, after: tuple[int, int] | None, limit: int) -> list[Candidate]:
-        """Pending jobs due now, in placement order, after the keyset ``after``.
-
-        Read through the partial index ``ix_jobs_pending_order`` and stopped at
-        ``limit``: O(limit) whatever the backlog. SQLite must be told the index (its
-        planner otherwise picks ``(state, id)`` and sorts every pending row), and the
-        state must be a literal for the partial index to apply.
-        """
-        hint = "INDEXED BY ix_jobs_pending_order" if self.store.sqlite else ""
-        keyset = "AND (priority < ? OR (priority = ? AND id > ?))" if after else ""
-        params: tuple[int, ...] = (after[0], after[0], after[1], limit) if after else (limit,)
+    def pending_pool_lists(self) -> list[str]:
+        """The distinct pools lists (as stored) of pending jobs: one index probe each
+        (a loose index scan), however many jobs share them."""
         rows = Raw(self.conn).all(
-            f"SELECT id, type, priority, pools, cost, locks FROM jobs {hint} "
-            "WHERE state = 'pending' AND (run_after IS NULL OR run_after <= {now}) "
-            f"{keyset} ORDER BY priority DESC, id LIMIT ?", params)
-        return [Candidate(job, type_, priority, _pools(pools), cost, _claims(locks))
-                for job, type_, priority, pools, cost, locks in rows]
+            "WITH RECURSIVE lists(p) AS ("
+            f"SELECT MIN(pools) FROM jobs {_HINT[self.store.dialect]} WHERE state = 'pending' "
+            "UNION ALL SELECT (SELECT MIN(pools) FROM jobs "
+            f"{_HINT[self.store.dialect]} WHERE state = 'pending' AND pools > lists.p) "
+            "FROM lists WHERE lists.p IS NOT NULL) SELECT p FROM lists WHERE p IS NOT NULL")
+        return [p for (p,) in rows]
+
+    def candidates(self, pools: str, after: tuple[int, int] | None,
+                   limit: int) -> list[Candidate]:
+        """Pending jobs due now whose pools list is ``pools``, in placement order, after
+        the keyset ``after``: through the partial index ``ix_jobs_pending_pools``,
+        stopped at ``limit`` — O(limit) whatever the backlog. (SQLite must be told the
+        index, and the state must be a literal for the partial index to apply.)"""
+        hint = _HINT[self.store.dialect]
+        head = (f"SELECT id, type, priority, pools, cost, locks FROM jobs {hint} "
+                "WHERE state = 'pending' AND pools = ? "
+                "AND (run_after IS NULL OR run_after <= {now}) ")
+        if after is None:
+            rows = Raw(self.conn).all(f"{head} ORDER BY priority DESC, id LIMIT ?",
+                                      (pools, limit))
+        else:
+            # The rest of the last page's priority, then lower priorities: two index
+            # ranges, so a page starts where the last one ended (an OR of the two would
+            # re-read the list from its head).
+            rows = Raw(self.conn).all(
+                f"SELECT * FROM (SELECT * FROM ({head} AND priority = ? AND id > ? "
+                f"ORDER BY id LIMIT ?) AS same UNION ALL SELECT * FROM ({head} "
+                "AND priority < ? ORDER BY priority DESC, id LIMIT ?) AS lower) AS page "
+                "ORDER BY priority DESC, id LIMIT ?",
+                (pools, after[0], after[1], limit, pools, after[0], limit, limit))
+        return [Candidate(job, type_, priority, pools_of(text), cost, _claims(locks))
+                for job, type_, priority, text, cost, locks in rows]
+
+    def ordered_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
+                           per_list: int) -> Iterator[Candidate]:
+        """Pending jobs in placement order (highest priority, then oldest), merged from
+        one stream per pools list. A list whose pools have no ``room`` is not read (and
+        stops being read as soon as they have none); none is read past ``per_list``
+        jobs in one cycle. So a backlog for busy pools costs nothing, and jobs for an
+        idle pool are never stuck behind it. ``room`` is asked again after each job
+        yielded, once the caller has offered it."""
+        heap: list[tuple[int, int, int, _Stream]] = []
+        for n, text in enumerate(self.pending_pool_lists()):
+            stream = _Stream(text, pools_of(text))
+            if room(stream.pools) and stream.fill(self, page):
+                heap.append((*stream.key(), n, stream))
+        heapq.heapify(heap)
+        while heap:
+            _, _, n, stream = heapq.heappop(heap)
+            job = stream.buffer.popleft()
+            stream.read += 1
+            yield job
+            if stream.read >= per_list or not room(stream.pools):
+                continue
+            if stream.buffer or stream.fill(self, page):
+                heapq.heappush(heap, (*stream.key(), n, stream))
 
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""
@@ -206,6 +253,36 @@ class CycleTx:
                            "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
 
 
+_HINT = {"sqlite": "INDEXED BY ix_jobs_pending_pools", "postgresql": ""}
+
+
+@dataclass(slots=True)
+class _Stream:
+    """Pending jobs of one pools list, read page by page."""
+
+    text: str
+    pools: tuple[str, ...]
+    buffer: collections.deque[Candidate] = field(default_factory=collections.deque)
+    after: tuple[int, int] | None = None
+    done: bool = False
+    read: int = 0
+
+    def key(self) -> tuple[int, int]:
+        head = self.buffer[0]
+        return (-head.priority, head.id)
+
+    def fill(self, tx: CycleTx, page: int) -> bool:
+        """Read the next page; False when the list has nothing more."""
+        if self.done:
+            return False
+        batch = tx.candidates(self.text, self.after, page)
+        self.done = len(batch) < page
+        if batch:
+            self.after = (batch[-1].priority, batch[-1].id)
+            self.buffer.extend(batch)
+        return bool(batch)
+
+
 @dataclass(frozen=True, slots=True)
 class _Overdue:
     id: int
@@ -226,7 +303,7 @@ def _claims(text: str) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _pools(text: str) -> tuple[str, ...]:
+def pools_of(text: str) -> tuple[str, ...]:
     return tuple(loads(text))
 
 

@@ -9,11 +9,10 @@ from taskyard.core.explain import Reason, from_decision
 from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import schema as t
-from taskyard.store.cycle import CycleStore, CycleTx
+from taskyard.store.cycle import SCAN_LIMIT, CycleStore, CycleTx, pools_of
 from taskyard.store.errors import NotFound
 
 _J, _D = t.jobs, t.dependencies
-EXPLAIN_SCAN_LIMIT = 20_000
 
 
 class ExplainMixin(CycleStore):
@@ -21,7 +20,7 @@ class ExplainMixin(CycleStore):
         """Reasons a job is not running (empty once it runs or ended)."""
         with self._read() as conn:
             job = conn.execute(
-                select(_J.c.state, _J.c.run_after, _J.c.priority, _J.c.worker_id)
+                select(_J.c.state, _J.c.run_after, _J.c.priority, _J.c.worker_id, _J.c.pools)
                 .where(_J.c.id == job_id)
             ).first()
             if job is None:
@@ -47,22 +46,28 @@ class ExplainMixin(CycleStore):
             if job.run_after is not None and job.run_after > now:
                 return [Reason("run_after", f"not due before {iso(job.run_after)} "
                                f"(in {job.run_after - now:.0f}s)")]
+            # Replay the cycle's placement, with its stopping rules, up to this job.
             tx = CycleTx(self, conn)
             workers = tx.workers()
             limits = tx.queue_limits()
             planner = Planner.from_snapshot(workers, tx.active_jobs(), limits)
             names = {w.id: w.name for w in workers}
+            pools = pools_of(job.pools)
             ahead = 0
-            after: tuple[int, int] | None = None
-            while ahead < EXPLAIN_SCAN_LIMIT:
-                batch = tx.candidates(after, 1000)
-                for candidate in batch:
+            if not planner.exhausted():
+                for candidate in tx.ordered_candidates(planner.has_room, 1000, SCAN_LIMIT):
                     decision = planner.offer(candidate)
                     if candidate.id == job_id:
                         return [from_decision(decision, ahead=ahead, worker_names=names,
                                               queue_limit=limits.get(candidate.type))]
                     ahead += 1
-                if len(batch) < 1000:
-                    break
-                after = (batch[-1].priority, batch[-1].id)
+                    if planner.exhausted():
+                        break
+        if not any(pool in w.pools for w in workers for pool in pools):
+            return [Reason("no_worker", f"no live worker serves its pools ({', '.join(pools)})",
+                           detail=",".join(pools))]
+        if not planner.has_room(pools) or planner.exhausted():
+            return [Reason("no_capacity", f"no worker in its pools ({', '.join(pools)}) has "
+                           f"room for it; {ahead} job(s) ahead in line are placed first",
+                           detail=",".join(pools))]
         return [Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line")]

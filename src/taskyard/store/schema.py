@@ -198,10 +198,13 @@ jobs = Table(
     CheckConstraint("unmet_deps >= 0", name="unmet_nonnegative"),
     CheckConstraint("cost >= 0 AND attempt >= 0", name="counts_nonnegative"),
     CheckConstraint("convergence IN ('all', 'any')", name="convergence_known"),
-    # The placement index: the cycle reads pending jobs in this order, bounded,
-    # so its cost follows the work placed, not the backlog.
+    # The placement index (migration 0003): per list of pools, pending jobs in
+    # placement order. The cycle reads each list whose pools have room, bounded, and
+    # merges them: its cost follows the work placed, not the backlog, and jobs for an
+    # idle pool are never stuck behind a backlog for a busy one.
     Index(
-        "ix_jobs_pending_order",
+        "ix_jobs_pending_pools",
+        "pools",
         text("priority DESC"),
         "id",
         sqlite_where=text("state = 'pending'"),

@@ -1,5 +1,6 @@
-"""Worker prefetch window, per-channel wake-up counters for SQLite listeners, and
-partial indexes for the job columns most jobs leave empty.
+"""Worker prefetch window, per-channel wake-up counters for SQLite listeners, the
+placement index per list of pools, and partial indexes for the job columns most jobs
+leave empty.
 
 ``workers.prefetch``: jobs the cycle may place on a worker beyond its capacity (the
 worker queues them and starts each as a slot frees; it sets the window itself from
@@ -31,6 +32,10 @@ _PARTIAL = {
 
 
 def upgrade() -> None:
+    op.drop_index("ix_jobs_pending_order", table_name="jobs")
+    op.create_index("ix_jobs_pending_pools", "jobs", ["pools", sa.text("priority DESC"), "id"],
+                    sqlite_where=sa.text("state = 'pending'"),
+                    postgresql_where=sa.text("state = 'pending'"))
     for name, (columns, unique, where) in _PARTIAL.items():
         op.drop_index(name, table_name="jobs")
         op.create_index(name, "jobs", columns, unique=unique,
@@ -51,3 +56,7 @@ def downgrade() -> None:
     for name, (columns, unique, _) in _PARTIAL.items():
         op.drop_index(name, table_name="jobs")
         op.create_index(name, "jobs", columns, unique=unique)
+    op.drop_index("ix_jobs_pending_pools", table_name="jobs")
+    op.create_index("ix_jobs_pending_order", "jobs", [sa.text("priority DESC"), "id"],
+                    sqlite_where=sa.text("state = 'pending'"),
+                    postgresql_where=sa.text("state = 'pending'"))
