@@ -198,3 +198,9 @@ def test_a_lock_blocked_backlog_does_not_hold_back_other_pools(store: Store) -> 
     report = schedule(store, scan_limit=10)
     assert report is not None and [p.job_id for p in report.placed] == [other]
     assert report.scanned == 11  # ten of pool a's blocked backlog, then the other list
+
+
+def test_a_malformed_lock_template_is_refused_when_the_type_is_saved(store: Store) -> None:
+    with pytest.raises(InvalidInput, match=r"task type 'bad': lock 'p:\{id'"):
+        store.put_task_type(TaskTypeSpec("bad", "shell:true", locks=("p:{id",)))
+    assert store.get_task_type("bad") is None

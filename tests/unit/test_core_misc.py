@@ -147,3 +147,18 @@ def test_topic_matching_agrees_with_a_regex(words: list[str], parts: list[str]) 
     regex = "".join({"*": r"\.[^.]+", "#": r"(\.[^.]+)*"}.get(p, r"\." + p) for p in parts)
     expected = re.fullmatch(regex, "." + ".".join(words)) is not None
     assert topic_matches(".".join(parts), ".".join(words)) is expected
+
+
+@pytest.mark.parametrize(("template", "why"), [
+    ("", "the key is empty"),
+    (":shared", "the key is empty"),
+    ("project:{project_id", "expected '}'"),
+    ("project:{0}", "must name one of the job's args"),
+    ("project:{a.b}", "must name one of the job's args"),
+])
+def test_lock_templates_are_checked_when_declared(template: str, why: str) -> None:
+    from taskyard.core.locks import check_template
+
+    with pytest.raises(LockTemplateError, match=why):
+        check_template(template)
+    assert check_template("project:{project_id}:shared") == ["project_id"]

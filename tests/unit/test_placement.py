@@ -96,14 +96,21 @@ def test_placed_jobs_never_hold_conflicting_locks(workers, jobs):
 @settings(max_examples=300)
 @given(workers_st, jobs_st)
 def test_a_younger_job_never_overtakes_an_older_conflicting_one(workers, jobs):
-    placed, _ = _run(workers, jobs)
-    placed_ids = {p.job_id for p in placed}
-    for i, older in enumerate(jobs):
-        if older.id in placed_ids:
-            continue
-        for younger in jobs[i + 1 :]:
-            if younger.id in placed_ids:
-                assert not any(a.conflicts(b) for a in older.locks for b in younger.locks)
+    """Chronological fairness: a job left behind while its pools had an open worker
+    holds back every younger job it conflicts with. (One whose pools have no open
+    worker at all does not: it could hold them back for ever.)"""
+    planner = Planner.from_snapshot(workers, [])
+    waiting: list[Candidate] = []
+    for job in jobs:
+        if planner.exhausted():
+            break
+        had_room = planner.has_room(job.pools)
+        decision = planner.offer(job)
+        if isinstance(decision, Placement):
+            for older in waiting:
+                assert not any(a.conflicts(b) for a in older.locks for b in job.locks)
+        elif had_room:
+            waiting.append(job)
 
 
 @settings(max_examples=300)
@@ -137,7 +144,7 @@ def test_an_unblocked_job_is_placed_whenever_a_worker_can_take_it(workers, jobs)
             continue
         if decision.reason in (SkipReason.NO_CAPACITY, SkipReason.NO_WORKER):
             for w in workers:
-                if set(w.pools) & set(job.pools):
+                if w.capacity > 0 and set(w.pools) & set(job.pools):
                     assert not planner.idle(w.id)
                     assert planner.remaining(w.id) < job.cost
 
@@ -191,3 +198,75 @@ def test_shared_locks_coexist_and_exclusive_waits_in_creation_order():
         3: SkipReason.LOCK_HELD,
         4: SkipReason.LOCK_WANTED_AHEAD,
     }
+
+
+active_st = st.lists(
+    st.tuples(st.integers(0, 4), st.integers(0, 3), claims_st, st.sampled_from(["t1", "t2"])),
+    max_size=8,
+)
+prefetch_st = st.lists(st.integers(0, 4), min_size=5, max_size=5)
+
+
+def _snapshot(workers, rows, prefetch):
+    """Workers with a prefetch window, and active jobs on them, their locks compatible
+    (as the database guarantees: they were placed by earlier cycles)."""
+    workers = [WorkerSlot(w.id, w.name, w.pools, w.capacity, prefetch[w.id]) for w in workers]
+    active: list[ActiveJob] = []
+    held: list[LockClaim] = []
+    for n, (slot, cost, claims, typ) in enumerate(rows):
+        if not workers or any(a.conflicts(b) for a in claims for b in held):
+            continue
+        held.extend(claims)
+        active.append(ActiveJob(1000 + n, typ, workers[slot % len(workers)].id, cost, claims))
+    return workers, active
+
+
+@settings(max_examples=300)
+@given(workers_st, jobs_st, active_st, prefetch_st)
+def test_with_work_already_placed_budgets_and_locks_still_hold(workers, jobs, rows, prefetch):
+    """Active jobs and prefetch windows: a worker never gets more than its capacity plus
+    its window (unless it was idle and takes one job), a drained worker (capacity 0)
+    gets nothing, and no placed job conflicts with a held lock or another placed one."""
+    workers, active = _snapshot(workers, rows, prefetch)
+    placed, _ = place(workers, active, jobs)
+    cost = {j.id: j.cost for j in jobs}
+    before: Counter[int] = Counter()
+    for a in active:
+        before[a.worker_id] += a.cost
+    busy_before = {a.worker_id for a in active}
+    added: Counter[int] = Counter()
+    count: Counter[int] = Counter()
+    for p in placed:
+        added[p.worker_id] += cost[p.job_id]
+        count[p.worker_id] += 1
+    for w in workers:
+        if w.capacity == 0:
+            assert count[w.id] == 0
+        elif count[w.id] and before[w.id] + added[w.id] > w.capacity + w.prefetch:
+            assert w.id not in busy_before and count[w.id] == 1
+    by_id = {j.id: j for j in jobs}
+    claims = [c for a in active for c in a.locks] + [
+        c for p in placed for c in by_id[p.job_id].locks]
+    for i, a in enumerate(claims):
+        for b in claims[i + 1:]:
+            assert not a.conflicts(b)
+
+
+@settings(max_examples=200)
+@given(workers_st, jobs_st)
+def test_no_job_starves_over_cycles(workers, jobs):
+    """Cycle after cycle (each one's jobs finishing before the next), every job that some
+    open worker serves is placed: no job waits for ever, whatever is ahead of it (the
+    order itself is the single-cycle properties' business)."""
+    pending = list(jobs)
+    placed_at: dict[int, int] = {}
+    for cycle in range(len(jobs) + 1):
+        if not pending:
+            break
+        placed, _ = place(workers, [], pending)
+        for p in placed:
+            placed_at[p.job_id] = cycle
+        pending = [j for j in pending if j.id not in placed_at]
+    for job in jobs:
+        servable = any(w.capacity > 0 and set(w.pools) & set(job.pools) for w in workers)
+        assert (job.id in placed_at) == servable, job

@@ -60,8 +60,9 @@ def decode_claim(text: str) -> LockClaim:
 _FORMATTER = string.Formatter()
 
 
-def render_claim(template: str, args: Mapping[str, object]) -> LockClaim:
-    """Fill ``{arg}`` placeholders of a lock template from the job's args."""
+def check_template(template: str) -> list[str]:
+    """The ``{arg}`` names a lock template uses, or LockTemplateError if it cannot be
+    rendered (an empty key, an unbalanced brace, a field that is not a plain name)."""
     claim = decode_claim(template)
     if not claim.key:
         raise LockTemplateError(f"lock {template!r}: the key is empty")
@@ -69,6 +70,17 @@ def render_claim(template: str, args: Mapping[str, object]) -> LockClaim:
         fields = [f for _, f, _, _ in _FORMATTER.parse(claim.key) if f is not None]
     except ValueError as exc:
         raise LockTemplateError(f"lock {template!r}: {exc}") from None
+    for name in fields:
+        if not name.isidentifier():
+            raise LockTemplateError(
+                f"lock {template!r}: {{{name}}} must name one of the job's args")
+    return fields
+
+
+def render_claim(template: str, args: Mapping[str, object]) -> LockClaim:
+    """Fill ``{arg}`` placeholders of a lock template from the job's args."""
+    claim = decode_claim(template)
+    fields = check_template(template)
     missing = [f for f in fields if f not in args]
     if missing:
         raise LockTemplateError(

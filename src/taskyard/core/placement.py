@@ -148,24 +148,31 @@ class Planner:
     def idle(self, worker_id: int) -> bool:
         return self._jobs_on[worker_id] == 0
 
+    def open(self, worker_id: int) -> bool:
+        """Could the worker take a job now? A worker of capacity 0 takes none (it is
+        drained); another one takes a job when idle or with room left."""
+        worker = self.workers[worker_id]
+        return worker.capacity > 0 and (self.idle(worker_id) or self.room(worker_id) > 0)
+
     def has_room(self, pools: Iterable[str]) -> bool:
         """Could a job of these pools be placed at all: a worker serving one of them is
-        idle or has room left? (Its cost may still not fit.)"""
-        return any(self.idle(w.id) or self.room(w.id) > 0
-                   for pool in pools for w in self._by_pool.get(pool, ()))
+        open (idle or with room)? Its cost may still not fit."""
+        return any(self.open(w.id) for pool in pools for w in self._by_pool.get(pool, ()))
 
     def exhausted(self) -> bool:
         """True when no worker can take any job: stop reading candidates."""
-        return all(not self.idle(w) and self.room(w) <= 0 for w in self.workers)
+        return not any(self.open(w) for w in self.workers)
 
     def offer(self, job: Candidate) -> Placement | Skip:
         """Place ``job`` or say why not. Candidates must come in placement order."""
         decision = self._decide(job)
         if isinstance(decision, Placement):
             self._occupy(job.id, job.type, decision.worker_id, job.cost, job.locks)
-        else:
+        elif self.has_room(job.pools):
             # A job left behind still wants its locks: younger conflicting jobs
-            # must wait behind it (chronological fairness).
+            # must wait behind it (chronological fairness). Not one whose pools have no
+            # open worker at all: it could hold the others back for ever, and the cycle
+            # does not even read it (see CycleTx.ordered_candidates).
             for claim in job.locks:
                 self._ahead.setdefault(claim.key, []).append((claim, job.id))
         return decision
@@ -199,6 +206,8 @@ class Planner:
         best_fit: WorkerSlot | None = None
         best_queue: WorkerSlot | None = None
         for worker in members:
+            if worker.capacity <= 0:
+                continue  # drained: takes no job, not even the one an idle worker may
             left = self.remaining(worker.id)
             if self.idle(worker.id):
                 if best_idle is None or _better(left, worker, self.remaining(best_idle.id),
