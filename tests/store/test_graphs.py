@@ -305,3 +305,27 @@ def test_a_canceled_job_blocks_its_graph_even_with_an_always_edge(store_g: Store
     # graph is blocked, not finished: a canceled job is never a handled failure.
     assert states(store_g, gid) == {"work": "canceled", "cleanup": "dependency_failed"}
     assert store_g.get_graph(gid).state == "blocked"
+
+
+def test_graph_tasks_launch_their_prerequisites(store: Store) -> None:
+    from taskyard.store.records import Prerequisite
+
+    store.put_task_type(TaskTypeSpec("update", "shell:true"))
+    store.put_task_type(TaskTypeSpec("play", "shell:true",
+                                     prerequisites=(Prerequisite("update", {"p": "{p}"}, 60),)))
+    ok = store.submit_graph({"tasks": {"a": {"type": "play", "args": {"p": 1}},
+                                       "b": {"type": "play", "args": {"p": 1},
+                                             "requires": ["a"]}}})
+    updates = store.list_jobs(type="update")
+    assert len(updates) == 1 and updates[0].launch_type == "dependent"  # one, shared
+    assert states(store, ok) == {"a": "waiting", "b": "waiting"}
+    order = [(j.type, j.label) for j in drive(store)]
+    assert order == [("update", None), ("play", "a"), ("play", "b")]
+    assert store.get_graph(ok).state == "finished"
+    # A failed prerequisite fails the task (seed 000: a dependent job failing fails all).
+    store.put_task_type(TaskTypeSpec("play2", "shell:true",
+                                     prerequisites=(Prerequisite("update", {"p": "{p}"}, 0),)))
+    bad = store.submit_graph({"tasks": {"c": {"type": "play2", "args": {"p": 2}}}})
+    drive(store, lambda job: ("failed", None) if job.type == "update" else ("succeeded", 1))
+    assert states(store, bad) == {"c": "dependency_failed"}
+    assert store.get_graph(bad).state == "blocked"

@@ -370,3 +370,21 @@ def test_a_zone_gone_from_the_host_pauses_the_schedule_and_says_why(typed: Store
     assert rec is not None and (rec.paused, rec.last_outcome) == (True, "paused: cron error")
     (event,) = typed.list_events(topic="schedule-error")
     assert "Gone/Zone" in event.payload["reason"]
+
+
+def test_scheduled_jobs_launch_their_prerequisites(typed: Store) -> None:
+    from taskyard.store.records import Prerequisite
+
+    typed.put_task_type(TaskTypeSpec("report", "shell:true",
+                                     prerequisites=(Prerequisite("sync", {}, 0),)))
+    typed.add_schedule("nightly", "report", every=10, now=T0)
+    (job_id,) = typed.run_due_schedules(now=T0)
+    job = typed.get_job(job_id)
+    assert job is not None and job.state == "waiting"
+    (update,) = typed.list_jobs(type="sync")
+    assert update.launch_type == "dependent"
+    pending = [e.payload["job_id"] for e in typed.list_events(topic="job-pending")]
+    assert update.id in pending and job_id not in pending  # it waits: not pending yet
+    assert run_one(typed) == update.id
+    job = typed.get_job(job_id)
+    assert job is not None and job.state == "pending"

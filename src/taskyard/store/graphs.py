@@ -120,6 +120,7 @@ class GraphStore(JobStore):
         specs = self._specs_for(conn, {n.type for n in spec.tasks.values()})
         labels = list(spec.tasks)
         rows = []
+        subs: list[JobSubmission] = []
         for index, label in enumerate(labels):
             node = spec.tasks[label]
             sub = JobSubmission(
@@ -137,7 +138,14 @@ class GraphStore(JobStore):
                 definition_hash=definition_hash(node),
             )
             rows.append(row)
-        ids = self._insert_jobs(conn, rows)
+            subs.append(sub)
+        # Update on launch applies to graph tasks too: a prerequisite is one more
+        # parent of the task (outside the graph), spawned or reused as for a submit.
+        plan = self._plan_prerequisites(conn, subs, specs)
+        if plan.spawn or plan.waits:
+            ids = self._insert_with_prerequisites(conn, rows, plan, specs)
+        else:
+            ids = self._insert_jobs(conn, rows)
         id_of = dict(zip(labels, ids, strict=True))
         id_of.update({label: pair[0] for label, pair in existing.items()})
         # $subs needs every id, known only now: rewrite the args that use it.

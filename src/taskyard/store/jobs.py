@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
 
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
@@ -188,13 +188,42 @@ class JobStore(ResolutionMixin, PrereqMixin):
             for index in waiters:
                 waits.setdefault(index, []).append(prereq_id)
         for index, ids in waits.items():
-            rows[index].update(state=JobState.WAITING, unmet_deps=len(ids))
+            # Added to what the row waits for already (a graph task's own parents).
+            rows[index].update(state=JobState.WAITING,
+                               unmet_deps=rows[index]["unmet_deps"] + len(ids))
         job_ids = self._insert_jobs(conn, rows)
         conn.execute(insert(t.dependencies), [
             {"job_id": job_ids[index], "requires_id": prereq, "condition": "success"}
             for index, ids in waits.items() for prereq in ids
         ])
         return job_ids
+
+    def _wait_on_prerequisites(
+        self, conn: Connection, jobs: Sequence[tuple[int, JobSubmission]],
+        specs: dict[str, TaskTypeSpec],
+    ) -> set[int]:
+        """Update on launch for jobs just inserted pending (a schedule's tick jobs): spawn
+        or reuse their prerequisites and make them wait; returns the ids now waiting."""
+        plan = self._plan_prerequisites(conn, [sub for _, sub in jobs], specs)
+        if not plan.spawn and not plan.waits:
+            return set()
+        missing = {s.type for s in plan.spawn} - set(specs)
+        specs = {**specs, **self._specs_for(conn, missing)} if missing else specs
+        prereq_ids = self._insert_jobs(
+            conn, [job_row(s, specs[s.type], i) for i, s in enumerate(plan.spawn)])
+        waits = {index: list(ids) for index, ids in plan.waits.items()}
+        for prereq_id, waiters in zip(prereq_ids, plan.spawn_waiters, strict=True):
+            for index in waiters:
+                waits.setdefault(index, []).append(prereq_id)
+        conn.execute(
+            update(_J).where(_J.c.id == bindparam("jid"), _J.c.state == JobState.PENDING)
+            .values(state=JobState.WAITING, unmet_deps=_J.c.unmet_deps + bindparam("n")),
+            [{"jid": jobs[index][0], "n": len(ids)} for index, ids in waits.items()])
+        conn.execute(insert(t.dependencies), [
+            {"job_id": jobs[index][0], "requires_id": prereq, "condition": "success"}
+            for index, ids in waits.items() for prereq in ids
+        ])
+        return {jobs[index][0] for index in waits}
 
     def _specs_for(self, conn: Connection, names: set[str]) -> dict[str, TaskTypeSpec]:
         return specs_by_name(conn, names)

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select, update
 
 from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
 from taskyard.core.retry import RetryPolicy
-from taskyard.core.states import TERMINAL, JobState
+from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import StoreBase, job_key, routing_key
 from taskyard.store.raw import Raw
@@ -186,11 +186,27 @@ class ResolutionMixin(StoreBase):
                 continue
             unhandled = [e.job_id for e in items if e.job_id in set(failed)
                          and not failure_is_handled(e.state, handlers[e.job_id])]
+            unhandled += self._failed_from_outside(conn, graph_id, items)
             if unhandled:
                 self._set_graph_state(conn, graph_id, "blocked", row.routing,
                                       {"failed_job_ids": unhandled})
             elif row.jobs_done >= row.jobs_total:
                 self._set_graph_state(conn, graph_id, "finished", row.routing, {})
+
+    def _failed_from_outside(self, conn: Connection, graph_id: int,
+                             items: Sequence[Ended]) -> list[int]:
+        """Jobs of the graph that ended dependency_failed because of a job outside it (a
+        prerequisite): no edge of the graph handles that failure, so it blocks it."""
+        ids = [e.job_id for e in items if e.state is JobState.DEPENDENCY_FAILED]
+        if not ids:
+            return []
+        parent = _J.alias("parent")
+        rows = conn.execute(
+            select(_D.c.job_id).select_from(_D.join(parent, parent.c.id == _D.c.requires_id))
+            .where(_D.c.job_id.in_(ids), parent.c.state.in_(sorted(FAILURES)),
+                   parent.c.graph_id.is_distinct_from(graph_id))
+        ).scalars()
+        return sorted(set(rows))
 
     def _set_graph_state(
         self, conn: Connection, graph_id: int, state: str, routing: str, extra: dict[str, object]

@@ -36,9 +36,9 @@ from taskyard.core.states import TERMINAL, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import routing_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
-from taskyard.store.jobs import job_row
+from taskyard.store.jobs import JobStore, job_row
 from taskyard.store.records import JSON, JobSubmission, TaskTypeSpec, dumps, loads
-from taskyard.store.resolution import Ended, ResolutionMixin, chunks
+from taskyard.store.resolution import Ended, chunks
 from taskyard.store.schedule_defs import (
     ScheduleDef,
     ScheduleRecord,
@@ -72,7 +72,7 @@ def _submission(d: ScheduleDef | Any, spec: TaskTypeSpec, tick: float) -> JobSub
                          schedule_name=name, dedup_key=tick_key(name, tick))
 
 
-class ScheduleStore(ResolutionMixin):
+class ScheduleStore(JobStore):
     """Schedules' definitions, their due step (in the cycle) and their outcomes."""
 
     def _clock(self, conn: Connection, now: float | None) -> float:
@@ -251,13 +251,20 @@ class ScheduleStore(ResolutionMixin):
             ins.values(created_at=self._now)
             .on_conflict_do_nothing(index_elements=["dedup_key"],
                                     index_where=_J.c.dedup_key.is_not(None))
-            .returning(_J.c.id, _J.c.schedule_name, _J.c.type),
+            .returning(_J.c.id, _J.c.schedule_name, _J.c.type, _J.c.dedup_key),
             tick_rows,
         ).all()
         if not inserted:
             return []
+        # Update on launch applies to scheduled jobs too: they may wait on prerequisites.
+        by_key = {row["dedup_key"]: row for row in tick_rows}
+        waiting = self._wait_on_prerequisites(conn, [
+            (job_id, JobSubmission(type_name, loads(by_key[key]["args"]),
+                                   by_key[key]["priority"], launch_type="schedule"))
+            for job_id, _, type_name, key in inserted if specs[type_name].prerequisites
+        ], specs)
         last: dict[str, int] = {}
-        for job_id, name, _ in inserted:
+        for job_id, name, _, _ in inserted:
             last[name] = max(last.get(name, 0), job_id)
         conn.execute(
             update(_S).where(_S.c.name == bindparam("s_name")).values(
@@ -267,7 +274,7 @@ class ScheduleStore(ResolutionMixin):
         self._events(conn, (
             ("job-pending", routing_key(None, "", ""),
              {"job_id": job_id, "type": type_name, "schedule": name}, job_id, None)
-            for job_id, name, type_name in sorted(inserted)
+            for job_id, name, type_name, _ in sorted(inserted) if job_id not in waiting
         ))
         return sorted(int(r[0]) for r in inserted)
 
