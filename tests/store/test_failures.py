@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from driver import SHORT_LEASE, wait_out_lease
 
 from taskyard.core.recurrence import effective_priority
 from taskyard.scheduler.cycle import schedule
@@ -24,10 +25,10 @@ def _cycle(store: Store, **options: float) -> list[int]:
 def test_a_lapsed_lease_fences_the_worker_before_it_is_expelled(store: Store) -> None:
     store.put_task_type(TaskTypeSpec("t", "shell:true"))
     a, b = store.submit_jobs([JobSubmission("t"), JobSubmission("t")])
-    worker = store.register_worker("w", ["default"], 2, lease_seconds=0.3)
+    worker = store.register_worker("w", ["default"], 2, lease_seconds=SHORT_LEASE)
     assert sorted(_cycle(store)) == [a, b]
     assert [j.job_id for j in store.claim_dispatched(worker.id, 1)] == [a]
-    time.sleep(0.4)
+    wait_out_lease(store, worker.id)
     # Not yet expelled (no cycle ran), but the lease ran out on the database clock:
     # nothing the worker says is accepted, and nothing changes.
     assert store.complete_attempts(worker.id, [Outcome(a, 1, "succeeded", 0)]) == [False]
