@@ -3,14 +3,20 @@ elsewhere, and when it wakes its late completion is refused and it stops its chi
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from conftest import Cluster
+from taskyard.store.cycle_lock import write_lock_path_for
 
 
 def _worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:
@@ -20,6 +26,25 @@ def _worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:
          "--capacity", "1", "--lease", "2"],
         env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
     )
+
+
+@contextlib.contextmanager
+def _no_writer(url: str) -> Iterator[None]:
+    """SQLite: hold the write lock, so that no other process is inside a write
+    transaction meanwhile. A worker frozen inside one would hold the lock and stop every
+    writer (the scheduler included) until it is thawed."""
+    parsed = make_url(url)
+    path = write_lock_path_for(parsed.database) if parsed.get_backend_name() == "sqlite" \
+        else None
+    if path is None:
+        yield
+        return
+    with open(path, "ab") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(holder.fileno(), fcntl.LOCK_UN)
 
 
 def test_a_frozen_worker_is_fenced_off(cluster: Cluster, tmp_path: Path) -> None:
@@ -38,7 +63,8 @@ def test_a_frozen_worker_is_fenced_off(cluster: Cluster, tmp_path: Path) -> None
             assert time.monotonic() < deadline, "the handler never started"
             time.sleep(0.05)
         assert yard.get_job(job_id).worker == "frozen"
-        frozen.send_signal(signal.SIGSTOP)  # the worker and its heartbeat stop; the child runs on
+        with _no_writer(cluster.url):
+            frozen.send_signal(signal.SIGSTOP)  # it and its heartbeat stop; the child runs on
         rescuer = _worker(cluster.url, "rescuer", tmp_path / "rescuer.log")
         try:
             job = yard.wait(job_id, 60)

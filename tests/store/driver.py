@@ -6,6 +6,7 @@ real scheduling cycle, deciding each attempt's outcome with a function.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,3 +41,18 @@ def drive(store: Store, decide: Decide = succeed, *, capacity: int = 4, rounds: 
                                     0 if state == "succeeded" else 1, result))
         store.complete_attempts(worker_id, outcomes)
     raise AssertionError("jobs kept coming after many rounds")
+
+
+SHORT_LEASE = 2.0
+"""A lease that runs out within a test, yet leaves a loaded machine time to claim and
+report within it (a few tenths of a second did not)."""
+
+
+def wait_out_lease(store: Store, worker_id: int) -> None:
+    """Wait until the worker's lease has run out on the database's clock."""
+    expires = next(w for w in store.list_workers(include_gone=True)
+                   if w.id == worker_id).lease_expires_at
+    deadline = time.monotonic() + 30
+    while store.now() <= expires:
+        assert time.monotonic() < deadline, "the lease never ran out"
+        time.sleep(0.05)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from driver import SHORT_LEASE, wait_out_lease
 
 from taskyard.core.recurrence import effective_priority
 from taskyard.scheduler.cycle import schedule
@@ -24,10 +25,10 @@ def _cycle(store: Store, **options: float) -> list[int]:
 def test_a_lapsed_lease_fences_the_worker_before_it_is_expelled(store: Store) -> None:
     store.put_task_type(TaskTypeSpec("t", "shell:true"))
     a, b = store.submit_jobs([JobSubmission("t"), JobSubmission("t")])
-    worker = store.register_worker("w", ["default"], 2, lease_seconds=0.3)
+    worker = store.register_worker("w", ["default"], 2, lease_seconds=SHORT_LEASE)
     assert sorted(_cycle(store)) == [a, b]
     assert [j.job_id for j in store.claim_dispatched(worker.id, 1)] == [a]
-    time.sleep(0.4)
+    wait_out_lease(store, worker.id)
     # Not yet expelled (no cycle ran), but the lease ran out on the database clock:
     # nothing the worker says is accepted, and nothing changes.
     assert store.complete_attempts(worker.id, [Outcome(a, 1, "succeeded", 0)]) == [False]
@@ -92,26 +93,29 @@ def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> No
 
 
 def test_aging_raises_waiting_jobs_by_full_periods(store: Store) -> None:
+    # A period of a second: the fresh job below must still be within its first period
+    # when aging runs, on a loaded machine too (half a second was not always enough).
+    period = 1.0
     store.put_task_type(TaskTypeSpec("t", "shell:true"))
     old = store.submit_jobs([JobSubmission("t", priority=p) for p in (0, 5)])
-    assert store.age_pending(0.5) == 0  # not a full period yet: nothing changes
-    time.sleep(1.1)
+    assert store.age_pending(period) == 0  # not a full period yet: nothing changes
+    time.sleep(2.1 * period)
     fresh = store.submit_jobs([JobSubmission("t", priority=1)])
     created = {j: store.get_job(j).created_at for j in old + fresh}  # type: ignore[union-attr]
     now = store.now()
-    assert store.age_pending(0.5) == 2
+    assert store.age_pending(period) == 2
     for job_id, base in zip(old + fresh, (0, 5, 1), strict=True):
         job = store.get_job(job_id)
         assert job is not None
-        expected = effective_priority(base, now - created[job_id], 0.5 / 60)
+        expected = effective_priority(base, now - created[job_id], period / 60)
         # The database clock moved on a little between `now` and the update.
         assert expected <= job.priority <= expected + 1, (job_id, job.priority)
     assert store.get_job(fresh[0]).priority == 1  # type: ignore[union-attr]
     # Aging starts from the submitted priority each time: never compounds.
-    time.sleep(0.6)
-    store.age_pending(0.5)
+    time.sleep(1.1 * period)
+    store.age_pending(period)
     waited = store.now() - created[old[0]]
-    assert store.get_job(old[0]).priority <= int(waited / 0.5)  # type: ignore[union-attr]
+    assert store.get_job(old[0]).priority <= int(waited / period)  # type: ignore[union-attr]
     # The aged job now beats a fresh job of higher submitted priority.
     store.register_worker("w", ["default"], 1, lease_seconds=30)
     assert _cycle(store) == [old[1]]

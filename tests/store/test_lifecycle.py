@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from driver import SHORT_LEASE, wait_out_lease
 from sqlalchemy import func, select
 
 from taskyard.scheduler.cycle import schedule
@@ -146,10 +145,10 @@ def test_bad_input_is_rejected_and_writes_nothing(echo: Store) -> None:
 def test_expired_lease_suspends_and_requeues_with_next_attempt(echo: Store) -> None:
     store = echo
     (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1})])
-    dead = store.register_worker("dead", ["default"], 1, lease_seconds=0.2)
+    dead = store.register_worker("dead", ["default"], 1, lease_seconds=SHORT_LEASE)
     schedule(store)
-    store.claim_dispatched(dead.id, 1)
-    time.sleep(0.3)
+    assert store.claim_dispatched(dead.id, 1)
+    wait_out_lease(store, dead.id)
     store.register_worker("alive", ["default"], 1, lease_seconds=30)
     report = schedule(store)
     assert report is not None and report.expelled == [dead.id]

@@ -7,10 +7,9 @@ worker loss and graceful stop; the log must be a subset of JOB_TRANSITIONS.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from driver import drive
+from driver import SHORT_LEASE, drive, wait_out_lease
 from sqlalchemy import text
 
 from taskyard.core.states import JOB_TRANSITIONS, JobState
@@ -71,15 +70,11 @@ def _workload(store: Store) -> None:
     store.retry_job(failed)
     # worker loss and graceful stop
     store.stop_worker(w.id)
-    # A lease long enough for the claim to happen within it on a loaded machine, then
-    # wait (on the database's clock) until it has run out.
-    lost = store.register_worker("lost", ["default"], 2, lease_seconds=2.0)
+    lost = store.register_worker("lost", ["default"], 2, lease_seconds=SHORT_LEASE)
     store.submit_jobs([JobSubmission("step"), JobSubmission("step")])
     schedule(store)
     assert store.claim_dispatched(lost.id, 1)
-    expires = next(w for w in store.list_workers() if w.id == lost.id).lease_expires_at
-    while store.now() <= expires:
-        time.sleep(0.05)
+    wait_out_lease(store, lost.id)
     schedule(store)
     drive(store)
 
