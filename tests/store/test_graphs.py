@@ -329,3 +329,48 @@ def test_graph_tasks_launch_their_prerequisites(store: Store) -> None:
     drive(store, lambda job: ("failed", None) if job.type == "update" else ("succeeded", 1))
     assert states(store, bad) == {"c": "dependency_failed"}
     assert store.get_graph(bad).state == "blocked"
+
+
+def test_retrying_a_failed_job_reopens_its_dependents_and_its_graph(store_g: Store) -> None:
+    from taskyard.store.errors import Conflict
+
+    gid = store_g.submit_graph({"tasks": {
+        "build": {"type": "step"},
+        "test": {"type": "step", "requires": ["build"]},
+        "ship": {"type": "step", "requires": ["test"]},
+        "rollback": {"type": "step", "requires": [{"label": "build", "on": "failure"}]},
+    }})
+    drive(store_g, fail_labels("build"))
+    assert states(store_g, gid) == {"build": "failed", "test": "dependency_failed",
+                                    "ship": "dependency_failed", "rollback": "succeeded"}
+    graph = store_g.get_graph(gid)
+    assert graph.state == "finished"  # the failure was handled by the rollback edge
+    ids = {j.label: j.id for j in graph.jobs}
+    with pytest.raises(Conflict, match=f"job\\(s\\) {ids['build']}"):
+        store_g.retry_job(ids["test"])  # retry the cause, not the consequence
+    assert store_g.retry_job(ids["build"]).state == "pending"
+    assert states(store_g, gid) == {"build": "pending", "test": "waiting", "ship": "waiting",
+                                    "rollback": "succeeded"}
+    graph = store_g.get_graph(gid)
+    assert (graph.state, graph.jobs_done) == ("running", 1)
+    drive(store_g)
+    assert states(store_g, gid) == {"build": "succeeded", "test": "succeeded",
+                                    "ship": "succeeded", "rollback": "succeeded"}
+    graph = store_g.get_graph(gid)
+    assert (graph.state, graph.jobs_done, graph.jobs_total) == ("finished", 4, 4)
+
+
+def test_retry_unblocks_a_graph_only_when_nothing_else_blocks_it(store_g: Store) -> None:
+    gid = store_g.submit_graph({"tasks": {"a": {"type": "step"}, "b": {"type": "step"},
+                                          "c": {"type": "step", "requires": ["a", "b"]}}})
+    drive(store_g, fail_labels("a", "b"))
+    assert store_g.get_graph(gid).state == "blocked"
+    ids = {j.label: j.id for j in store_g.get_graph(gid).jobs}
+    store_g.retry_job(ids["a"])
+    assert store_g.get_graph(gid).state == "blocked"  # b still failed, unhandled
+    assert states(store_g, gid)["c"] == "dependency_failed"  # b's edge still fails
+    store_g.retry_job(ids["b"])
+    assert store_g.get_graph(gid).state == "running"
+    assert states(store_g, gid)["c"] == "waiting"
+    drive(store_g)
+    assert store_g.get_graph(gid).state == "finished"

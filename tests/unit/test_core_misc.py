@@ -21,8 +21,10 @@ def test_every_state_has_a_transition_row_and_success_is_final():
     assert not can_transition(JobState.PENDING, JobState.SUCCEEDED)
     # Only the worker's claim starts a job; nothing jumps from waiting to running.
     assert not can_transition(JobState.WAITING, JobState.RUNNING)
+    # A job that ended only comes back through `job retry` (pending, or waiting for
+    # parents that run again): never straight to a worker.
     for state in TERMINAL:
-        assert JOB_TRANSITIONS[state] <= {JobState.PENDING}
+        assert JOB_TRANSITIONS[state] <= {JobState.PENDING, JobState.WAITING}
 
 
 @pytest.mark.parametrize(

@@ -81,3 +81,20 @@ def failure_is_handled(state: JobState, conditions: set[str]) -> bool:
     if state is JobState.CANCELED:
         return False
     return bool(conditions & {"failure", "always"})
+
+
+def reopened(convergence: str,
+             outcomes: list[EdgeOutcome | None]) -> tuple[JobState, int, int] | None:
+    """A job that ended dependency_failed or skipped, once a parent is retried: its new
+    state and counters (unmet edges, failed edges), or None when it must stay as it is
+    (another edge still cannot hold). ``outcomes``: per parent edge, its outcome, or
+    None for an edge whose parent runs again (or has not ended)."""
+    unresolved = sum(1 for o in outcomes if o is None)
+    fails = sum(1 for o in outcomes if o is EdgeOutcome.FAIL)
+    if convergence == "any":
+        if any(o is EdgeOutcome.HOLDS for o in outcomes):
+            return JobState.PENDING, 0, fails
+        return (JobState.WAITING, unresolved, fails) if unresolved else None
+    if fails or any(o is EdgeOutcome.SKIP for o in outcomes):
+        return None
+    return (JobState.WAITING, unresolved, 0) if unresolved else (JobState.PENDING, 0, 0)

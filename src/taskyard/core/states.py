@@ -80,12 +80,14 @@ JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
         {_S.SUCCEEDED, _S.FAILED, _S.ERROR, _S.CANCELED, _S.SUSPENDED, _S.PENDING}
     ),
     _S.SUSPENDED: frozenset({_S.PENDING, _S.ERROR, _S.CANCELED}),
-    # Manual `job retry` brings a finished failure back; success is final.
-    _S.FAILED: frozenset({_S.PENDING}),
-    _S.ERROR: frozenset({_S.PENDING}),
-    _S.CANCELED: frozenset({_S.PENDING}),
-    _S.DEPENDENCY_FAILED: frozenset({_S.PENDING}),
-    _S.SKIPPED: frozenset(),
+    # Manual `job retry` brings a finished failure back (waiting when some of its parents
+    # have not ended), and reopens the dependents that its failure ended or skipped.
+    # Success is final.
+    _S.FAILED: frozenset({_S.PENDING, _S.WAITING}),
+    _S.ERROR: frozenset({_S.PENDING, _S.WAITING}),
+    _S.CANCELED: frozenset({_S.PENDING, _S.WAITING}),
+    _S.DEPENDENCY_FAILED: frozenset({_S.PENDING, _S.WAITING}),
+    _S.SKIPPED: frozenset({_S.PENDING, _S.WAITING}),
     _S.SUCCEEDED: frozenset(),
 }
 

@@ -14,10 +14,11 @@ from taskyard.store.explain import ExplainMixin
 from taskyard.store.graphs import GraphStore
 from taskyard.store.listen import Listener, open_listener
 from taskyard.store.retention import RetentionMixin
+from taskyard.store.retry import RetryMixin
 from taskyard.store.schedules import ScheduleStore  # recurring:
 
 
-class Store(RetentionMixin, ScheduleStore, ExplainMixin,  # recurring: ScheduleStore
+class Store(RetentionMixin, RetryMixin, ScheduleStore, ExplainMixin,  # recurring: ScheduleStore
             ExecutionMixin, CycleStore, GraphStore, EventStore, AgingMixin):
     """All persistence operations, on SQLite or PostgreSQL."""
 

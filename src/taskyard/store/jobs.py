@@ -10,7 +10,7 @@ from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
 
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
-from taskyard.core.states import ACTIVE, FAILURES, TERMINAL, AttemptState, JobState
+from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
@@ -373,34 +373,6 @@ class JobStore(ResolutionMixin, PrereqMixin):
                   {"job_id": job_id, "reason": "canceled"}, job_id, graph_id)],
             )
             self._notify(conn, ["scheduler", *([f"worker.{worker_id}"] if worker_id else [])])
-        record = self.get_job(job_id)
-        assert record is not None
-        return record
-
-    def retry_job(self, job_id: int) -> JobRecord:
-        """Run a finished failure again (one more attempt); its dependents wait again."""
-        with self._tx() as conn:
-            row = conn.execute(select(_J.c.state).where(_J.c.id == job_id)).first()
-            if row is None:
-                raise NotFound(f"no job {job_id}")
-            if row[0] not in FAILURES:
-                raise Conflict(f"job {job_id} is {row[0]}; only a failed job can be retried")
-            conn.execute(
-                update(_J)
-                .where(_J.c.id == job_id, _J.c.state == row[0])
-                .values(
-                    state=JobState.PENDING,
-                    retries=_J.c.attempt,
-                    run_after=None,
-                    finished_at=None,
-                    result=None,
-                    exit_code=None,
-                    error=None,
-                    cancel_requested=False,
-                    unmet_deps=0,
-                )
-            )
-            self._notify(conn, ["scheduler"])
         record = self.get_job(job_id)
         assert record is not None
         return record
