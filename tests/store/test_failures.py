@@ -64,6 +64,10 @@ def test_worker_loss_budget_is_separate_from_retries(store: Store, budget: int) 
     assert job is not None and job.state == "error"
     assert "max_worker_losses" in (job.error or "")
     assert [a.state for a in job.attempts] == ["lost"] * (budget + 1)
+    reasons = [e.payload["reason"] for e in store.list_events(job_id=job_id)
+               if e.topic == "job-exception"]
+    assert reasons == ["worker stopped"] * (budget + 1) + [
+        "lost its worker more times than max_worker_losses allows"]
     with pytest.raises(InvalidInput, match="max_worker_losses must be >= 0"):
         store.put_task_type(TaskTypeSpec("bad", "shell:true", max_worker_losses=-1))
 

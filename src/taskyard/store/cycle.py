@@ -116,19 +116,21 @@ class CycleTx:
             "SELECT id FROM jobs WHERE state = 'suspended' LIMIT ?", (limit,))]
         if not ids:
             return 0
-        gone = [
-            Ended(row.id, JobState.ERROR, row.graph_id)
-            for row in self.conn.execute(
-                update(_J)
-                .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED,
-                       _J.c.worker_losses > _J.c.max_worker_losses)
-                .values(state=JobState.ERROR, finished_at=self._now,
-                        error="lost its worker more times than max_worker_losses allows")
-                .returning(_J.c.id, _J.c.graph_id)
-            )
-        ]
-        if gone:
-            self.store._jobs_ended(self.conn, gone)
+        why = "lost its worker more times than max_worker_losses allows"
+        rows = self.conn.execute(
+            update(_J)
+            .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED,
+                   _J.c.worker_losses > _J.c.max_worker_losses)
+            .values(state=JobState.ERROR, finished_at=self._now, error=why)
+            .returning(_J.c.id, _J.c.graph_id, _J.c.routing)
+        ).all()
+        if rows:
+            self.store._events(self.conn, [
+                ("job-exception", job_key(r.graph_id, r.routing),
+                 {"job_id": r.id, "state": "error", "reason": why}, r.id, r.graph_id)
+                for r in rows])
+            self.store._jobs_ended(self.conn, [Ended(r.id, JobState.ERROR, r.graph_id)
+                                               for r in rows])
         return int(
             self.conn.execute(
                 update(_J)

@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase
+from taskyard.store.base import StoreBase, job_key
 from taskyard.store.errors import Conflict, InvalidInput
 from taskyard.store.records import LeaseStatus, WorkerRecord, dumps, loads
 from taskyard.store.task_types import TaskTypeStore
@@ -117,14 +117,18 @@ class WorkerStore(TaskTypeStore, StoreBase):
                 worker_losses=_J.c.worker_losses + case(
                     (_J.c.state == JobState.RUNNING, 1), else_=0),
             )
-            .returning(_J.c.id, _J.c.attempt)
+            .returning(_J.c.id, _J.c.attempt, _J.c.graph_id, _J.c.routing)
         ).all()
-        for job_id, attempt in rows:
+        for job_id, attempt, _, _ in rows:
             conn.execute(
                 update(_A)
                 .where(_A.c.job_id == job_id, _A.c.attempt == attempt, _A.c.state.in_(ACTIVE))
                 .values(state=AttemptState.LOST, finished_at=self._now, error=why)
             )
+        # TaskCluster's task-exception: the attempt ended for a reason not its own.
+        self._events(conn, [("job-exception", job_key(graph_id, routing),
+                             {"job_id": job_id, "attempt": attempt, "reason": why},
+                             job_id, graph_id) for job_id, attempt, graph_id, routing in rows])
         return len(rows)
 
     def list_workers(self, *, include_gone: bool = False) -> list[WorkerRecord]:
