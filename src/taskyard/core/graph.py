@@ -48,6 +48,8 @@ class TaskNode:
     convergence: str = "all"
     locks: tuple[str, ...] = ()
     timeout: float | None = None
+    args_text: str = "{}"
+    """``args`` as stored: checked against the limits and encoded once."""
 
     def definition(self) -> dict[str, Any]:
         """A canonical form, to tell an identical re-added task from a changed one."""
@@ -95,6 +97,8 @@ def parse_graph(
         for edge in node.requires:
             if edge.label not in known:
                 raise GraphError(f"task {node.label!r}: requires unknown label {edge.label!r}")
+        if '"$' not in node.args_text:
+            continue  # no substitution marker anywhere in its args
         for ref in references(node.args):
             if ref not in known:
                 raise GraphError(f"task {node.label!r}: refers to unknown label {ref!r}")
@@ -135,7 +139,7 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
         raise GraphError(f"{where}: 'type' must name a task type")
     args = body.get("args", {}) or {}
     try:
-        encode_args(args, where=where, limits=limits)
+        args_text = encode_args(args, where=where, limits=limits)
     except LimitError as exc:
         raise GraphError(str(exc)) from None
     mode = body.get("requires_mode")
@@ -167,7 +171,7 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
         raise GraphError(f"{where}: timeout must be a positive number of seconds")
     return TaskNode(label, type_, dict(args), requires, reruns, priority,
                     tuple(pools) if pools else None, routing, convergence, tuple(locks),
-                    None if timeout is None else float(timeout))
+                    None if timeout is None else float(timeout), args_text)
 
 
 def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:

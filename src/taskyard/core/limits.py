@@ -27,7 +27,9 @@ def encode_args(args: Any, *, where: str, limits: Limits = DEFAULT_LIMITS) -> st
     """Check ``args`` (an object of JSON values) against the limits and encode it."""
     if not isinstance(args, dict):
         raise LimitError(f"{where}: args must be a JSON object, got {type(args).__name__}")
-    depth = nesting_depth(args)
+    # Flat args (the usual) nest one level: no need to walk them.
+    flat = not any(isinstance(v, dict | list) for v in args.values())
+    depth = 1 if flat else nesting_depth(args)
     if depth > limits.max_nesting:
         raise LimitError(f"{where}: args nest {depth} levels deep (limit {limits.max_nesting})")
     try:

@@ -30,6 +30,7 @@ from taskyard.store.jobs import (
     job_row,
     to_record,
 )
+from taskyard.store.raw import insert_edges
 from taskyard.store.records import GraphRecord, JobRecord, JobSubmission
 from taskyard.store.resolution import Ended, chunks
 
@@ -37,7 +38,12 @@ _J, _D, _G, _A = t.jobs, t.dependencies, t.graphs, t.attempts
 
 
 def definition_hash(node: TaskNode) -> str:
-    text = json.dumps(node.definition(), sort_keys=True, separators=(",", ":"), default=list)
+    """SHA-256 of the task's canonical definition: the JSON of ``definition()`` with
+    sorted keys, its args spliced in as already encoded ("args" sorts first)."""
+    rest = node.definition()
+    del rest["args"]
+    text = '{"args":' + node.args_text + "," + json.dumps(
+        rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -129,6 +135,7 @@ class GraphStore(JobStore):
                 graph_id=graph_id, launch_type="graph",
                 # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
                 routing=f"{spec.routing or '_'}.{node.routing or '_'}",
+                args_text=node.args_text,
             )
             row = job_row(sub, specs[node.type], index, args_checked=True)
             row.update(
@@ -157,12 +164,8 @@ class GraphStore(JobStore):
         if rewrites:
             conn.execute(update(_J).where(_J.c.id == bindparam("jid"))
                          .values(args=bindparam("new_args")), rewrites)
-        edges = [
-            {"job_id": id_of[label], "requires_id": id_of[e.label], "condition": e.on}
-            for label, node in spec.tasks.items() for e in node.requires
-        ]
-        for part in chunks(edges, 5000):
-            conn.execute(insert(_D), list(part))
+        insert_edges(conn, [(id_of[label], id_of[e.label], e.on)
+                            for label, node in spec.tasks.items() for e in node.requires])
         # Edges to tasks that already ended (add-tasks) resolve now.
         done = [Ended(job_id, JobState(state), graph_id)
                 for job_id, state in existing.values() if state in TERMINAL]

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, func, select, update
 
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
@@ -15,7 +15,7 @@ from taskyard.store import schema as t
 from taskyard.store.base import job_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
 from taskyard.store.prereqs import PrereqMixin, PrereqPlan
-from taskyard.store.raw import Raw
+from taskyard.store.raw import Raw, insert_edges, pg_types
 from taskyard.store.records import (
     AttemptRecord,
     JobRecord,
@@ -45,7 +45,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
     """
     where = f"job {index}" if sub.label is None else f"task {sub.label!r}"
     try:
-        args_text = (dumps(sub.args) if args_checked
+        args_text = (sub.args_text or dumps(sub.args) if args_checked
                      else encode_args(sub.args, where=where))
         locks = (_NO_LOCKS if spec.simultaneous and not spec.locks and not sub.locks
                  else dumps([c.encode() for c in render_claims(
@@ -192,10 +192,8 @@ class JobStore(ResolutionMixin, PrereqMixin):
             rows[index].update(state=JobState.WAITING,
                                unmet_deps=rows[index]["unmet_deps"] + len(ids))
         job_ids = self._insert_jobs(conn, rows)
-        conn.execute(insert(t.dependencies), [
-            {"job_id": job_ids[index], "requires_id": prereq, "condition": "success"}
-            for index, ids in waits.items() for prereq in ids
-        ])
+        insert_edges(conn, [(job_ids[index], prereq, "success")
+                            for index, ids in waits.items() for prereq in ids])
         return job_ids
 
     def _wait_on_prerequisites(
@@ -219,10 +217,8 @@ class JobStore(ResolutionMixin, PrereqMixin):
             update(_J).where(_J.c.id == bindparam("jid"), _J.c.state == JobState.PENDING)
             .values(state=JobState.WAITING, unmet_deps=_J.c.unmet_deps + bindparam("n")),
             [{"jid": jobs[index][0], "n": len(ids)} for index, ids in waits.items()])
-        conn.execute(insert(t.dependencies), [
-            {"job_id": jobs[index][0], "requires_id": prereq, "condition": "success"}
-            for index, ids in waits.items() for prereq in ids
-        ])
+        insert_edges(conn, [(jobs[index][0], prereq, "success")
+                            for index, ids in waits.items() for prereq in ids])
         return {jobs[index][0] for index in waits}
 
     def _specs_for(self, conn: Connection, names: set[str]) -> dict[str, TaskTypeSpec]:
@@ -250,31 +246,41 @@ class JobStore(ResolutionMixin, PrereqMixin):
         return ids
 
     def _insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
-        """Insert job rows; their ids in order."""
+        """Insert job rows; their ids in order (the order of creation)."""
+        columns = list(rows[0])
+        raw = Raw(conn)
         if len(rows) == 1:  # one submit: one statement on the driver (the latency path)
-            columns = list(rows[0])
-            row = Raw(conn).first(
+            row = raw.first(
                 f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
                 f"({', '.join('?' for _ in columns)}, {{now}}) RETURNING id",
                 [rows[0][c] for c in columns])
             assert row is not None
             return [int(row[0])]
-        if not self.sqlite:
-            stmt = self._q("jobs.insert", lambda: insert(_J).values(created_at=self._now)
-                           .returning(_J.c.id, sort_by_parameter_order=True))
-            return [int(i) for i in conn.execute(stmt, rows).scalars()]
-        # SQLite runs INSERT ... RETURNING one row per statement. Our write transaction
-        # is exclusive and INTEGER PRIMARY KEY ids are max(id) + 1, so a plain
-        # executemany yields consecutive ids, checked below.
-        before = conn.execute(self._q("jobs.max_id", lambda: select(func.max(_J.c.id))))
-        first = int(before.scalar() or 0) + 1
-        insert_stmt = self._q("jobs.insert_plain", lambda: insert(_J).values(
-            created_at=self._now))
-        conn.execute(insert_stmt, rows)
-        last = conn.execute(self._q("jobs.max_id", lambda: select(func.max(_J.c.id)))).scalar()
-        if last != first + len(rows) - 1:
-            raise RuntimeError("job ids were not consecutive; refusing to guess them")
-        return list(range(first, first + len(rows)))
+        if self.sqlite:
+            # Our write transaction is exclusive and INTEGER PRIMARY KEY ids are max(id)
+            # + 1: the rows get consecutive ids, checked below (SQLite runs an INSERT …
+            # RETURNING row by row).
+            (before,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
+            first = int(before or 0) + 1
+            raw.many(f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
+                     f"({', '.join('?' for _ in columns)}, {{now}})",
+                     [[r[c] for c in columns] for r in rows])
+            (last,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
+            if last != first + len(rows) - 1:
+                raise RuntimeError("job ids were not consecutive; refusing to guess them")
+            return list(range(first, first + len(rows)))
+        # PostgreSQL: take the ids from the sequence first (in order: the order of
+        # creation), then insert the rows with them, in multi-row statements.
+        ids = sorted(int(i) for (i,) in raw.all(
+            "SELECT nextval(pg_get_serial_sequence('jobs', 'id')) "
+            "FROM generate_series(1, ?)", (len(rows),)))
+        names = ["id", *columns]
+        raw.insert(f"INSERT INTO jobs ({', '.join(names)}, created_at)",
+                   ", ".join(f"c{i + 1}" for i in range(len(names))) + ", {now}",
+                   [[job_id, *(r[c] for c in columns)] for job_id, r in zip(ids, rows,
+                                                                            strict=True)],
+                   pg_types(t.jobs, names))
+        return ids
 
     def get_job(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
         with self._read() as conn:

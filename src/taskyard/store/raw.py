@@ -20,7 +20,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
+from sqlalchemy.dialects import postgresql
 
 from taskyard.store.engine import NOW_SQL
 
@@ -56,6 +57,26 @@ def _pg_rows(types: tuple[str, ...]) -> str:
 
 
 _json_rows = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def pg_types(table: Table, columns: Sequence[str]) -> list[str]:
+    """PostgreSQL's names for the types of ``columns`` of ``table`` (for row sets)."""
+    return [_pg_type(table, name) for name in columns]
+
+
+_PG = postgresql.dialect()  # type: ignore[no-untyped-call]
+
+
+@functools.lru_cache(maxsize=256)
+def _pg_type(table: Table, name: str) -> str:
+    return str(table.c[name].type.compile(dialect=_PG))
+
+
+def insert_edges(conn: Connection, edges: Sequence[tuple[int, int, str]]) -> None:
+    """Dependency edges (job, the job it requires, condition) in bulk."""
+    for start in range(0, len(edges), 5000):
+        Raw(conn).insert("INSERT INTO dependencies (job_id, requires_id, condition)",
+                         "c1, c2, c3", edges[start:start + 5000], ("bigint", "bigint", "text"))
 
 
 class Raw:

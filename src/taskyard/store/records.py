@@ -89,6 +89,8 @@ class JobSubmission:
     launch_type: str = "manual"
     schedule_name: str | None = None
     dedup_key: str | None = None
+    args_text: str | None = None
+    """``args`` already checked against the limits and encoded (graphs do it whole)."""
 
 
 @dataclass(frozen=True, slots=True)
