@@ -374,3 +374,20 @@ def test_retry_unblocks_a_graph_only_when_nothing_else_blocks_it(store_g: Store)
     assert states(store_g, gid)["c"] == "waiting"
     drive(store_g)
     assert store_g.get_graph(gid).state == "finished"
+
+
+def test_limits_are_configurable(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskyard.store import open_store
+
+    monkeypatch.setenv("TASKYARD_MAX_GRAPH_TASKS", "2")
+    monkeypatch.setenv("TASKYARD_MAX_ARGS_BYTES", "64")
+    store = open_store(db_url)
+    try:
+        store.put_task_type(TaskTypeSpec("step", "shell:true"))
+        with pytest.raises(InvalidInput, match=r"3 tasks \(limit 2\)"):
+            store.submit_graph({"tasks": {k: {"type": "step"} for k in "abc"}})
+        with pytest.raises(InvalidInput, match=r"limit 64\)"):
+            store.submit_jobs([JobSubmission("step", {"text": "x" * 100})])
+        assert store.list_jobs() == []
+    finally:
+        store.close()

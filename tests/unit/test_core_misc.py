@@ -164,3 +164,14 @@ def test_lock_templates_are_checked_when_declared(template: str, why: str) -> No
     with pytest.raises(LockTemplateError, match=why):
         check_template(template)
     assert check_template("project:{project_id}:shared") == ["project_id"]
+
+
+def test_limits_come_from_the_environment() -> None:
+    from taskyard.core.limits import DEFAULT_LIMITS, limits_from_env
+
+    assert limits_from_env({}) == DEFAULT_LIMITS
+    assert limits_from_env({"TASKYARD_MAX_GRAPH_TASKS": "10", "TASKYARD_MAX_NESTING": " 3 "}
+                           ).max_graph_tasks == 10
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(LimitError, match=f"TASKYARD_MAX_ARGS_BYTES={bad!r}"):
+            limits_from_env({"TASKYARD_MAX_ARGS_BYTES": bad})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,29 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+_ENV = {
+    "TASKYARD_MAX_ARGS_BYTES": "max_args_bytes",
+    "TASKYARD_MAX_NESTING": "max_nesting",
+    "TASKYARD_MAX_GRAPH_TASKS": "max_graph_tasks",
+}
+
+
+def limits_from_env(environ: Mapping[str, str]) -> Limits:
+    """The limits, each overridable by its ``TASKYARD_MAX_…`` variable (a positive whole
+    number); LimitError names a variable that is not one."""
+    values: dict[str, int] = {}
+    for variable, name in _ENV.items():
+        text = environ.get(variable)
+        if text is None or not text.strip():
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise LimitError(f"{variable}={text!r}: must be a whole number > 0")
+        values[name] = value
+    return Limits(**values)
 
 
 def encode_args(args: Any, *, where: str, limits: Limits = DEFAULT_LIMITS) -> str:

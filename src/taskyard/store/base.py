@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, literal_column, select
 from sqlalchemy.engine import make_url
 
+from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.store.cycle_lock import WriteLock, write_lock_path_for
 from taskyard.store.engine import db_now, is_sqlite, make_engine
+from taskyard.store.errors import InvalidInput
 from taskyard.store.raw import Raw
 from taskyard.store.records import JSON
 
@@ -48,6 +51,10 @@ class StoreBase:
         self._write_lock = (
             WriteLock(write_lock_path_for(make_url(url).database)) if self.sqlite else None
         )
+        try:
+            self.limits: Limits = limits_from_env(os.environ)
+        except LimitError as exc:
+            raise InvalidInput(str(exc)) from None
 
     def _q(self, key: str, build: Callable[[], Any]) -> Any:
         """A statement built once per store and reused: building SQLAlchemy statements

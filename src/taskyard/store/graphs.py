@@ -17,7 +17,6 @@ from taskyard.core.graph import (
     references,
     substitute_ids,
 )
-from taskyard.core.limits import DEFAULT_LIMITS, Limits
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, routing_key
@@ -48,8 +47,6 @@ def definition_hash(node: TaskNode) -> str:
 
 
 class GraphStore(JobStore):
-    limits: Limits = DEFAULT_LIMITS
-
     def submit_graph(self, doc: Mapping[str, Any]) -> int:
         """Validate the whole graph, then write it in one transaction; returns its id."""
         with self._tx() as conn:

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, select, update
 
-from taskyard.core.limits import LimitError, encode_args
+from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
@@ -37,7 +37,7 @@ JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.at
 
 
 def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
-            args_checked: bool = False) -> dict[str, Any]:
+            args_checked: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The jobs row for a submission, or InvalidInput naming what is wrong.
 
     ``args_checked``: the args were already validated against the limits (graphs are
@@ -46,7 +46,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
     where = f"job {index}" if sub.label is None else f"task {sub.label!r}"
     try:
         args_text = (sub.args_text or dumps(sub.args) if args_checked
-                     else encode_args(sub.args, where=where))
+                     else encode_args(sub.args, where=where, limits=limits))
         locks = (_NO_LOCKS if spec.simultaneous and not spec.locks and not sub.locks
                  else dumps([c.encode() for c in render_claims(
                      spec.name, spec.locks, sub.args, simultaneous=spec.simultaneous,
@@ -163,7 +163,7 @@ class JobStore(ResolutionMixin, PrereqMixin):
                 spec = specs.get(sub.type)
                 if spec is None:
                     raise InvalidInput(f"unknown task type {sub.type!r}")
-                rows.append(job_row(sub, spec, index))
+                rows.append(job_row(sub, spec, index, limits=self.limits))
             plan = self._plan_prerequisites(conn, subs, specs)
             if not plan.spawn and not plan.waits:
                 ids = self._insert_jobs(conn, rows)
