@@ -57,9 +57,12 @@ def test_a_frozen_worker_is_fenced_off(cluster: Cluster, tmp_path: Path) -> None
     try:
         job_id = yard.submit("slow")
         deadline = time.monotonic() + 30
-        # Freeze the worker once its handler runs (not merely once the job is claimed):
-        # frozen before that, it would start the handler only after the freeze.
-        while not (marks.exists() and marks.read_text().strip()):
+        # Freeze the worker once its handler runs (frozen before, it would start it only
+        # when thawed) and the database says so: the worker reports the start in a
+        # transaction of its own, and frozen inside that one it would hold the job's row
+        # (PostgreSQL) or the write lock (SQLite) and stall the scheduler.
+        while not (marks.exists() and marks.read_text().strip()
+                   and yard.get_job(job_id).state == "running"):
             assert time.monotonic() < deadline, "the handler never started"
             time.sleep(0.05)
         assert yard.get_job(job_id).worker == "frozen"

@@ -52,20 +52,22 @@ def test_the_guardian_kills_a_child_that_does_not_lead_its_group_yet(tmp_path: P
     from taskyard.worker.guardian import Guardian
 
     ran = tmp_path / "ran"
-    # Leads its own group only after 0.5 s, as a slow-starting child would; then "runs".
+    # Would lead its own group only once told to (never), as a child still starting up.
     child = subprocess.Popen(
-        [sys.executable, "-c", "import os, sys, time; time.sleep(0.5); os.setsid(); "
-         "open(sys.argv[1], 'w').close(); time.sleep(60)", str(ran)])
+        [sys.executable, "-c", "import os, sys, time; sys.stdin.readline(); os.setsid(); "
+         "open(sys.argv[1], 'w').close(); time.sleep(60)", str(ran)], stdin=subprocess.PIPE)
     guardian = Guardian()
     try:
         guardian.watch(child.pid)
         guardian.close()  # the worker's end of the pipe closes, as when it is killed
-        assert child.wait(5) == -signal.SIGKILL
+        assert child.wait(10) == -signal.SIGKILL
         assert not ran.exists()
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+        assert child.stdin is not None
+        child.stdin.close()
 
 
 _DIES_BEFORE_WATCHING = """

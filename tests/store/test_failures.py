@@ -128,8 +128,8 @@ def test_aging_raises_waiting_jobs_by_full_periods(store: Store) -> None:
 def test_aging_reads_only_the_oldest_pending_jobs(store: Store) -> None:
     store.put_task_type(TaskTypeSpec("t", "shell:true"))
     ids = store.submit_jobs([JobSubmission("t") for _ in range(5)])
-    time.sleep(0.6)
-    assert store.age_pending(0.5, limit=2) == 2
+    time.sleep(1.2)  # one full period of 1 s, and time to spare before a second one
+    assert store.age_pending(1.0, limit=2) == 2
     assert [store.get_job(j).priority for j in ids] == [1, 1, 0, 0, 0]  # type: ignore[union-attr]
 
 
