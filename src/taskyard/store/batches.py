@@ -281,7 +281,7 @@ class BatchMixin(CycleStore, ResultsMixin):
             ClaimedJob(
                 job_id=j.id, attempt=j.attempt, type=j.type, handler=j.handler,
                 args=_substituted(j, results), timeout=j.timeout, graph_id=j.graph_id,
-                label=j.label, stages=stages.get(j.id, {}), cost=j.cost,
+                label=j.label, stages=stages.get(j.id, {}), cost=j.cost, priority=j.priority,
             )
             for j in jobs
         ]

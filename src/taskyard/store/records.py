@@ -252,6 +252,7 @@ class ClaimedJob:
     stages: dict[str, JSON] = field(default_factory=dict)
     """Results of the stages earlier attempts finished: this attempt skips them."""
     cost: int = 1
+    priority: int = 0
 
 
 @dataclass(slots=True)

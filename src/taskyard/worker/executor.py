@@ -11,7 +11,7 @@ record in its next batch.
 
 from __future__ import annotations
 
-import collections
+import heapq
 import json
 import logging
 import threading
@@ -58,7 +58,9 @@ class Executor:
         self.env = dict(env or {})
         self.guardian = Guardian() if guard else None
         self._cond = threading.Condition()
-        self._queue: collections.deque[ClaimedJob] = collections.deque()
+        # Queued jobs in placement order (highest priority, then oldest): a job placed
+        # here later but more urgent starts before the ones already queued.
+        self._queue: list[tuple[int, int, ClaimedJob]] = []
         self._held: dict[Key, str | None] = {}
         """Every attempt handed to us and not yet released: → None, or the state to
         report once it is stopped."""
@@ -79,7 +81,7 @@ class Executor:
                 key = (job.job_id, job.attempt)
                 if key not in self._held:
                     self._held[key] = None
-                    self._queue.append(job)
+                    heapq.heappush(self._queue, (-job.priority, job.job_id, job))
             self._cond.notify_all()
 
     def start(self, job: ClaimedJob) -> None:
@@ -92,16 +94,17 @@ class Executor:
         with self._cond:
             if key not in self._held:
                 return
-            queued = next((j for j in self._queue if (j.job_id, j.attempt) == key), None)
+            queued = next((q for q in self._queue if (q[2].job_id, q[2].attempt) == key), None)
             if queued is not None:
                 self._queue.remove(queued)
+                heapq.heapify(self._queue)
                 del self._held[key]
             else:
                 self._held[key] = state
 
     def stop_all(self, state: str = "error") -> None:
         with self._cond:
-            for job in self._queue:
+            for _, _, job in self._queue:
                 self._held.pop((job.job_id, job.attempt), None)
             self._queue.clear()
             for key in self._held:
@@ -156,11 +159,11 @@ class Executor:
     def _next(self) -> ClaimedJob | None:
         """Wait for the head job to fit, take it, and account for it (None: closing)."""
         with self._cond:
-            while not self._closing and not (self._queue and self._fits(self._queue[0])):
+            while not self._closing and not (self._queue and self._fits(self._queue[0][2])):
                 self._cond.wait()
             if self._closing:
                 return None
-            job = self._queue.popleft()
+            job = heapq.heappop(self._queue)[2]
             self._used += job.cost
             self._executing += 1
             self._started.append((job.job_id, job.attempt, time.monotonic()))
