@@ -26,7 +26,7 @@ from taskyard.core.states import AttemptState, JobState
 from taskyard.store.base import job_key
 from taskyard.store.cycle import CycleStore, Placer
 from taskyard.store.errors import InvalidInput
-from taskyard.store.raw import Raw
+from taskyard.store.raw import Raw, pg_row_set
 from taskyard.store.records import ClaimedJob, Outcome, Started, dumps, loads
 from taskyard.store.resolution import Ended, chunks
 from taskyard.store.results import ResultsMixin
@@ -75,6 +75,31 @@ _END = (
     "jobs.schedule_name")
 _END_TYPES = ("bigint", "integer", "text", "integer", "text", "text", "double precision",
               "double precision")
+# PostgreSQL ends the jobs and their attempts in one statement (one round trip).
+_END_PG_TYPES = (*_END_TYPES, "text", "text")
+_END_PG = (
+    "WITH v(id, attempt, state, code, res, err, delay, ago, out, errt) AS ("
+    + pg_row_set(_END_PG_TYPES, "rows") + "), "
+    "done AS (UPDATE jobs SET "
+    "state = CASE WHEN v.delay IS NULL THEN v.state ELSE 'pending' END, "
+    "run_after = CASE WHEN v.delay IS NULL THEN jobs.run_after ELSE {now} + v.delay END, "
+    "finished_at = CASE WHEN v.delay IS NULL THEN {now} ELSE NULL END, "
+    "started_at = CASE WHEN v.ago IS NULL THEN jobs.started_at ELSE {now} - v.ago END, "
+    "worker_id = NULL, deadline = NULL, exit_code = v.code, error = v.err, result = v.res "
+    "FROM v WHERE jobs.id = ANY(%(ids)s::bigint[]) AND jobs.id = v.id "
+    "AND jobs.attempt = v.attempt AND (jobs.state = 'running' "
+    "OR (jobs.state = 'dispatched' AND v.ago IS NOT NULL)) AND jobs.worker_id = %(w)s "
+    "AND EXISTS (SELECT 1 FROM workers w WHERE w.id = %(w)s AND w.state = 'active' "
+    "AND w.lease_expires_at >= {now}) "
+    "RETURNING jobs.id, jobs.attempt, jobs.state, jobs.graph_id, jobs.routing, "
+    "jobs.schedule_name), "
+    "a AS (UPDATE attempts SET state = v.state, "
+    "started_at = COALESCE(attempts.started_at, {now} - COALESCE(v.ago, 0)), "
+    "finished_at = {now}, exit_code = v.code, result = v.res, error = v.err, "
+    "stdout_tail = v.out, stderr_tail = v.errt FROM done JOIN v ON v.id = done.id "
+    "AND v.attempt = done.attempt WHERE attempts.job_id = ANY(%(ids)s::bigint[]) "
+    "AND attempts.job_id = done.id AND attempts.attempt = done.attempt) "
+    "SELECT * FROM done")
 _ATTEMPT_START = (
     "WITH v(job, attempt, started) AS ({rows}) "
     "UPDATE attempts SET state = 'running', started_at = v.started FROM v "
@@ -219,15 +244,24 @@ class BatchMixin(CycleStore, ResultsMixin):
             values.append((o.job_id, o.attempt, end.value, o.exit_code,
                            None if o.result is None else dumps(o.result), o.error, delay,
                            ago.get((o.job_id, o.attempt))))
-        rows = raw.rows(_END, values, _END_TYPES, (worker_id, worker_id), key="jobs.id")
+        if not raw.sqlite:
+            rows = raw.pg(_END_PG, {
+                "rows": raw.json_rows([(*v, o.stdout_tail, o.stderr_tail)
+                                       for v, o in zip(values, part, strict=True)]),
+                "ids": raw.id_array([o.job_id for o in part]), "w": worker_id})
+            done = {(r[0], r[1]): r for r in rows}
+            mine = [o for o in part if (o.job_id, o.attempt) in done]
+        else:
+            rows = raw.rows(_END, values, _END_TYPES, (worker_id, worker_id), key="jobs.id")
+            done = {(r[0], r[1]): r for r in rows}
+            mine = [o for o in part if (o.job_id, o.attempt) in done]
+            raw.rows(_ATTEMPT_END, [
+                (o.job_id, o.attempt, o.state, ago.get((o.job_id, o.attempt), 0.0),
+                 o.exit_code, None if o.result is None else dumps(o.result), o.error,
+                 o.stdout_tail, o.stderr_tail) for o in mine], _ATTEMPT_END_TYPES,
+                key="attempts.job_id")
         if not rows:
             return set()
-        done = {(r[0], r[1]): r for r in rows}
-        mine = [o for o in part if (o.job_id, o.attempt) in done]
-        raw.rows(_ATTEMPT_END, [
-            (o.job_id, o.attempt, o.state, ago.get((o.job_id, o.attempt), 0.0), o.exit_code,
-             None if o.result is None else dumps(o.result), o.error, o.stdout_tail,
-             o.stderr_tail) for o in mine], _ATTEMPT_END_TYPES, key="attempts.job_id")
         events: list[Event] = []
         ended: list[Ended] = []
         for o in mine:

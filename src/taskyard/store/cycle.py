@@ -231,6 +231,17 @@ class CycleTx:
         placed: list[int] = []
         attempt_rows: list[tuple[int, int, int, str | None]] = []
         for worker_id, job_ids in by_worker.items():
+            if not raw.sqlite:
+                # PostgreSQL: the jobs and their new attempts in one statement.
+                for part in _slices(job_ids):
+                    rows = raw.pg(_DISPATCH_PG, {"ids": raw.id_array(part), "w": worker_id,
+                                                "name": names.get(worker_id)})
+                    for job_id, _ in rows:
+                        placed.append(job_id)
+                        self.dispatched.setdefault(worker_id, []).append(job_id)
+                if worker_id in self.dispatched:
+                    self.notify.add(f"worker.{worker_id}")
+                continue
             for part in _slices(job_ids):
                 which, params = raw.member("id", part)
                 # "IS TRUE": PostgreSQL would otherwise walk the partial index of
@@ -256,6 +267,15 @@ class CycleTx:
 
 
 _HINT = {"sqlite": "INDEXED BY ix_jobs_pending_pools", "postgresql": ""}
+# "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
+# them) instead of looking the ids up.
+_DISPATCH_PG = (
+    "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
+    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
+    "RETURNING id, attempt) "
+    "INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
+    "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
+    "RETURNING job_id, attempt")
 
 
 @dataclass(slots=True)

@@ -33,6 +33,17 @@ def dialect_sql(sql: str, dialect: str) -> str:
     return text if dialect == "sqlite" else text.replace("?", "%s")
 
 
+@functools.lru_cache(maxsize=64)
+def _pg_named(sql: str) -> str:
+    return sql.replace("{now}", NOW_SQL["postgresql"])
+
+
+def pg_row_set(types: Sequence[str], param: str) -> str:
+    """A row set from the JSON array of arrays in the named parameter ``param``."""
+    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
+    return f"SELECT {fields} FROM json_array_elements(%({param})s::json) AS e"
+
+
 def bucket(n: int) -> int:
     """The size a list of ``n`` items is padded to on SQLite: a few statement shapes,
     which its prepared-statement cache keeps."""
@@ -106,6 +117,21 @@ class Raw:
         batch = list(rows)
         if batch:
             self._cursor.executemany(dialect_sql(sql, self.dialect), batch)
+
+    def pg(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """PostgreSQL only: ``sql`` with ``%(name)s`` parameters (a parameter may be used
+        several times) and ``{now}``; rows are passed as :meth:`json_rows`."""
+        assert not self.sqlite
+        self._cursor.execute(_pg_named(sql), params)
+        return list(self._cursor.fetchall()) if self._cursor.description else []
+
+    @staticmethod
+    def json_rows(rows: Sequence[Sequence[Any]]) -> str:
+        return _json_rows(rows)
+
+    @staticmethod
+    def id_array(ids: Sequence[int]) -> str:
+        return "{" + ",".join(str(int(i)) for i in ids) + "}"
 
     def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         """``column`` is one of ``ids``: the SQL and its parameters (``ids`` not empty)."""
