@@ -21,6 +21,7 @@ from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, lit
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
+from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.raw import Raw
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
@@ -374,7 +375,12 @@ class CycleStore(WorkerStore, ResolutionMixin):
         SQLite lets one writer at a time."""
         if not self.sqlite:
             assert conn is not None
-            yield try_advisory(conn)
+            held = try_advisory(conn)
+            if held:
+                # Waiting for a row lock (held by a frozen transaction) must not keep the
+                # global lock for long: the cycle fails instead, and the next one retries.
+                conn.exec_driver_sql(f"SET LOCAL lock_timeout = {CYCLE_LOCK_TIMEOUT_MS}")
+            yield held
             return
         lock = self._cycle_file_lock()
         if not lock.acquire():

@@ -16,6 +16,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+IDLE_IN_TX_MS = 60_000
+CYCLE_LOCK_TIMEOUT_MS = 5_000
 
 
 class UnsupportedDatabase(ValueError):
@@ -45,7 +47,14 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
         pool_size=pool_size,
         max_overflow=10,
         pool_pre_ping=True,
-        connect_args={"prepare_threshold": 5},
+        connect_args={
+            "prepare_threshold": 5,
+            # A process frozen inside a transaction (SIGSTOP, a paused VM) would keep its
+            # row locks, and the scheduling cycle waiting on them, for ever: the server
+            # ends such a session. Our transactions never wait on their client that long
+            # (a 100,000-task graph is parsed in a few seconds).
+            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TX_MS}",
+        },
     )
 
 
