@@ -30,7 +30,8 @@ def test_the_stages_example_resumes_after_a_failure(
     assert [(s.attempt, s.name, s.state, s.result) for s in etl.stages] == [
         (1, "extract", "succeeded", [1, 4, 9, 16]),
         (1, "transform", "succeeded", 30),
-        (1, "load", "failed", None),
+        (1, "load", "failed",
+         "ConnectionError: warehouse unreachable (attempt 1 fails on purpose)"),
         (2, "load", "succeeded", {"stored": 30}),
     ]
     assert [a.state for a in etl.attempts] == ["failed", "succeeded"]
@@ -41,7 +42,7 @@ def test_the_stages_example_resumes_after_a_failure(
                            "earlier_stages": {"build": {"artifact": "app.tar.gz"}}}
     assert [(s.attempt, s.name, s.state, s.result) for s in ship.stages] == [
         (1, "build", "succeeded", {"artifact": "app.tar.gz"}),
-        (1, "upload", "failed", None),
+        (1, "upload", "failed", "network down"),
         (2, "upload", "succeeded", "sent"),
     ]
     assert [(a.state, a.exit_code) for a in ship.attempts] == [("failed", 3), ("succeeded", 0)]

@@ -42,7 +42,7 @@ def test_a_retry_skips_finished_python_stages(cluster: Cluster, tmp_path: Path) 
     assert [(s.attempt, s.name, s.state, s.result) for s in job.stages] == [
         (1, "fetch", "succeeded", [1, 2, 3]),
         (1, "transform", "succeeded", 6),
-        (1, "load", "failed", None),
+        (1, "load", "failed", "RuntimeError: flaky load"),
         (2, "load", "succeeded", 6),
     ]
     assert [a.state for a in job.attempts] == ["failed", "succeeded"]
@@ -60,7 +60,7 @@ def test_shell_handlers_report_and_skip_stages(cluster: Cluster, tmp_path: Path)
     assert job.result == {"build": {"artifact": "a.tar"}}
     assert [(s.attempt, s.name, s.state, s.result) for s in job.stages] == [
         (1, "build", "succeeded", {"artifact": "a.tar"}),
-        (1, "upload", "failed", None),
+        (1, "upload", "failed", "network down"),
         (2, "upload", "succeeded", "done"),
     ]
     # A malformed report is ignored and said so in the attempt's stderr.

@@ -121,3 +121,35 @@ def test_graceful_stop_requeues_running_jobs(cluster: Cluster) -> None:
     job = y.wait(job_id, 30)
     assert (job.state, job.worker, job.attempt) == ("succeeded", "second", 2)
     assert [a.state for a in job.attempts] == ["lost", "succeeded"]
+
+
+def test_a_stopping_worker_hands_a_job_back_only_once_its_handler_is_gone(
+        cluster: Cluster, tmp_path: Path) -> None:
+    """SIGTERM (seed 001): the job is requeued, but not while its handler, which traps
+    the signal to clean up, still runs — it still holds the job's locks."""
+    y = cluster.yard
+    log = tmp_path / "log"
+    y.add_task_type("careful", "shell:" + (
+        f"echo start $TASKYARD_ATTEMPT $(date +%s.%N) >> {log}; "
+        f"trap 'sleep 0.5; echo gone $TASKYARD_ATTEMPT $(date +%s.%N) >> {log}; exit 143' TERM; "
+        "sleep 30 & wait; "
+        f"echo done $TASKYARD_ATTEMPT $(date +%s.%N) >> {log}"), locks=["res"])
+    cluster.add_scheduler(interval=0.2)
+    first = cluster.add_worker("first", capacity=1)
+    job_id = y.submit("careful")
+    deadline = time.monotonic() + 20
+    while not (log.exists() and "start 1" in log.read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    index = cluster.workers.index(first)
+    cluster.stops[index + 1].set()  # stops[0] is the scheduler's
+    cluster.add_worker("second", capacity=1)
+    deadline = time.monotonic() + 30
+    while "start 2" not in log.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    y.cancel(job_id)
+    times = {f"{kind} {attempt}": float(at) for kind, attempt, at in
+             (line.split() for line in log.read_text().splitlines())}
+    assert times["gone 1"] < times["start 2"]
+    assert [a.state for a in y.get_job(job_id).attempts][:1] == ["lost"]

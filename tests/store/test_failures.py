@@ -43,10 +43,16 @@ def test_a_lapsed_lease_fences_the_worker_before_it_is_expelled(store: Store) ->
 
 
 def _lose_worker(store: Store, job_id: int, n: int) -> None:
-    worker = store.register_worker(f"doomed-{n}", ["default"], 1, lease_seconds=30)
+    """The job's worker dies while running it: its lease runs out (database clock) and
+    a cycle expels it."""
+    worker = store.register_worker(f"doomed-{n}", ["default"], 1, lease_seconds=1.0)
     _cycle(store)
     assert store.claim_dispatched(worker.id, 1)[0].job_id == job_id
-    assert store.stop_worker(worker.id) == 1
+    expires = next(w for w in store.list_workers() if w.id == worker.id).lease_expires_at
+    while store.now() <= expires:
+        time.sleep(0.05)
+    report = schedule(store)
+    assert report is not None and report.expelled == [worker.id]
 
 
 @pytest.mark.parametrize("budget", [0, 2])
@@ -66,7 +72,7 @@ def test_worker_loss_budget_is_separate_from_retries(store: Store, budget: int) 
     assert [a.state for a in job.attempts] == ["lost"] * (budget + 1)
     reasons = [e.payload["reason"] for e in store.list_events(job_id=job_id)
                if e.topic == "job-exception"]
-    assert reasons == ["worker stopped"] * (budget + 1) + [
+    assert reasons == ["worker lease expired"] * (budget + 1) + [
         "lost its worker more times than max_worker_losses allows"]
     with pytest.raises(InvalidInput, match="max_worker_losses must be >= 0"):
         store.put_task_type(TaskTypeSpec("bad", "shell:true", max_worker_losses=-1))
@@ -148,3 +154,16 @@ def test_losing_a_worker_does_not_use_up_the_handlers_retries(store: Store) -> N
         assert job is not None and job.state == state, (attempt, job.state)
         _cycle(store)
     assert [a.state for a in store.get_job(job_id).attempts] == ["lost", "failed", "failed"]  # type: ignore[union-attr]
+
+
+def test_a_graceful_stop_is_not_a_worker_loss(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true", max_worker_losses=0))
+    (job_id,) = store.submit_jobs([JobSubmission("t")])
+    for n in range(3):  # stopped (SIGTERM) three times: not the job's fault
+        worker = store.register_worker(f"stopping-{n}", ["default"], 1, lease_seconds=30)
+        _cycle(store)
+        assert store.claim_dispatched(worker.id, 1)[0].job_id == job_id
+        assert store.stop_worker(worker.id) == 1
+        _cycle(store)
+        job = store.get_job(job_id)
+        assert job is not None and job.state == "pending", n

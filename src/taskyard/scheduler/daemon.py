@@ -86,6 +86,9 @@ class SchedulerDaemon:
                     log.exception("event=cycle-failed attempt=%d", failures)
                     stop.wait(min(0.1 * 2**failures, 5.0))
                     continue
+                # Rate-limited by time, not by idleness: a busy system needs them too.
+                self._maybe_prune()
+                self._maybe_age()
                 if report is not None and report.changed:
                     # Placement alone is the steady state: keep it out of the INFO log.
                     maintenance = (report.expelled or report.timed_out or report.requeued
@@ -102,8 +105,6 @@ class SchedulerDaemon:
                     periodic = False
                     continue
                 periodic = True
-                self._maybe_prune()
-                self._maybe_age()
                 if listener is not None:
                     deadline = time.monotonic() + self.interval
                     while not stop.is_set() and time.monotonic() < deadline:

@@ -97,12 +97,16 @@ class WorkerStore(TaskTypeStore, StoreBase):
                 .where(_W.c.id == worker_id, _W.c.state == "active")
                 .values(state="stopped", stopped_at=self._now)
             )
-            suspended = self._suspend_jobs_of(conn, [worker_id], "worker stopped")
+            # A stop is the operator's doing, not the job's: no loss counted.
+            suspended = self._suspend_jobs_of(conn, [worker_id], "worker stopped",
+                                              count_loss=False)
             self._notify(conn, ["scheduler"])
         return suspended
 
-    def _suspend_jobs_of(self, conn: Connection, worker_ids: Sequence[int], why: str) -> int:
-        """Move the workers' dispatched/running jobs to suspended; their attempts are lost."""
+    def _suspend_jobs_of(self, conn: Connection, worker_ids: Sequence[int], why: str, *,
+                         count_loss: bool = True) -> int:
+        """Move the workers' dispatched/running jobs to suspended; their attempts are lost.
+        ``count_loss``: the running ones use up one of their worker-loss budget."""
         if not worker_ids:
             return 0
         rows = conn.execute(
@@ -115,7 +119,7 @@ class WorkerStore(TaskTypeStore, StoreBase):
                 # A loss counts only for an attempt that had started: a job merely
                 # queued on the worker cannot be what brought it down.
                 worker_losses=_J.c.worker_losses + case(
-                    (_J.c.state == JobState.RUNNING, 1), else_=0),
+                    (_J.c.state == JobState.RUNNING, 1 if count_loss else 0), else_=0),
             )
             .returning(_J.c.id, _J.c.attempt, _J.c.graph_id, _J.c.routing)
         ).all()

@@ -75,13 +75,13 @@ def stage(name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         value = func(*args, **kwargs)
     except Fenced:
         raise
-    except BaseException:
-        ctx.report(name, "failed")
+    except BaseException as exc:
+        ctx.report(name, "failed", f"{type(exc).__name__}: {exc}")
         raise
     try:
         encode_stage_result(name, value)
-    except StageError:
-        ctx.report(name, "failed")
+    except StageError as exc:
+        ctx.report(name, "failed", str(exc))
         raise
     ctx.report(name, "succeeded", value)
     ctx.done[name] = value

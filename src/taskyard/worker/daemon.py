@@ -74,6 +74,8 @@ class WorkerDaemon:
         self.placer = placer
         self.prefetch = prefetch
         self._kick = threading.Event()
+        self._leaving = threading.Event()
+        """Set once the worker has left: the heartbeat keeps the lease until then."""
         self._woken = threading.Event()
         self._looked = 0.0
         self._ended: collections.deque[Outcome] = collections.deque()
@@ -234,29 +236,38 @@ class WorkerDaemon:
         stop.set()
         self._kick.set()
         assert self.worker_id is not None
-        # Report what already ended: accepted while our lease holds (a self-fenced
-        # worker stops before it runs out), refused — changing nothing — once fenced.
-        try:
-            self._flush()
-        except Exception as exc:
-            log.error("event=flush-failed worker=%s error=%s", self.name,
-                      " ".join(str(exc).split())[:200])
-        if not self._fenced.is_set():
-            # Seed 001: on SIGTERM suspend our jobs so they are requeued at once.
-            # Leave first, then kill: a killed child's outcome is then refused.
+        if self._fenced.is_set():
+            # Report what ended by itself: accepted while our lease holds (a self-fenced
+            # worker stops before it runs out), refused — changing nothing — once not.
+            self._try_flush()
+            # Again: a job started while the fence went up was not marked yet.
+            self.executor.stop_all(ABANDONED)
+            self.executor.shutdown()
+        else:
+            # Seed 001: on SIGTERM suspend our jobs so they are requeued at once. Stop
+            # the handlers first (SIGTERM, then SIGKILL after the grace) and wait for
+            # them: until then a job must not start elsewhere, its locks still ours.
+            # What they report is not an outcome (ABANDONED); what ended by itself is.
+            self.executor.stop_all(ABANDONED)
+            self.executor.shutdown()
+            self._try_flush()
             try:
                 suspended = self.store.stop_worker(self.worker_id)
                 log.info("event=worker-stopping worker=%s suspended=%d", self.name, suspended)
             except Exception:
                 log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
                               self.name)
-        if self._fenced.is_set():
-            # Again: a job started while the fence went up was not marked yet.
-            self.executor.stop_all(ABANDONED)
-        self.executor.shutdown(kill=not self._fenced.is_set())
+        self._leaving.set()
         log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d "
                  "reports=%d", self.name, self.stats["claimed"], self.stats["completed"],
                  self.stats["refused"], self.stats["reports"])
+
+    def _try_flush(self) -> None:
+        try:
+            self._flush()
+        except Exception as exc:
+            log.error("event=flush-failed worker=%s error=%s", self.name,
+                      " ".join(str(exc).split())[:200])
 
     def _flush(self) -> None:
         """Record the starts and ends not reported yet (no cycle, no new work)."""
@@ -276,8 +287,10 @@ class WorkerDaemon:
         refusal: the stage is then not recorded and a later attempt runs it again."""
         assert self.worker_id is not None
         try:
+            # A failed stage keeps its message where a finished one keeps its result.
+            result = report.error if report.state == "failed" else report.result
             return self.store.report_stage(self.worker_id, job_id, attempt, report.name,
-                                           report.state, result=report.result)
+                                           report.state, result=result)
         except InvalidInput as exc:
             log.warning("event=stage-invalid job=%s attempt=%s error=%s", job_id, attempt, exc)
             return True
@@ -287,8 +300,10 @@ class WorkerDaemon:
             return True
 
     def _heartbeat(self, stop: threading.Event) -> None:
+        """Renew the lease until the worker has left (through its shutdown: its jobs
+        stay its own until it hands them back), or is fenced."""
         assert self.worker_id is not None
-        while not stop.wait(self.heartbeat_every):
+        while not self._leaving.wait(self.heartbeat_every) and not self._fenced.is_set():
             sent = time.monotonic()
             try:
                 status = self.store.renew_lease(self.worker_id, self.lease_seconds,

@@ -84,7 +84,9 @@ class PythonChild:
                     reply: dict[str, Any] = pickle.loads(self._conn.recv_bytes())
                     if "stage" not in reply:
                         return reply
-                    report = StageReport(reply["stage"], reply["state"], reply.get("result"))
+                    state, result = reply["state"], reply.get("result")
+                    report = (StageReport(reply["stage"], state, error=result)
+                              if state == "failed" else StageReport(reply["stage"], state, result))
                     self._send({"accepted": on_stage(report)})
                     continue
             except (EOFError, OSError):
