@@ -388,3 +388,15 @@ def test_scheduled_jobs_launch_their_prerequisites(typed: Store) -> None:
     assert run_one(typed) == update.id
     job = typed.get_job(job_id)
     assert job is not None and job.state == "pending"
+
+
+def test_apply_config_is_all_or_nothing(store: Store) -> None:
+    good = TaskTypeSpec("sync", "shell:true")
+    with pytest.raises(InvalidInput, match="unknown task type 'nope'"):
+        store.apply_config([good], {"east": "the east pool"},
+                           {"nightly": {"type": "nope", "cron": "0 3 * * *"}})
+    assert store.get_task_type("sync") is None  # nothing was written
+    assert store.list_schedules() == []
+    (record,) = store.apply_config([good], {"east": ""},
+                                   {"nightly": {"type": "sync", "cron": "0 3 * * *"}})
+    assert record.name == "nightly" and store.get_task_type("sync") is not None

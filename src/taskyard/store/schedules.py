@@ -113,9 +113,13 @@ class ScheduleStore(JobStore):
         """Create or update schedules from ``apply`` entries, all or nothing."""
         defs = [definition_from_mapping(str(n), body) for n, body in decls.items()]
         with self._tx() as conn:
-            for d in defs:
-                self._put(conn, d, replace=True, now=now)
+            self._put_schedules(conn, defs, now)
         return [self._get(d.name) for d in defs]
+
+    def _put_schedules(self, conn: Connection, defs: Sequence[ScheduleDef],
+                       now: float | None) -> None:
+        for d in defs:
+            self._put(conn, d, replace=True, now=now)
 
     def _put(self, conn: Connection, d: ScheduleDef, *, replace: bool, now: float | None) -> None:
         where = f"schedule {d.name!r}"

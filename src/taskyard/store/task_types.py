@@ -148,13 +148,18 @@ class TaskTypeStore(StoreBase):
         for spec in specs:
             validate_task_type(spec)
         with self._tx() as conn:
-            for spec in specs:
-                self._put_task_type(conn, spec)
-            for name, description in (pools or {}).items():
-                ins = (sqlite_insert if self.sqlite else pg_insert)(t.pools)
-                stmt = ins.values(name=name, description=description, created_at=self._now)
-                conn.execute(stmt.on_conflict_do_update(
-                    index_elements=["name"], set_={"description": stmt.excluded.description}))
+            self._put_task_types(conn, specs, pools)
+
+    def _put_task_types(self, conn: Connection, specs: Sequence[TaskTypeSpec],
+                        pools: Mapping[str, str] | None) -> None:
+        """Write validated specs and pools in the caller's transaction."""
+        for spec in specs:
+            self._put_task_type(conn, spec)
+        for name, description in (pools or {}).items():
+            ins = (sqlite_insert if self.sqlite else pg_insert)(t.pools)
+            stmt = ins.values(name=name, description=description, created_at=self._now)
+            conn.execute(stmt.on_conflict_do_update(
+                index_elements=["name"], set_={"description": stmt.excluded.description}))
 
     def _put_task_type(self, conn: Connection, spec: TaskTypeSpec) -> None:
         for prereq in spec.prerequisites:
