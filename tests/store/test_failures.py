@@ -167,3 +167,17 @@ def test_a_graceful_stop_is_not_a_worker_loss(store: Store) -> None:
         _cycle(store)
         job = store.get_job(job_id)
         assert job is not None and job.state == "pending", n
+
+
+def test_expelling_a_dead_worker_counts_a_loss(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", "shell:true", max_worker_losses=0))
+    (job_id,) = store.submit_jobs([JobSubmission("t")])
+    worker = store.register_worker("crashed", ["default"], 1, lease_seconds=300)
+    _cycle(store)
+    assert store.claim_dispatched(worker.id, 1)[0].job_id == job_id
+    assert store.expel_worker(worker.id, "worker process exited") == 1
+    assert store.expel_worker(worker.id) == 0  # once
+    _cycle(store)
+    job = store.get_job(job_id)
+    assert job is not None and job.state == "error"  # a budget of 0: the first loss ends it
+    assert job.attempts[0].error == "worker process exited"

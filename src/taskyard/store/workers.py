@@ -103,6 +103,18 @@ class WorkerStore(TaskTypeStore, StoreBase):
             self._notify(conn, ["scheduler"])
         return suspended
 
+    def expel_worker(self, worker_id: int, why: str = "worker died") -> int:
+        """Expel a worker known to be dead (its process ended) without waiting for its
+        lease: its jobs are suspended, each counting a worker loss. Returns their count."""
+        with self._tx() as conn:
+            gone = conn.execute(
+                update(_W).where(_W.c.id == worker_id, _W.c.state == "active")
+                .values(state="expelled", stopped_at=self._now)
+            ).rowcount
+            suspended = self._suspend_jobs_of(conn, [worker_id], why) if gone else 0
+            self._notify(conn, ["scheduler"])
+        return suspended
+
     def _suspend_jobs_of(self, conn: Connection, worker_ids: Sequence[int], why: str, *,
                          count_loss: bool = True) -> int:
         """Move the workers' dispatched/running jobs to suspended; their attempts are lost.
