@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 
 from taskyard.api.apply import Declarations, parse_config
-from taskyard.core.durations import DurationError, parse_when
+from taskyard.core.durations import DurationError, parse_duration, parse_when
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
@@ -67,6 +67,19 @@ def verify_handler(handler: str) -> None:
         raise InvalidInput(
             f"handler {handler!r}: module {spec.module!r} has no function {spec.function!r}"
         )
+
+
+def _job_timeout(value: float | str | None) -> float | None:
+    """Seconds of a per-job timeout; InvalidInput unless a positive duration."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value, field="timeout")
+    except DurationError as exc:
+        raise InvalidInput(f"submit: {exc}") from None
+    if seconds <= 0:
+        raise InvalidInput(f"submit: timeout: {value!r} must be more than 0 seconds")
+    return seconds
 
 
 class Yard:
@@ -169,11 +182,14 @@ class Yard:
         run_after: float | str | None = None,
         pools: Sequence[str] | None = None,
         locks: Sequence[str] = (),
+        timeout: float | str | None = None,
     ) -> int:
-        """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time."""
+        """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time.
+        ``timeout``: per attempt, seconds or a duration (``5m``); None keeps the type's."""
         type_name = getattr(type, "__taskyard_type__", type)
         if not isinstance(type_name, str):
             raise InvalidInput(f"submit: {type!r} is not a task type name")
+        seconds = _job_timeout(timeout)
         self._sync_declared()
         when: float | None
         if isinstance(run_after, str):
@@ -190,6 +206,7 @@ class Yard:
             pools=tuple(pools) if pools else None,
             run_after=when,
             locks=tuple(locks),
+            timeout=seconds,
         )
         # Seed 000 runs schedule() on job creation: in the submit's own transaction,
         # so that the job reaches its worker with one commit.

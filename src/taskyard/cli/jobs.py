@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from taskyard.cli.main import State, parse_json_option
+from taskyard.cli.main import POSITIVE_DURATION, State, parse_json_option
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
+from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.routing import topic_matches
 from taskyard.core.states import JobState
 from taskyard.store.records import EventRecord, JobRecord
@@ -22,15 +23,26 @@ from taskyard.store.records import EventRecord, JobRecord
 @click.option("--run-after", help="Not before: a duration (2s, 5m) or an ISO 8601 time.")
 @click.option("--pool", "pools", multiple=True, help="Run in these pools instead of the type's.")
 @click.option("--lock", "locks", multiple=True, help="An extra lock for this job (repeatable).")
+@click.option("--timeout", type=POSITIVE_DURATION,
+              help="Per attempt, instead of the type's: 90, 90s, 5m, 2h, 1d.")
 @click.pass_obj
 def submit(state: State, type_name: str, args_text: str | None, priority: int,
-           run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...]) -> None:
+           run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...],
+           timeout: float | None) -> None:
     """Submit a job; prints only its id."""
     args = parse_json_option(args_text, "--args")
     if args is not None and not isinstance(args, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
+    if run_after is not None:
+        # Checked here so that a malformed value is bad usage, like a malformed --timeout;
+        # the Yard reads it again against the database clock.
+        try:
+            parse_when(run_after, now=0.0, field="--run-after")
+        except DurationError:
+            raise click.BadParameter(f"{run_after!r} is neither a duration (2s, 5m) nor an "
+                                     "ISO 8601 time", param_hint="--run-after") from None
     job_id = state.yard.submit(type_name, args or {}, priority=priority, run_after=run_after,
-                               pools=pools or None, locks=locks)
+                               pools=pools or None, locks=locks, timeout=timeout)
     click.echo(job_id)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskyard.core.durations import DurationError, parse_duration
 from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
 
 CONDITIONS = ("success", "failure", "always")
@@ -161,13 +162,24 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     locks = body.get("locks", []) or []
     if not isinstance(locks, list) or not all(isinstance(x, str) and x for x in locks):
         raise GraphError(f"{where}: locks must be a list of lock names")
-    timeout = body.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or timeout <= 0):
-        raise GraphError(f"{where}: timeout must be a positive number of seconds")
     return TaskNode(label, type_, dict(args), requires, reruns, priority,
                     tuple(pools) if pools else None, routing, convergence, tuple(locks),
-                    None if timeout is None else float(timeout))
+                    _parse_timeout(where, body.get("timeout")))
+
+
+def _parse_timeout(where: str, raw: Any) -> float | None:
+    """Seconds from a number or a duration string (``90``, ``90s``, ``5m``, ``2h``, ``1d``)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str | int | float) or isinstance(raw, bool):
+        raise GraphError(f"{where}: timeout must be a duration like 90, 90s, 5m, 2h or 1d")
+    try:
+        seconds = parse_duration(raw, field="timeout")
+    except DurationError as exc:
+        raise GraphError(f"{where}: {exc}") from None
+    if seconds <= 0:
+        raise GraphError(f"{where}: timeout must be more than 0 seconds")
+    return seconds
 
 
 def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:
