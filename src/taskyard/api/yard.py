@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 
 from taskyard.api.apply import Declarations, parse_config
-from taskyard.core.durations import DurationError, parse_when
+from taskyard.core.durations import DurationError, parse_duration, parse_when
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
@@ -69,6 +69,19 @@ def verify_handler(handler: str) -> None:
         )
 
 
+def _job_timeout(value: float | str | None) -> float | None:
+    """Seconds of a per-job timeout; InvalidInput unless a positive duration."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value, field="timeout")
+    except DurationError as exc:
+        raise InvalidInput(f"submit: {exc}") from None
+    if seconds <= 0:
+        raise InvalidInput(f"submit: timeout: {value!r} must be more than 0 seconds")
+    return seconds
+
+
 class Yard:
     """A handle on one taskyard database: register task types, submit and follow jobs.
 
@@ -112,20 +125,14 @@ class Yard:
         return self.store.put_task_type(TaskTypeSpec(name=name, handler=handler, **policy))
 
     def apply(self, doc: Any, *, verify: bool = True) -> Declarations:
-        """Create or update what a configuration document declares (``taskyard apply``).
-
-        Task types and pools are written in one transaction after all are validated.
-        """
+        """Create or update what a configuration document declares (``taskyard apply``):
+        task types, pools and schedules, all validated and written in one transaction
+        (a document with one bad entry changes nothing)."""
         decl = parse_config(doc)
         if verify:
             for spec in decl.task_types:
                 verify_handler(spec.handler)
-        self.store.put_task_types(decl.task_types, decl.pools)
-        apply_schedules = getattr(self, "apply_schedules", None)
-        if decl.schedules:
-            if apply_schedules is None:
-                raise InvalidInput("config: schedules are not supported by this version")
-            apply_schedules(decl.schedules)
+        self.store.apply_config(decl.task_types, decl.pools, decl.schedules)
         return decl
 
     def task_type(self, name: str | None = None, **policy: Any) -> Callable[[F], F]:
@@ -169,11 +176,14 @@ class Yard:
         run_after: float | str | None = None,
         pools: Sequence[str] | None = None,
         locks: Sequence[str] = (),
+        timeout: float | str | None = None,
     ) -> int:
-        """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time."""
+        """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time.
+        ``timeout``: per attempt, seconds or a duration (``5m``); None keeps the type's."""
         type_name = getattr(type, "__taskyard_type__", type)
         if not isinstance(type_name, str):
             raise InvalidInput(f"submit: {type!r} is not a task type name")
+        seconds = _job_timeout(timeout)
         self._sync_declared()
         when: float | None
         if isinstance(run_after, str):
@@ -190,6 +200,7 @@ class Yard:
             pools=tuple(pools) if pools else None,
             run_after=when,
             locks=tuple(locks),
+            timeout=seconds,
         )
         # Seed 000 runs schedule() on job creation: in the submit's own transaction,
         # so that the job reaches its worker with one commit.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -13,8 +12,8 @@ from types import FrameType
 
 import click
 
-from taskyard.cli.main import State
-from taskyard.core.durations import parse_duration
+from taskyard.cli.main import DURATION, State
+from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.scheduler.daemon import SchedulerDaemon
 from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
@@ -39,6 +38,13 @@ def _daemon_logging(ctx: click.Context) -> None:
         logging.getLogger("taskyard").setLevel(logging.INFO)
 
 
+def _preflight(state: State) -> None:
+    """Fail at start, in one line, when the database cannot be used (unreachable, not
+    initialised): once running, a daemon rides out database failures by retrying, and a
+    worker would start its handler processes for nothing."""
+    state.yard.store.list_workers()
+
+
 @click.command("init")
 @click.pass_obj
 def init(state: State) -> None:
@@ -49,14 +55,8 @@ def init(state: State) -> None:
 
 STALL = click.option("--stall-after", default=600.0, show_default=True, type=float,
                      help="Flag a running graph without progress for this long (seconds).")
-AGING = click.option("--aging", default="10m", show_default=True,
+AGING = click.option("--aging", type=DURATION, default="10m", show_default=True,
                      help="A pending job gains 1 priority per this much waiting (0: off).")
-
-
-def _aging(value: str) -> float | None:
-    seconds = parse_duration(value, field="--aging")
-    return seconds or None
-
 
 INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float,
                         help="Seconds between periodic cycles (wake-ups also trigger them).")
@@ -67,18 +67,19 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 @STALL
 @click.option("--cancel-stalled", is_flag=True, help="Cancel graphs flagged stalled.")
 @click.option("--no-wakeups", is_flag=True, help="Periodic cycles only.")
-@click.option("--retain", help="Prune finished work older than this (e.g. 30d), every 10 min.")
+@click.option("--retain", type=DURATION,
+              help="Prune finished work older than this (e.g. 30d), every 10 min.")
 @AGING
 @click.pass_context
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
-              no_wakeups: bool, retain: str | None, aging: str) -> None:
+              no_wakeups: bool, retain: float | None, aging: float) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
     _daemon_logging(ctx)
+    _preflight(ctx.obj)
     stop = _stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
-                    retain=None if retain is None else parse_duration(retain, field="--retain"),
-                    aging=_aging(aging)).run(stop)
+                    retain=retain, aging=aging or None).run(stop)
 
 
 @click.command("worker")
@@ -95,6 +96,8 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
            lease: float, prefetch: int) -> None:
     """Run a worker: runs the jobs placed on it and their handlers."""
     _daemon_logging(ctx)
+    _preflight(ctx.obj)
+    ctx.obj.close()  # the worker opens its own connections: hold none idle meanwhile
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
                        lease_seconds=lease, prefetch=prefetch,
                        placer=lambda store, tx: run_cycle(store, tx, holder="worker",
@@ -114,51 +117,126 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 @AGING
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
-       until_idle: bool, interval: float, stall_after: float, aging: str) -> None:
-    """Run a scheduler and N local workers until SIGTERM (or until idle)."""
+       until_idle: bool, interval: float, stall_after: float, aging: float) -> None:
+    """Run a scheduler and N local workers until SIGTERM (or until idle).
+
+    A worker that exits is restarted (after a growing delay if it keeps dying at once).
+    """
     _daemon_logging(ctx)
     state: State = ctx.obj
     state.yard.init()
     stop = _stop_on_signals()
     host = socket.gethostname().split(".")[0]
-    children = []
+    commands: dict[str, list[str]] = {}
     for i in range(1, count + 1):
-        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, "worker",
-               "--name", f"{host}-w{i}"]
+        name = f"{host}-w{i}"
+        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, "worker", "--name", name]
         for pool in pools or ("default",):
             cmd += ["--pool", pool]
         if capacity is not None:
             cmd += ["--capacity", str(capacity)]
-        children.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL))
-    daemon = SchedulerDaemon(state.yard.store, interval=interval, stall_after=stall_after,
-                             aging=_aging(aging))
-    thread = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
-    thread.start()
+        commands[name] = cmd
+    supervisor = WorkerSupervisor(dict(commands),
+                                  on_exit=lambda name, pid: _release(state, name, pid))
+    scheduler = _SchedulerThread(SchedulerDaemon(state.yard.store, interval=interval,
+                                                 stall_after=stall_after, aging=aging or None),
+                                 stop)
+    codes: list[int | None] = []
     try:
+        supervisor.start()
+        scheduler.start()
         idle_since: float | None = None
         while not stop.wait(0.2):
-            if any(c.poll() is not None for c in children):
-                log.error("event=worker-exited codes=%s",
-                          [c.returncode for c in children])
-                break
+            supervisor.poll()
+            scheduler.poll()
             if until_idle:
-                busy = state.yard.store.unfinished_count()
-                idle_since = None if busy else (idle_since or time.monotonic())
+                idle_since = _idle_since(state, idle_since)
                 if idle_since is not None and time.monotonic() - idle_since >= 1.0:
                     break
     finally:
         stop.set()
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in children:
-            try:
-                child.wait(30)
-            except subprocess.TimeoutExpired:
-                child.kill()
-        thread.join(10)
-    failed = [c.returncode for c in children if c.returncode not in (0, None, -signal.SIGTERM)]
+        codes = supervisor.stop()
+        scheduler.join(10)
+    # A worker SIGTERM stopped exits 0 (or by the signal); anything else is worth exit 1.
+    failed = [c for c in codes if c not in (0, -signal.SIGTERM)]
     ctx.exit(1 if failed else 0)
+
+
+def _release(state: State, name: str, pid: int) -> None:
+    """Take a dead worker out of the cluster at once.
+
+    Its process has ended (we reaped it), and its guardian ends its handlers as soon as
+    it dies, so its jobs need not wait for its lease to run out: they are suspended
+    now and requeued by the next cycle, and the restarted worker takes the name back.
+    A worker that stopped properly is no longer active: nothing to do then.
+    """
+    host = socket.gethostname()
+    try:
+        for worker in state.yard.store.list_workers():
+            if worker.pid == pid and worker.hostname == host and worker.name.startswith(name):
+                # Expelled, not stopped: it died, and each running job counts the loss
+                # (a job that kills its worker must not do so for ever).
+                suspended = state.yard.store.expel_worker(worker.id, "worker process exited")
+                log.warning("event=worker-released worker=%s suspended=%d", worker.name,
+                            suspended)
+    except Exception as exc:  # its lease runs out all the same
+        log.warning("event=worker-release-failed worker=%s error=%s", name,
+                    " ".join(str(exc).split())[:200])
+
+
+def _idle_since(state: State, since: float | None) -> float | None:
+    """When the database was first seen without unfinished jobs (None: there are some)."""
+    try:
+        busy = state.yard.store.unfinished_count()
+    except Exception as exc:  # a database hiccup must not end `up`: count it as busy
+        log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
+        return None
+    return None if busy else (since or time.monotonic())
+
+
+class _SchedulerThread:
+    """The scheduler daemon in a thread of ``up``, restarted (after a growing delay) if it
+    dies, e.g. when its listener cannot reach the database."""
+
+    def __init__(self, daemon: SchedulerDaemon, stop: threading.Event) -> None:
+        self.daemon = daemon
+        self.stop = stop
+        self.thread: threading.Thread | None = None
+        self.failures = 0
+        self.restart_at: float | None = None
+
+    def start(self) -> None:
+        self.restart_at = None
+        self.thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            self.daemon.run(self.stop)
+        except Exception as exc:
+            # Logged as one line here (not by threading's hook as a traceback).
+            self.failures = 0 if time.monotonic() - started > 30 else self.failures + 1
+            log.error("event=scheduler-failed error=%s: %s", type(exc).__name__,
+                      " ".join(str(exc).split())[:300])
+            log.debug("scheduler failure", exc_info=True)
+
+    def poll(self) -> None:
+        if self.stop.is_set():
+            return
+        if self.restart_at is not None:
+            if time.monotonic() >= self.restart_at:
+                self.start()
+            return
+        if self.thread is not None and not self.thread.is_alive():
+            self.thread = None
+            delay = min(2.0 ** max(self.failures - 1, 0), 60.0)
+            self.restart_at = time.monotonic() + delay
+            log.warning("event=scheduler-restart restart_in=%.1fs", delay)
+
+    def join(self, timeout: float) -> None:
+        if self.thread is not None:
+            self.thread.join(timeout)
 
 
 def register(group: click.Group) -> None:

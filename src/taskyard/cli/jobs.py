@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from taskyard.cli.main import State, parse_json_option
+from taskyard.cli.main import POSITIVE_DURATION, State, parse_json_option
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
+from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.routing import topic_matches
 from taskyard.core.states import JobState
 from taskyard.store.records import EventRecord, JobRecord
@@ -22,15 +23,26 @@ from taskyard.store.records import EventRecord, JobRecord
 @click.option("--run-after", help="Not before: a duration (2s, 5m) or an ISO 8601 time.")
 @click.option("--pool", "pools", multiple=True, help="Run in these pools instead of the type's.")
 @click.option("--lock", "locks", multiple=True, help="An extra lock for this job (repeatable).")
+@click.option("--timeout", type=POSITIVE_DURATION,
+              help="Per attempt, instead of the type's: 90, 90s, 5m, 2h, 1d.")
 @click.pass_obj
 def submit(state: State, type_name: str, args_text: str | None, priority: int,
-           run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...]) -> None:
+           run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...],
+           timeout: float | None) -> None:
     """Submit a job; prints only its id."""
     args = parse_json_option(args_text, "--args")
     if args is not None and not isinstance(args, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
+    if run_after is not None:
+        # Checked here so that a malformed value is bad usage, like a malformed --timeout;
+        # the Yard reads it again against the database clock.
+        try:
+            parse_when(run_after, now=0.0, field="--run-after")
+        except DurationError:
+            raise click.BadParameter(f"{run_after!r} is neither a duration (2s, 5m) nor an "
+                                     "ISO 8601 time", param_hint="--run-after") from None
     job_id = state.yard.submit(type_name, args or {}, priority=priority, run_after=run_after,
-                               pools=pools or None, locks=locks)
+                               pools=pools or None, locks=locks, timeout=timeout)
     click.echo(job_id)
 
 
@@ -171,35 +183,48 @@ def workers_list(state: State, include_gone: bool, as_json: bool) -> None:
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events.")
 @click.option("--pattern", help="AMQP topic pattern on the routing key (* one word, # any).")
 @click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
-@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Most events printed (without --follow); filters see every event.")
 @json_option
 @click.pass_obj
 def events(state: State, follow: bool, pattern: str | None, topics: tuple[str, ...],
            limit: int, as_json: bool) -> None:
     """Stored events (topic, routing key, payload); --follow for new ones."""
     after: int | None = None
+    page = 1000
 
     def wanted(e: EventRecord) -> bool:
         return (not topics or e.topic in topics) and (
             pattern is None or topic_matches(pattern, e.routing_key))
 
-    while True:
-        batch = state.yard.events(after_id=after, limit=limit)
-        shown = [e for e in batch if wanted(e)]
-        if as_json and not follow:
-            print_json([e.to_json() for e in shown])
-        elif as_json:
-            for e in shown:
+    def show(found: list[EventRecord]) -> None:
+        for e in found:
+            if as_json:
                 click.echo(json.dumps(e.to_json()))
-        else:
-            for e in shown:
+            else:
                 click.echo(f"{when(e.created_at)}  {e.topic:<15} {e.routing_key}  "
                            f"{short(e.payload, 120)}")
+
+    if not follow:
+        # Filters apply to every stored event; --limit bounds what is printed.
+        found: list[EventRecord] = []
+        while len(found) < limit:
+            batch = state.yard.events(after_id=after, limit=page)
+            found.extend(e for e in batch if wanted(e))
+            if len(batch) < page:
+                break
+            after = batch[-1].id
+        if as_json:
+            print_json([e.to_json() for e in found[:limit]])
+        else:
+            show(found[:limit])
+        return
+    while True:
+        batch = state.yard.events(after_id=after, limit=page)
+        show([e for e in batch if wanted(e)])
         if batch:
             after = batch[-1].id
-        if not follow:
-            return
-        if len(batch) < limit:
+        if len(batch) < page:
             time.sleep(0.5)
 
 

@@ -12,16 +12,43 @@ from typing import Any
 import click
 
 from taskyard.api.yard import Yard, default_url
-from taskyard.core.durations import DurationError
+from taskyard.cli.errors import (
+    DatabaseUrlError,
+    NoDatabase,
+    check_url,
+    describe_database_error,
+    is_database_error,
+)
+from taskyard.core.durations import DurationError, parse_duration
+from taskyard.store.engine import UnsupportedDatabase
 from taskyard.store.errors import StoreError
+
+log = logging.getLogger("taskyard.cli")
 
 
 class State:
-    """What every command shares: the database URL and a lazily opened Yard."""
+    """What every command shares: the database URL and a lazily opened Yard.
+
+    The URL is checked when a command first needs it, not when the group parses
+    ``--db``, so that ``--help`` works whatever ``TASKYARD_DB`` holds.
+    """
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.raw_url = url
+        self.command: str | None = None
+        self._checked = False
         self._yard: Yard | None = None
+
+    @property
+    def url(self) -> str:
+        """The database URL, once known usable for this command (else a specific error)."""
+        if not self._checked:
+            try:
+                check_url(self.raw_url, self.command)
+            except DatabaseUrlError as exc:
+                raise click.BadParameter(str(exc), param_hint="--db") from None
+            self._checked = True
+        return self.raw_url
 
     @property
     def yard(self) -> Yard:
@@ -32,9 +59,32 @@ class State:
     def close(self) -> None:
         if self._yard is not None:
             self._yard.close()
+            self._yard = None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class DatabaseFailure(click.ClickException):
+    """A database error, described in one line (exit 1)."""
+
+
+class _TaskyardGroup(click.Group):
+    """The root group: database errors of any command become :class:`DatabaseFailure`.
+
+    Described here, while the command's ``State`` (and so the URL in use) is at hand.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if not is_database_error(exc):
+                raise
+            url = ctx.obj.raw_url if isinstance(ctx.obj, State) else default_url()
+            log.debug("database error", exc_info=True)
+            raise DatabaseFailure(describe_database_error(exc, url)) from exc
+
+
+@click.group(cls=_TaskyardGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", envvar="TASKYARD_DB", default=None, metavar="URL",
               help="Database: sqlite:///file.db or postgresql://user@host/db "
                    "[env TASKYARD_DB; default sqlite:///taskyard.db].")
@@ -47,6 +97,7 @@ def cli(ctx: click.Context, db: str | None, verbose: int) -> None:
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     state = State(db or default_url())
+    state.command = ctx.invoked_subcommand
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -59,6 +110,32 @@ def parse_json_option(text: str | None, option: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise click.BadParameter(f"not valid JSON ({exc})", param_hint=option) from None
+
+
+class DurationParam(click.ParamType[float, Any]):
+    """A duration option (``90``, ``90s``, ``5m``, ``2h``, ``1d``) as seconds; a value that
+    is not one is bad usage (exit 2), like malformed JSON."""
+
+    name = "duration"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            seconds = parse_duration(value, field="duration")
+        except DurationError:
+            self.fail(f"{value!r} is not a duration (use 90, 90s, 5m, 2h or 1d)", param, ctx)
+        if self.positive and seconds <= 0:
+            self.fail(f"{value!r}: must be more than 0 seconds", param, ctx)
+        return seconds
+
+
+DURATION = DurationParam()
+POSITIVE_DURATION = DurationParam(positive=True)
 
 
 def _register() -> None:
@@ -75,7 +152,11 @@ _register()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the CLI and exit with 0, 1 (operation failed) or 2 (bad usage)."""
+    """Run the CLI and exit with 0, 1 (operation failed) or 2 (bad usage).
+
+    Whatever goes wrong ends as one line on stderr, never a traceback (``-vv`` logs
+    the traceback of an unexpected error).
+    """
     try:
         # Without standalone mode click returns a command's `ctx.exit(code)` instead of
         # exiting, so the code is taken from the return value.
@@ -87,10 +168,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(exc.format_message(), 2)
     except click.Abort:
         _fail("aborted", 1)
-    except (StoreError, TimeoutError, DurationError, FileNotFoundError) as exc:
+    except (UnsupportedDatabase, DatabaseUrlError) as exc:
+        _fail(str(exc), 2)
+    except (StoreError, TimeoutError, DurationError, NoDatabase) as exc:
         _fail(str(exc), 1)
+    except OSError as exc:
+        # A file that cannot be read or written, a process that cannot be started.
+        _fail(str(exc) or type(exc).__name__, 1)
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code)
+    except Exception as exc:
+        # A bug: still one line; -vv shows where it came from.
+        log.debug("unexpected error", exc_info=True)
+        _fail(f"unexpected {type(exc).__name__}: {exc} (run with -vv for the traceback)", 1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

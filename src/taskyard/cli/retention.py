@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import click
 
-from taskyard.cli.main import State
+from taskyard.cli.main import DURATION, State
 from taskyard.cli.output import json_option, print_json
-from taskyard.core.durations import parse_duration
 
 
 @click.command("prune")
-@click.option("--older-than", required=True,
+@click.option("--older-than", type=DURATION, required=True,
               help="Delete what finished longer ago than this (e.g. 30d).")
 @click.option("--dry-run", is_flag=True, help="Count the first batch, delete nothing.")
 @json_option
 @click.pass_obj
-def prune(state: State, older_than: str, dry_run: bool, as_json: bool) -> None:
+def prune(state: State, older_than: float, dry_run: bool, as_json: bool) -> None:
     """Delete jobs that ended before the cutoff (with attempts, stages and edges), their
     empty graphs, and older events. Jobs still needed by unfinished work are kept."""
-    report = state.yard.store.prune(parse_duration(older_than, field="--older-than"),
-                                    dry_run=dry_run)
+    report = state.yard.store.prune(older_than, dry_run=dry_run)
     if as_json:
         print_json(report.to_json())
     else:

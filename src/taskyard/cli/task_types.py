@@ -8,14 +8,10 @@ from typing import Any
 import click
 import yaml
 
-from taskyard.cli.main import State
+from taskyard.cli.main import DURATION, POSITIVE_DURATION, State
 from taskyard.cli.output import json_option, print_json, print_table
-from taskyard.core.durations import parse_duration, parse_interval
+from taskyard.core.durations import DurationError, parse_interval
 from taskyard.store.records import TaskTypeSpec
-
-
-def _duration(value: str | None, option: str) -> float | None:
-    return None if value is None else parse_duration(value, field=option)
 
 
 @click.group("task-type")
@@ -30,12 +26,14 @@ def task_type() -> None:
 @click.option("--pool", "pools", multiple=True, help="Pool, in order of preference (repeatable).")
 @click.option("--cost", type=click.IntRange(min=0), default=1, show_default=True,
               help="Capacity units a job uses.")
-@click.option("--timeout", help="Per attempt: 90, 90s, 5m, 2h, 1d.")
+@click.option("--timeout", type=POSITIVE_DURATION, help="Per attempt: 90, 90s, 5m, 2h, 1d.")
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
               help="Extra attempts after a failure (N+1 in all).")
-@click.option("--retry-delay", default="0", help="Delay before a retry (duration).")
+@click.option("--retry-delay", type=DURATION, default="0", help="Delay before a retry (duration).")
 @click.option("--retry-backoff", type=float, default=1.0, show_default=True,
               help="Each further retry waits this factor longer.")
+@click.option("--retry-max-delay", type=DURATION,
+              help="Longest delay a growing backoff reaches (duration) [default: 1h].")
 @click.option("--interval", help="Adaptive recurring interval DEFAULT[,MIN,MAX], e.g. 1d,12h,64d.")
 @click.option("--backoff-factor", type=float, help="Adaptive interval factor (> 1).")
 @click.option("--max-queue-length", type=click.IntRange(min=1),
@@ -49,19 +47,25 @@ def task_type() -> None:
 @click.option("--no-verify", is_flag=True, help="Do not check that a python handler imports.")
 @click.pass_obj
 def add(state: State, name: str, handler: str, description: str, pools: tuple[str, ...],
-        cost: int, timeout: str | None, retries: int, retry_delay: str, retry_backoff: float,
-        interval: str | None, backoff_factor: float | None, max_queue_length: int | None,
-        locks: tuple[str, ...], no_simultaneous: bool, max_worker_losses: int,
-        no_verify: bool) -> None:
+        cost: int, timeout: float | None, retries: int, retry_delay: float,
+        retry_backoff: float, retry_max_delay: float | None, interval: str | None,
+        backoff_factor: float | None, max_queue_length: int | None, locks: tuple[str, ...],
+        no_simultaneous: bool, max_worker_losses: int, no_verify: bool) -> None:
     """Create or update a task type."""
+    try:
+        parsed_interval = None if interval is None else parse_interval(interval,
+                                                                       field="--interval")
+    except DurationError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--interval: "),
+                                 param_hint="--interval") from None
+    # Unset, the spec's own default applies (as in YAML, where the field is optional).
+    optional = {} if retry_max_delay is None else {"retry_max_delay": retry_max_delay}
     spec = state.yard.add_task_type(
         name, handler, verify=not no_verify, description=description,
-        pools=pools or ("default",), cost=cost, timeout=_duration(timeout, "--timeout"),
-        retries=retries, retry_delay=_duration(retry_delay, "--retry-delay") or 0.0,
-        retry_backoff=retry_backoff,
-        interval=None if interval is None else parse_interval(interval, field="--interval"),
+        pools=pools or ("default",), cost=cost, timeout=timeout, retries=retries,
+        retry_delay=retry_delay, retry_backoff=retry_backoff, interval=parsed_interval,
         backoff_factor=backoff_factor, max_queue_length=max_queue_length, locks=locks,
-        simultaneous=not no_simultaneous, max_worker_losses=max_worker_losses,
+        simultaneous=not no_simultaneous, max_worker_losses=max_worker_losses, **optional,
     )
     click.echo(f"task type {spec.name} saved")
 
@@ -105,6 +109,7 @@ def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> 
                 ("interval", _interval_text(s)), ("backoff_factor", s.backoff_factor),
                 ("max_queue_length", s.max_queue_length),
                 ("num_retries", s.retries or None), ("retry_delay", retry_delay),
+                ("retry_max_delay", _human(s.retry_max_delay)),
                 ("max_worker_losses", s.max_worker_losses),
                 ("locks", ", ".join(s.locks) or None),
                 ("simultaneous", s.simultaneous),

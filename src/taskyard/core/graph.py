@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskyard.core.durations import DurationError, parse_duration
 from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
 
 CONDITIONS = ("success", "failure", "always")
@@ -115,16 +116,6 @@ def parse_graph(
     return GraphSpec(routing, nodes)
 
 
-def parse_duplicate_safe(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    """``object_pairs_hook`` for JSON/YAML loaders that rejects duplicate labels."""
-    out: dict[Any, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise GraphError(f"duplicate label or key {key!r}")
-        out[key] = value
-    return out
-
-
 def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     where = f"task {label!r}"
     if not label or "." in label or len(label) > 200:
@@ -165,13 +156,24 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     locks = body.get("locks", []) or []
     if not isinstance(locks, list) or not all(isinstance(x, str) and x for x in locks):
         raise GraphError(f"{where}: locks must be a list of lock names")
-    timeout = body.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or timeout <= 0):
-        raise GraphError(f"{where}: timeout must be a positive number of seconds")
     return TaskNode(label, type_, dict(args), requires, reruns, priority,
                     tuple(pools) if pools else None, routing, convergence, tuple(locks),
-                    None if timeout is None else float(timeout), args_text)
+                    _parse_timeout(where, body.get("timeout")), args_text)
+
+
+def _parse_timeout(where: str, raw: Any) -> float | None:
+    """Seconds from a number or a duration string (``90``, ``90s``, ``5m``, ``2h``, ``1d``)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str | int | float) or isinstance(raw, bool):
+        raise GraphError(f"{where}: timeout must be a duration like 90, 90s, 5m, 2h or 1d")
+    try:
+        seconds = parse_duration(raw, field="timeout")
+    except DurationError as exc:
+        raise GraphError(f"{where}: {exc}") from None
+    if seconds <= 0:
+        raise GraphError(f"{where}: timeout must be more than 0 seconds")
+    return seconds
 
 
 def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:

@@ -86,10 +86,14 @@ class WriteLock:
 
     def __enter__(self) -> WriteLock:
         self._thread_lock.acquire()
-        if self.path is not None:
-            if self._handle is None:
-                self._handle = open(self.path, "ab")
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX)
+        try:
+            if self.path is not None:
+                if self._handle is None:
+                    self._handle = open(self.path, "ab")
+                fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX)
+        except BaseException:
+            self._thread_lock.release()  # e.g. the folder is gone: do not keep the lock
+            raise
         return self
 
     def __exit__(self, *_: object) -> None:

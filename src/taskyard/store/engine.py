@@ -49,6 +49,8 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
         pool_pre_ping=True,
         connect_args={
             "prepare_threshold": 5,
+            # A host that does not answer gives an error, not a hang.
+            "connect_timeout": 10,
             # A process frozen inside a transaction (SIGSTOP, a paused VM) would keep its
             # row locks, and the scheduling cycle waiting on them, for ever: the server
             # ends such a session. Our transactions never wait on their client that long
