@@ -10,6 +10,7 @@ cycle costs what it places, not what is queued.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -108,15 +109,18 @@ def run_cycle(
         free = _free_slots(planner)
         page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
         if not planner.exhausted():
-            for job in tx.ordered_candidates(planner.has_room, page, scan_limit):
-                report.scanned += 1
-                decision = planner.offer(job)
-                if isinstance(decision, Placement):
-                    report.placed.append(decision)
-                else:
-                    report.skipped.append(decision)
-                if planner.exhausted():
-                    break
+            # closing(): the store may restore settings once the candidates are read.
+            with contextlib.closing(tx.ordered_candidates(planner.has_room, page,
+                                                          scan_limit)) as candidates:
+                for job in candidates:
+                    report.scanned += 1
+                    decision = planner.offer(job)
+                    if isinstance(decision, Placement):
+                        report.placed.append(decision)
+                    else:
+                        report.skipped.append(decision)
+                    if planner.exhausted():
+                        break
         if report.placed:
             tx.dispatch(report.placed, {w.id: w.name for w in workers})
         if stall_after is not None and maintain:
