@@ -15,12 +15,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from taskyard.store import Store, open_store
 from taskyard.store.engine import make_engine
 from taskyard.store.migrate import upgrade
+
+# No per-example deadline: a time limit on a loaded 2-core machine is a timed assertion,
+# and fails for the machine's load, not for the code.
+settings.register_profile("taskyard", deadline=None)
+settings.load_profile("taskyard")
 
 PG_ADMIN = os.environ.get("TASKYARD_TEST_PG")
 REQUIRE_PG = os.environ.get("TASKYARD_REQUIRE_PG") == "1"

@@ -44,13 +44,14 @@ def test_a_lapsed_lease_fences_the_worker_before_it_is_expelled(store: Store) ->
 
 def _lose_worker(store: Store, job_id: int, n: int) -> None:
     """The job's worker dies while running it: its lease runs out (database clock) and
-    a cycle expels it."""
-    worker = store.register_worker(f"doomed-{n}", ["default"], 1, lease_seconds=1.0)
+    a cycle expels it. The lease is long until the job is claimed (a loaded machine may
+    take more than a second to get there), then renewed for a moment and left to lapse."""
+    worker = store.register_worker(f"doomed-{n}", ["default"], 1, lease_seconds=60)
     _cycle(store)
-    assert store.claim_dispatched(worker.id, 1)[0].job_id == job_id
-    expires = next(w for w in store.list_workers() if w.id == worker.id).lease_expires_at
-    while store.now() <= expires:
-        time.sleep(0.05)
+    (claimed,) = store.claim_dispatched(worker.id, 1)
+    assert claimed.job_id == job_id
+    assert store.renew_lease(worker.id, 0.1, [(job_id, claimed.attempt)]).renewed
+    wait_out_lease(store, worker.id)
     report = schedule(store)
     assert report is not None and report.expelled == [worker.id]
 
