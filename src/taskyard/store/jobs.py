@@ -26,6 +26,7 @@ from taskyard.store.records import (
     loads,
 )
 from taskyard.store.resolution import Ended, ResolutionMixin
+from taskyard.store.submit_pg import submit_one
 from taskyard.store.task_types import specs_by_name
 
 _J = t.jobs
@@ -157,6 +158,14 @@ class JobStore(ResolutionMixin, PrereqMixin):
         if not subs:
             return []
         with self._tx() as conn:
+            if len(subs) == 1 and not self.sqlite:
+                sub = subs[0]
+                job_id = submit_one(Raw(conn), sub, self._spec_cache, lambda spec: job_row(
+                    sub, spec, 0, limits=self.limits))
+                if job_id is not None:
+                    if place is None or not place(conn):
+                        self._notify(conn, ["scheduler"])
+                    return [job_id]
             specs = self._specs_for(conn, {s.type for s in subs})
             rows = []
             for index, sub in enumerate(subs):
