@@ -186,6 +186,7 @@ class BatchMixin(CycleStore, ResultsMixin):
             if place is not None:
                 with self.cycle(conn) as tx:
                     if tx is not None:
+                        tx.quiet.add(f"worker.{worker_id}")  # we take those below
                         report.cycle = place(tx)
                         placed_here = tx.dispatched.get(worker_id, [])
                         # We take those below: no need to wake ourselves for them.

@@ -19,7 +19,7 @@ from taskyard.core.retry import decide_retry
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import cycle_pg
 from taskyard.store import schema as t
-from taskyard.store.base import job_key, lit
+from taskyard.store.base import job_key, lit, pg_channel
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
 from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.raw import Raw
@@ -51,8 +51,12 @@ class CycleTx:
         self.notify: set[str] = set()
         self.dispatched: dict[int, list[int]] = {}
         """Job ids this cycle dispatched, per worker."""
+        self.quiet: set[str] = set()
+        """Channels not to wake (the caller takes what is placed there itself)."""
         self._bitmap_off = False
         """PostgreSQL: bitmap scans are off in this transaction (see ordered_candidates)."""
+        self._woken: set[str] = set()
+        """Channels the dispatch statements woke already (PostgreSQL)."""
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
@@ -165,11 +169,12 @@ class CycleTx:
 
     def finish(self) -> None:
         """End of the cycle: wake the workers it placed jobs on (on commit)."""
+        channels = sorted(self.notify - self._woken - self.quiet)
         if self._bitmap_off:
-            cycle_pg.finish(Raw(self.conn), sorted(self.notify))
+            cycle_pg.finish(Raw(self.conn), channels)
             self._bitmap_off = False
         else:
-            self.store._notify(self.conn, sorted(self.notify))
+            self.store._notify(self.conn, channels)
 
     def workers(self) -> list[WorkerSlot]:
         rows = Raw(self.conn).all(
@@ -255,8 +260,14 @@ class CycleTx:
     def _merged_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
                            per_list: int) -> Iterator[Candidate]:
         heap: list[tuple[int, int, int, Stream]] = []
-        for n, text in enumerate(self.pending_pool_lists()):
-            stream = Stream(text, pools_of(text))
+        if self.store.sqlite:
+            lists, first = self.pending_pool_lists(), None
+        else:  # with the first list's first page, in one round trip
+            lists, rows = cycle_pg.lists_and_first_page(Raw(self.conn), page)
+            first = [Candidate(job, type_, priority, pools_of(text), cost, _claims(locks))
+                     for job, type_, priority, text, cost, locks in rows]
+        for n, text in enumerate(lists):
+            stream = Stream(text, pools_of(text), first=first if n == 0 else None)
             if room(stream.pools) and stream.fill(self, page):
                 heap.append((*stream.key(), n, stream))
         heapq.heapify(heap)
@@ -280,13 +291,20 @@ class CycleTx:
         attempt_rows: list[tuple[int, int, int, str | None]] = []
         for worker_id, job_ids in by_worker.items():
             if not raw.sqlite:
-                # PostgreSQL: the jobs and their new attempts in one statement.
+                # PostgreSQL: the jobs, their new attempts, the worker's wake-up and
+                # bitmap scans back on (see finish) in one statement.
+                channel = f"worker.{worker_id}"
+                wake = [] if channel in self.quiet else [pg_channel(channel)]
                 for part in _slices(job_ids):
                     rows = raw.pg(cycle_pg.DISPATCH, {"ids": raw.id_array(part), "w": worker_id,
-                                                "name": names.get(worker_id)})
-                    for job_id, _ in rows:
+                                                      "name": names.get(worker_id),
+                                                      "wake": wake})
+                    for job_id, *_ in rows:
                         placed.append(job_id)
                         self.dispatched.setdefault(worker_id, []).append(job_id)
+                    if rows:
+                        self._bitmap_off = False
+                        self._woken.update([channel] if wake else [])
                 if worker_id in self.dispatched:
                     self.notify.add(f"worker.{worker_id}")
                 continue

@@ -32,6 +32,30 @@ _FINISH = (
     "(SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c)")
 
 
+_PENDING_LISTS = (
+    "WITH RECURSIVE lists(p) AS ("
+    "SELECT MIN(pools) FROM jobs WHERE state = 'pending' "
+    "UNION ALL SELECT (SELECT MIN(pools) FROM jobs WHERE state = 'pending' AND pools > lists.p) "
+    "FROM lists WHERE lists.p IS NOT NULL), "
+    # The first list's first page, as CycleTx.candidates reads it (through the
+    # placement index, in placement order, stopped at the page size).
+    "first AS (SELECT id, type, priority, pools, cost, locks FROM jobs "
+    "WHERE state = 'pending' AND pools = (SELECT MIN(p) FROM lists) "
+    "AND (run_after IS NULL OR run_after <= {now}) ORDER BY priority DESC, id LIMIT %(n)s) "
+    "SELECT (SELECT json_agg(p ORDER BY p) FROM lists WHERE p IS NOT NULL), "
+    "(SELECT json_agg(json_build_array(id, type, priority, pools, cost, locks) "
+    "ORDER BY priority DESC, id) FROM first)")
+
+
+def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
+    """The distinct pools lists of pending jobs (as CycleTx.pending_pool_lists), and the
+    rows of the first page of the first list (as CycleTx.candidates). Reading that page
+    when the first list has no room costs at most one page, which follows the free
+    capacity, not the backlog."""
+    lists, first = raw.pg(_PENDING_LISTS, {"n": page})[0]
+    return lists or [], first or []
+
+
 def snapshot(raw: Raw) -> tuple[list[Any], list[Any], list[Any]]:
     """Rows of workers, active jobs and queue limits (see :data:`SNAPSHOT`); bitmap
     scans are off for the rest of the transaction, until :func:`finish`."""
@@ -49,7 +73,12 @@ def finish(raw: Raw, channels: Sequence[str]) -> None:
 DISPATCH = (
     "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
     "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
-    "RETURNING id, attempt) "
-    "INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
+    "RETURNING id, attempt), "
+    "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
     "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
-    "RETURNING job_id, attempt")
+    "RETURNING job_id, attempt) "
+    # Evaluated only when a job was dispatched (no row, no wake-up): the worker's
+    # wake-up (%(wake)s: its channel, or none when the caller takes the jobs itself)
+    # and bitmap scans back on, as finish() would do.
+    "SELECT job_id, attempt, set_config('enable_bitmapscan', 'on', true), "
+    "(SELECT count(pg_notify(c, '')) FROM unnest(%(wake)s::text[]) AS c) FROM a")

@@ -22,6 +22,8 @@ class Stream:
     after: tuple[int, int] | None = None
     done: bool = False
     read: int = 0
+    first: list[Candidate] | None = None
+    """The first page, when it was read with the pools lists (PostgreSQL)."""
 
     def key(self) -> tuple[int, int]:
         head = self.buffer[0]
@@ -31,7 +33,10 @@ class Stream:
         """Read the next page; False when the list has nothing more."""
         if self.done:
             return False
-        batch = tx.candidates(self.text, self.after, page)
+        if self.first is not None:
+            batch, self.first = self.first, None
+        else:
+            batch = tx.candidates(self.text, self.after, page)
         self.done = len(batch) < page
         if batch:
             self.after = (batch[-1].priority, batch[-1].id)
