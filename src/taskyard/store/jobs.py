@@ -353,27 +353,33 @@ class JobStore(ResolutionMixin, PrereqMixin):
     def cancel_job(self, job_id: int) -> JobRecord:
         """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
         with self._tx() as conn:
-            row = conn.execute(
-                select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
-                .where(_J.c.id == job_id)
-            ).first()
-            if row is None:
-                raise NotFound(f"no job {job_id}")
-            state, worker_id, graph_id, routing = row
-            if state in TERMINAL:
-                raise Conflict(f"job {job_id} is already {state}")
-            done = conn.execute(
-                update(_J)
-                .where(_J.c.id == job_id, _J.c.state == state)
-                .values(
-                    state=JobState.CANCELED,
-                    worker_id=None,
-                    deadline=None,
-                    cancel_requested=state in ACTIVE,
-                    finished_at=self._now,
-                )
-            ).rowcount
-            if done != 1:
+            # A job may change state between the read and the guarded write (its worker
+            # reports it started): read it again, a few times (each statement sees what
+            # committed before it, on PostgreSQL; SQLite's write transaction excludes it).
+            for _ in range(3):
+                row = conn.execute(
+                    select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
+                    .where(_J.c.id == job_id)
+                ).first()
+                if row is None:
+                    raise NotFound(f"no job {job_id}")
+                state, worker_id, graph_id, routing = row
+                if state in TERMINAL:
+                    raise Conflict(f"job {job_id} is already {state}")
+                done = conn.execute(
+                    update(_J)
+                    .where(_J.c.id == job_id, _J.c.state == state)
+                    .values(
+                        state=JobState.CANCELED,
+                        worker_id=None,
+                        deadline=None,
+                        cancel_requested=state in ACTIVE,
+                        finished_at=self._now,
+                    )
+                ).rowcount
+                if done == 1:
+                    break
+            else:
                 raise Conflict(f"job {job_id} changed state while canceling; try again")
             if state in ACTIVE:
                 conn.execute(
