@@ -102,9 +102,9 @@ def run_cycle(
         report.timed_out = tx.time_out_attempts(timeout_grace)
         report.requeued = tx.requeue_suspended()
         report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
-    workers = tx.workers()
+    workers, active, limits = tx.snapshot()
     if workers:
-        planner = Planner.from_snapshot(workers, tx.active_jobs(), tx.queue_limits())
+        planner = Planner.from_snapshot(workers, active, limits)
         # A page a little larger than the room left: most candidates get placed.
         free = _free_slots(planner)
         page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
@@ -124,6 +124,7 @@ def run_cycle(
         if report.placed:
             tx.dispatch(report.placed, {w.id: w.name for w in workers})
         if stall_after is not None and maintain:
+            tx.restore_planner()
             served = {p for w in workers for p in w.pools}
             report.stalled = flag_stalled_graphs(tx, stall_after, served)
     if report.changed and record:

@@ -48,6 +48,8 @@ class StoreBase:
         self.sqlite = is_sqlite(self.engine)
         self._now: ColumnElement[float] = db_now(self.engine)
         self._statements: dict[str, Any] = {}
+        self._spec_cache: dict[str, Any] = {}
+        """PostgreSQL: task types read by submits, with their row versions (submit_pg)."""
         self._write_lock = (
             WriteLock(write_lock_path_for(make_url(url).database)) if self.sqlite else None
         )

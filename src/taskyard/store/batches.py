@@ -120,6 +120,15 @@ _DETAILS = ("SELECT j.id, j.attempt, j.type, j.args, j.timeout, j.graph_id, j.la
             "j.priority, tt.handler FROM jobs j JOIN task_types tt ON tt.name = j.type "
             "WHERE {which} AND j.state = 'dispatched' AND j.worker_id = ?")
 
+# PostgreSQL: the active rows of this worker, with the details of the new ones only
+# (args may be large), in one statement.
+_MINE_PG = (
+    "SELECT j.id, j.attempt, tt.handler, j.type, "
+    "CASE WHEN tt.name IS NULL THEN NULL ELSE j.args END, j.timeout, j.graph_id, j.label, "
+    "j.cost, j.priority FROM jobs j LEFT JOIN task_types tt ON tt.name = j.type "
+    "AND j.state = 'dispatched' AND (j.id || ':' || j.attempt) <> ALL(%(known)s::text[]) "
+    "WHERE j.worker_id = %(w)s AND j.state IN ('dispatched', 'running')")
+
 
 @dataclass(frozen=True)
 class Assignment:
@@ -186,6 +195,7 @@ class BatchMixin(CycleStore, ResultsMixin):
             if place is not None:
                 with self.cycle(conn) as tx:
                     if tx is not None:
+                        tx.quiet.add(f"worker.{worker_id}")  # we take those below
                         report.cycle = place(tx)
                         placed_here = tx.dispatched.get(worker_id, [])
                         # We take those below: no need to wake ourselves for them.
@@ -284,6 +294,15 @@ class BatchMixin(CycleStore, ResultsMixin):
 
     def _fetch_mine(self, conn: Connection, worker_id: int, known: Collection[Key],
                     limit: int) -> Assignment:
+        if not self.sqlite:  # one round trip: on a worker's wake-up path
+            rows = Raw(conn).pg(_MINE_PG, {"w": worker_id,
+                                           "known": [f"{j}:{a}" for j, a in known]})
+            fresh = sorted(((job, attempt, type_, args, timeout, graph, label, cost, prio,
+                             handler) for job, attempt, handler, type_, args, timeout, graph,
+                            label, cost, prio in rows if handler is not None),
+                           key=lambda r: (-r[8], r[0]))
+            return Assignment(self._claimed(conn, fresh[:limit]),
+                              frozenset((r[0], r[1]) for r in rows))
         # Two steps: the active rows of this worker through its partial index (a few
         # ids), then the details of the new ones only (args may be large).
         active = Raw(conn).all(_ACTIVE_HERE, (worker_id,))

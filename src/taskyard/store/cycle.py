@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import heapq
 import random
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, select, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 
 from taskyard.core.locks import decode_claim
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
 from taskyard.core.retry import decide_retry
 from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.store import cycle_pg
 from taskyard.store import schema as t
-from taskyard.store.base import job_key, lit
+from taskyard.store.base import job_key, lit, pg_channel
 from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
 from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.raw import Raw
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
+from taskyard.store.streams import Stream
 from taskyard.store.workers import WorkerStore
 
 _J = t.jobs
@@ -51,6 +51,12 @@ class CycleTx:
         self.notify: set[str] = set()
         self.dispatched: dict[int, list[int]] = {}
         """Job ids this cycle dispatched, per worker."""
+        self.quiet: set[str] = set()
+        """Channels not to wake (the caller takes what is placed there itself)."""
+        self._bitmap_off = False
+        """PostgreSQL: bitmap scans are off in this transaction (see ordered_candidates)."""
+        self._woken: set[str] = set()
+        """Channels the dispatch statements woke already (PostgreSQL)."""
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
@@ -141,6 +147,35 @@ class CycleTx:
             ).rowcount
         )
 
+    def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], dict[str, int]]:
+        """:meth:`workers`, :meth:`active_jobs` and :meth:`queue_limits` (one statement
+        on PostgreSQL, which also readies the candidate reads: see cycle_pg)."""
+        if self.store.sqlite:
+            return self.workers(), self.active_jobs(), self.queue_limits()
+        workers, active, limits = cycle_pg.snapshot(Raw(self.conn))
+        self._bitmap_off = True
+        return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
+                 for w, name, pools, capacity, prefetch in workers],
+                [ActiveJob(holder, type_, worker, int(cost), _claims(locks), int(count))
+                 for holder, type_, worker, cost, locks, count in active],
+                {name: int(n) for name, n in limits})
+
+    def restore_planner(self) -> None:
+        """Bitmap scans back on for what follows the candidate reads in this transaction
+        (:meth:`finish` does it too, with the wake-ups)."""
+        if self._bitmap_off:
+            self.conn.exec_driver_sql("SET LOCAL enable_bitmapscan = on")
+            self._bitmap_off = False
+
+    def finish(self) -> None:
+        """End of the cycle: wake the workers it placed jobs on (on commit)."""
+        channels = sorted(self.notify - self._woken - self.quiet)
+        if self._bitmap_off:
+            cycle_pg.finish(Raw(self.conn), channels)
+            self._bitmap_off = False
+        else:
+            self.store._notify(self.conn, channels)
+
     def workers(self) -> list[WorkerSlot]:
         rows = Raw(self.conn).all(
             "SELECT id, name, pools, capacity, prefetch FROM workers "
@@ -215,20 +250,24 @@ class CycleTx:
         # autovacuum has analysed the table, the planner believes few jobs are pending
         # and reads all of them (bitmap scan, then sort: 0.4 s at 1M pending) instead of
         # the first few in index order (0.1 ms). The cycle must cost what it places.
-        self.conn.exec_driver_sql("SET LOCAL enable_bitmapscan = off")
-        try:
-            yield from self._merged_candidates(room, page, per_list)
-        finally:
-            # The rest of the transaction plans as usual. After a failed statement the
-            # transaction is lost anyway (and SET LOCAL with it): nothing to restore.
-            with contextlib.suppress(DBAPIError):
-                self.conn.exec_driver_sql("SET LOCAL enable_bitmapscan = on")
+        # :meth:`snapshot` turned them off already; :meth:`restore_planner` or
+        # :meth:`finish` turns them back on (SET LOCAL: the transaction's end does too).
+        if not self._bitmap_off:
+            self.conn.exec_driver_sql("SET LOCAL enable_bitmapscan = off")
+            self._bitmap_off = True
+        yield from self._merged_candidates(room, page, per_list)
 
     def _merged_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
                            per_list: int) -> Iterator[Candidate]:
-        heap: list[tuple[int, int, int, _Stream]] = []
-        for n, text in enumerate(self.pending_pool_lists()):
-            stream = _Stream(text, pools_of(text))
+        heap: list[tuple[int, int, int, Stream]] = []
+        if self.store.sqlite:
+            lists, first = self.pending_pool_lists(), None
+        else:  # with the first list's first page, in one round trip
+            lists, rows = cycle_pg.lists_and_first_page(Raw(self.conn), page)
+            first = [Candidate(job, type_, priority, pools_of(text), cost, _claims(locks))
+                     for job, type_, priority, text, cost, locks in rows]
+        for n, text in enumerate(lists):
+            stream = Stream(text, pools_of(text), first=first if n == 0 else None)
             if room(stream.pools) and stream.fill(self, page):
                 heap.append((*stream.key(), n, stream))
         heapq.heapify(heap)
@@ -252,13 +291,20 @@ class CycleTx:
         attempt_rows: list[tuple[int, int, int, str | None]] = []
         for worker_id, job_ids in by_worker.items():
             if not raw.sqlite:
-                # PostgreSQL: the jobs and their new attempts in one statement.
+                # PostgreSQL: the jobs, their new attempts, the worker's wake-up and
+                # bitmap scans back on (see finish) in one statement.
+                channel = f"worker.{worker_id}"
+                wake = [] if channel in self.quiet else [pg_channel(channel)]
                 for part in _slices(job_ids):
-                    rows = raw.pg(_DISPATCH_PG, {"ids": raw.id_array(part), "w": worker_id,
-                                                "name": names.get(worker_id)})
-                    for job_id, _ in rows:
+                    rows = raw.pg(cycle_pg.DISPATCH, {"ids": raw.id_array(part), "w": worker_id,
+                                                      "name": names.get(worker_id),
+                                                      "wake": wake})
+                    for job_id, *_ in rows:
                         placed.append(job_id)
                         self.dispatched.setdefault(worker_id, []).append(job_id)
+                    if rows:
+                        self._bitmap_off = False
+                        self._woken.update([channel] if wake else [])
                 if worker_id in self.dispatched:
                     self.notify.add(f"worker.{worker_id}")
                 continue
@@ -287,42 +333,6 @@ class CycleTx:
 
 
 _HINT = {"sqlite": "INDEXED BY ix_jobs_pending_pools", "postgresql": ""}
-# "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
-# them) instead of looking the ids up.
-_DISPATCH_PG = (
-    "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
-    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
-    "RETURNING id, attempt) "
-    "INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
-    "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
-    "RETURNING job_id, attempt")
-
-
-@dataclass(slots=True)
-class _Stream:
-    """Pending jobs of one pools list, read page by page."""
-
-    text: str
-    pools: tuple[str, ...]
-    buffer: collections.deque[Candidate] = field(default_factory=collections.deque)
-    after: tuple[int, int] | None = None
-    done: bool = False
-    read: int = 0
-
-    def key(self) -> tuple[int, int]:
-        head = self.buffer[0]
-        return (-head.priority, head.id)
-
-    def fill(self, tx: CycleTx, page: int) -> bool:
-        """Read the next page; False when the list has nothing more."""
-        if self.done:
-            return False
-        batch = tx.candidates(self.text, self.after, page)
-        self.done = len(batch) < page
-        if batch:
-            self.after = (batch[-1].priority, batch[-1].id)
-            self.buffer.extend(batch)
-        return bool(batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +374,7 @@ class CycleStore(WorkerStore, ResolutionMixin):
                     return
                 tx = CycleTx(self, conn)
                 yield tx
-                self._notify(conn, sorted(tx.notify))
+                tx.finish()
             return
         if self.sqlite:
             # Lock first, then the write transaction: a caller that cannot have the
@@ -376,7 +386,7 @@ class CycleStore(WorkerStore, ResolutionMixin):
                 with self._tx() as own:
                     tx = CycleTx(self, own)
                     yield tx
-                    self._notify(own, sorted(tx.notify))
+                    tx.finish()
             return
         with self._tx() as own, self._cycle_lock(own) as held:
             if not held:
@@ -384,7 +394,7 @@ class CycleStore(WorkerStore, ResolutionMixin):
                 return
             tx = CycleTx(self, own)
             yield tx
-            self._notify(own, sorted(tx.notify))
+            tx.finish()
 
     @contextlib.contextmanager
     def _cycle_lock(self, conn: Connection | None) -> Iterator[bool]:
@@ -394,12 +404,9 @@ class CycleStore(WorkerStore, ResolutionMixin):
         SQLite lets one writer at a time."""
         if not self.sqlite:
             assert conn is not None
-            held = try_advisory(conn)
-            if held:
-                # Waiting for a row lock (held by a frozen transaction) must not keep the
-                # global lock for long: the cycle fails instead, and the next one retries.
-                conn.exec_driver_sql(f"SET LOCAL lock_timeout = {CYCLE_LOCK_TIMEOUT_MS}")
-            yield held
+            # Waiting for a row lock (held by a frozen transaction) must not keep the
+            # global lock for long: the cycle fails instead, and the next one retries.
+            yield try_advisory(conn, CYCLE_LOCK_TIMEOUT_MS)
             return
         lock = self._cycle_file_lock()
         if not lock.acquire():

@@ -21,10 +21,21 @@ _process_locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()
 
 
-def try_advisory(conn: Connection) -> bool:
-    """Take the PostgreSQL advisory lock for this transaction, or return False."""
-    return bool(conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": ADVISORY_KEY})
-                .scalar())
+def try_advisory(conn: Connection, lock_timeout_ms: int | None = None) -> bool:
+    """Take the PostgreSQL advisory lock for this transaction, or return False.
+
+    ``lock_timeout_ms``: once the lock is held, the rest of the transaction waits at
+    most that long for a row lock (``SET LOCAL lock_timeout``), set in the same round
+    trip; a caller that does not get the lock keeps its settings."""
+    params: dict[str, object] = {"k": ADVISORY_KEY}
+    if lock_timeout_ms is None:
+        sql = "SELECT pg_try_advisory_xact_lock(:k)"
+    else:
+        # CASE evaluates in order: the setting changes only once the lock is ours.
+        sql = ("SELECT CASE WHEN pg_try_advisory_xact_lock(:k) "
+               "THEN set_config('lock_timeout', :t, true) IS NOT NULL ELSE false END")
+        params["t"] = str(int(lock_timeout_ms))
+    return bool(conn.execute(text(sql), params).scalar())
 
 
 class FileLock:

@@ -26,6 +26,7 @@ from taskyard.store.records import (
     loads,
 )
 from taskyard.store.resolution import Ended, ResolutionMixin
+from taskyard.store.submit_pg import submit_one
 from taskyard.store.task_types import specs_by_name
 
 _J = t.jobs
@@ -157,6 +158,14 @@ class JobStore(ResolutionMixin, PrereqMixin):
         if not subs:
             return []
         with self._tx() as conn:
+            if len(subs) == 1 and not self.sqlite:
+                sub = subs[0]
+                job_id = submit_one(Raw(conn), sub, self._spec_cache, lambda spec: job_row(
+                    sub, spec, 0, limits=self.limits))
+                if job_id is not None:
+                    if place is None or not place(conn):
+                        self._notify(conn, ["scheduler"])
+                    return [job_id]
             specs = self._specs_for(conn, {s.type for s in subs})
             rows = []
             for index, sub in enumerate(subs):
@@ -344,27 +353,33 @@ class JobStore(ResolutionMixin, PrereqMixin):
     def cancel_job(self, job_id: int) -> JobRecord:
         """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
         with self._tx() as conn:
-            row = conn.execute(
-                select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
-                .where(_J.c.id == job_id)
-            ).first()
-            if row is None:
-                raise NotFound(f"no job {job_id}")
-            state, worker_id, graph_id, routing = row
-            if state in TERMINAL:
-                raise Conflict(f"job {job_id} is already {state}")
-            done = conn.execute(
-                update(_J)
-                .where(_J.c.id == job_id, _J.c.state == state)
-                .values(
-                    state=JobState.CANCELED,
-                    worker_id=None,
-                    deadline=None,
-                    cancel_requested=state in ACTIVE,
-                    finished_at=self._now,
-                )
-            ).rowcount
-            if done != 1:
+            # A job may change state between the read and the guarded write (its worker
+            # reports it started): read it again, a few times (each statement sees what
+            # committed before it, on PostgreSQL; SQLite's write transaction excludes it).
+            for _ in range(3):
+                row = conn.execute(
+                    select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
+                    .where(_J.c.id == job_id)
+                ).first()
+                if row is None:
+                    raise NotFound(f"no job {job_id}")
+                state, worker_id, graph_id, routing = row
+                if state in TERMINAL:
+                    raise Conflict(f"job {job_id} is already {state}")
+                done = conn.execute(
+                    update(_J)
+                    .where(_J.c.id == job_id, _J.c.state == state)
+                    .values(
+                        state=JobState.CANCELED,
+                        worker_id=None,
+                        deadline=None,
+                        cancel_requested=state in ACTIVE,
+                        finished_at=self._now,
+                    )
+                ).rowcount
+                if done == 1:
+                    break
+            else:
                 raise Conflict(f"job {job_id} changed state while canceling; try again")
             if state in ACTIVE:
                 conn.execute(

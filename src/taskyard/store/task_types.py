@@ -84,8 +84,8 @@ def row_to_spec(row: Any) -> TaskTypeSpec:
     return _spec(row._mapping)
 
 
-_COLUMNS = tuple(c.name for c in t.task_types.c)
-_SELECT_SPECS = f"SELECT {', '.join(_COLUMNS)} FROM task_types WHERE {{which}}"
+COLUMNS = tuple(c.name for c in t.task_types.c)
+_SELECT_SPECS = f"SELECT {', '.join(COLUMNS)} FROM task_types WHERE {{which}}"
 
 
 def specs_by_name(conn: Connection, names: Iterable[str]) -> dict[str, TaskTypeSpec]:
@@ -97,12 +97,12 @@ def specs_by_name(conn: Connection, names: Iterable[str]) -> dict[str, TaskTypeS
     raw = Raw(conn)
     which, params = raw.member("name", wanted)
     rows = raw.all(_SELECT_SPECS.replace("{which}", which), params)
-    return {spec.name: spec for spec in map(_cached_spec, rows)}
+    return {spec.name: spec for spec in map(cached_spec, rows)}
 
 
 @functools.lru_cache(maxsize=512)
-def _cached_spec(row: tuple[Any, ...]) -> TaskTypeSpec:
-    return _spec(dict(zip(_COLUMNS, row, strict=True)))
+def cached_spec(row: tuple[Any, ...]) -> TaskTypeSpec:
+    return _spec(dict(zip(COLUMNS, row, strict=True)))
 
 
 def _spec(m: Mapping[str, Any]) -> TaskTypeSpec:

@@ -168,10 +168,14 @@ class WorkerDaemon:
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
         declare = window if _worth_declaring(window, self._window) else None
         if starts or ended or declare is not None:
+            # The cycle runs when room may have opened (seed 000 runs schedule() on
+            # completion): not for starts alone, which free nothing and would delay
+            # the report of the ends that follow them (a chain's hand-off).
+            place = (self._place if self.placer is not None
+                     and (ended or declare is not None) else None)
             try:
                 report = self.store.record_attempts(
-                    self.worker_id, starts, ended, prefetch=declare,
-                    place=None if self.placer is None else self._place,
+                    self.worker_id, starts, ended, prefetch=declare, place=place,
                     fetch=look, known=self.executor.running())
             except Exception:
                 self._ended.extendleft(reversed(ended))  # try again with the next round

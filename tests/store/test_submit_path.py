@@ -1,0 +1,104 @@
+"""The submit → dispatch path (short on PostgreSQL: store/submit_pg.py, store/cycle_pg.py),
+on both stores: a changed task type is seen by the next submit, even one changed through
+another process's store; the job-pending event is written with the job; a cycle leaves
+the planner settings as it found them; a worker's own cycle does not wake it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from taskyard.scheduler.cycle import run_cycle
+from taskyard.store import Store, open_store
+from taskyard.store.errors import InvalidInput
+from taskyard.store.records import JobSubmission, Outcome, Started, TaskTypeSpec
+
+HANDLER = "python:tests.handlers_for_tests:echo"
+
+
+def spec(name: str, **policy: Any) -> TaskTypeSpec:
+    return TaskTypeSpec(name, HANDLER, **policy)
+
+
+def submit(store: Store, type_: str, **args: Any) -> int:
+    (job_id,) = store.submit_jobs([JobSubmission(type_, dict(args))])
+    return job_id
+
+
+def test_a_changed_task_type_is_seen_by_the_next_submit(db_url: str) -> None:
+    submitter, admin = open_store(db_url), open_store(db_url)  # two processes' stores
+    try:
+        admin.put_task_type(spec("t", cost=1, pools=("a",)))
+        first = submitter.get_job(submit(submitter, "t"))
+        assert first is not None and (first.cost, first.pools) == (1, ("a",))
+        # Changed elsewhere once the submitter has read (and kept) it.
+        admin.put_task_type(spec("t", cost=3, pools=("b", "c"), retries=2,
+                                 locks=("res:{x}",)))
+        second = submitter.get_job(submit(submitter, "t", x=7))
+        assert second is not None
+        assert (second.cost, second.pools, second.retries) == (3, ("b", "c"), 2)
+        assert len(second.locks) == 1 and "res:7" in second.locks[0]
+        # The new lock template needs its argument: refused, as without any cache.
+        with pytest.raises(InvalidInput):
+            submit(submitter, "t")
+        admin.put_task_type(spec("t", cost=1, pools=("a",)))
+        third = submitter.get_job(submit(submitter, "t"))
+        assert third is not None and (third.cost, third.pools, third.locks) == (1, ("a",), ())
+    finally:
+        submitter.close()
+        admin.close()
+
+
+def test_an_unknown_type_is_refused_and_writes_nothing(store: Store) -> None:
+    store.put_task_type(spec("known"))
+    submit(store, "known")
+    with pytest.raises(InvalidInput, match="unknown"):
+        submit(store, "unknown")
+    assert [j.type for j in store.list_jobs()] == ["known"]
+
+
+def test_the_pending_event_is_written_with_the_job(store: Store) -> None:
+    store.put_task_type(spec("t"))
+    job_id = submit(store, "t", n=1)
+    events = [e for e in store.list_events() if e.topic == "job-pending"]
+    assert [(e.routing_key, e.payload) for e in events] == [
+        ("taskyard._._._", {"job_id": job_id, "type": "t"})]
+
+
+def test_a_cycle_leaves_the_planner_settings_as_it_found_them(store: Store) -> None:
+    store.put_task_type(spec("t"))
+    store.register_worker("w", ["default"], 4, lease_seconds=60)
+    for placing in (True, False):  # a cycle that dispatches, then one with nothing to place
+        if placing:
+            submit(store, "t")
+        with store._tx() as conn:
+            with store.cycle(conn) as tx:
+                assert tx is not None
+                report = run_cycle(store, tx, record=False)
+            assert bool(report.placed) is placing
+            if not store.sqlite:
+                assert conn.execute(text("SHOW enable_bitmapscan")).scalar() == "on"
+
+
+def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> None:
+    store.put_task_type(spec("t"))
+    worker = store.register_worker("w", ["default"], 1, lease_seconds=60).id
+    first = submit(store, "t")
+    with store._tx() as conn, store.cycle(conn) as tx:
+        assert tx is not None
+        run_cycle(store, tx, record=False)
+    assert [j.job_id for j in store.fetch_dispatched(worker).jobs] == [first]
+    second = submit(store, "t")  # waits for room: placed once the first one ends
+    listener = store.listener(f"worker.{worker}")
+    try:
+        report = store.record_attempts(
+            worker, [Started(first, 1, 0.0)], [Outcome(first, 1, "succeeded", 0)],
+            place=lambda tx: run_cycle(store, tx, record=False))
+        assert report.accepted == [True]
+        assert [j.job_id for j in report.assignment.jobs] == [second]
+        # Nothing to wake it for: the jobs came back with its report.
+        assert not listener.wait(0.2)
+    finally:
+        listener.close()
