@@ -34,8 +34,9 @@ log = logging.getLogger("taskyard.worker")
 DEFAULT_PREFETCH = 512
 """Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
 Placer = Callable[[Store, CycleTx], object]
-GATHER = 0.004
-"""Seconds a busy worker lets ends accumulate before it reports them (group commit)."""
+GATHER = 0.010
+"""Seconds a busy worker lets ends accumulate before it reports them (group commit):
+only while its queue keeps every slot busy meanwhile (see ``WorkerDaemon._gather``)."""
 GATHER_BATCH = 256
 
 
