@@ -129,3 +129,29 @@ def test_a_child_dying_in_a_pipeline_loses_only_its_own_job(
         assert recorder.most_running <= 1
     finally:
         executor.shutdown()
+
+
+def test_a_job_stopped_in_a_pipeline_never_runs_to_success(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    executor, recorder, sizes = _pipelined(monkeypatch, 1, 1 + 7)
+    try:
+        executor.submit([_python_job(0)])
+        deadline = time.monotonic() + 30
+        while not recorder.ended:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        slow = ClaimedJob(1, 1, "t", "python:tests.handlers_for_tests:sleepy",
+                          {"seconds": 0.5}, None)
+        executor.submit([slow] + [_python_job(i) for i in range(2, 8)])
+        while executor.queued() != 6:  # the slot took them: slow runs, 6 behind it
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        executor.stop(2, 1)  # the child starts it as the slow one ends: stopped at once
+        assert recorder.done.wait(60)
+        assert sizes[1] == 7
+        states = {o.job_id: o.state for o in recorder.ended}
+        assert states[2] == "canceled"
+        assert all(states[i] == "succeeded" for i in (0, 1, 3, 4, 5, 6, 7))
+        assert recorder.most_running <= 1
+    finally:
+        executor.shutdown()

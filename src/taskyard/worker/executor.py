@@ -35,7 +35,7 @@ PIPELINE = 16
 PIPELINE_WINDOW = 0.005
 """Seconds of work (at the recent pace) a pipeline may hold: only short jobs are
 pipelined, so a pipeline never keeps a job waiting behind a long one."""
-PACE_ALPHA = 0.2
+PACE_ALPHA = 0.2  # weight of the newest duration in the moving average
 
 StageSink = Callable[[int, int, StageReport], bool]
 """Records a stage report of (job, attempt); False means refused (fenced)."""
@@ -97,9 +97,6 @@ class Executor:
                     self._held[key] = None
                     heapq.heappush(self._queue, (-job.priority, job.job_id, job))
             self._cond.notify_all()
-
-    def start(self, job: ClaimedJob) -> None:
-        self.submit([job])
 
     def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> None:
         """Stop that attempt: drop it if queued, else terminate its child and report its
@@ -274,7 +271,8 @@ class Executor:
             job = rest.pop(0)
             started = time.monotonic()
             try:
-                outcome = self._outcome(job, functools.partial(self._wait_python, index, job))
+                outcome = self._outcome(job, functools.partial(
+                    self._wait_python, index, job, follower=job is not batch[0]))
             except Exception as exc:  # the child was ended (see _wait_python)
                 outcome = self._crashed(job, exc)
             if self._children[index] is None:  # the child was ended: the rest never ran
@@ -367,14 +365,19 @@ class Executor:
         self._child(index).send_pipeline([self._message(job)])
         return self._wait_python(index, job)
 
-    def _wait_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
+    def _wait_python(self, index: int, job: ClaimedJob, *,
+                     follower: bool = False) -> dict[str, Any]:
         """The outcome of ``job``, which slot ``index``'s child runs now: it started it
-        as it sent the previous outcome, or as it received it."""
+        as it sent the previous outcome (a ``follower`` in a pipeline: if it was
+        stopped before that, it is stopped at once), or as it received it."""
         child = self._children[index]
         assert child is not None
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
+        stop_requested = self._stop_check(job)
         try:
-            return child.wait(deadline, self._stop_check(job), self._stage_sink(job))
+            if follower and stop_requested():
+                raise Stopped
+            return child.wait(deadline, stop_requested, self._stage_sink(job))
         except BaseException:
             # The child is in an unknown state: end it and start afresh next time.
             self._drop_child(index)
