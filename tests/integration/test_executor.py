@@ -5,8 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from taskyard.store.records import ClaimedJob, Outcome
 from taskyard.worker.executor import Executor
+from taskyard.worker.processes import PythonChild
 
 
 def test_queued_jobs_start_by_priority_then_age() -> None:
@@ -36,5 +39,119 @@ def test_queued_jobs_start_by_priority_then_age() -> None:
         order = [o.job_id for o in ended]
         assert order == [1, 5, 2, 3, 4]
         assert all(o.state == "succeeded" for o in ended)
+    finally:
+        executor.shutdown()
+
+
+def _python_job(job_id: int, handler: str = "echo") -> ClaimedJob:
+    return ClaimedJob(job_id, 1, "t", f"python:tests.handlers_for_tests:{handler}", {}, None)
+
+
+class _Recorder:
+    """Outcomes, and at each end the starts seen so far: never more started and not
+    ended than the capacity (what the worker's reports show the database)."""
+
+    def __init__(self, capacity: int, expected: int) -> None:
+        self.capacity = capacity
+        self.expected = expected
+        self.executor: Executor | None = None
+        self.started: list[tuple[int, int]] = []
+        self.ended: list[Outcome] = []
+        self.most_running = 0
+        self.done = threading.Event()
+
+    def on_done(self, outcome: Outcome, _seconds: float) -> None:
+        assert self.executor is not None
+        self.started += [(j, a) for j, a, _ in self.executor.take_started()]
+        assert (outcome.job_id, outcome.attempt) in self.started
+        self.most_running = max(self.most_running, len(self.started) - len(self.ended))
+        self.ended.append(outcome)
+        if len(self.ended) >= self.expected:
+            self.done.set()
+
+
+def _pipelined(monkeypatch: pytest.MonkeyPatch, capacity: int, expected: int
+               ) -> tuple[Executor, _Recorder, list[int]]:
+    """An executor that pipelines whatever it can (a wide window), and the sizes of the
+    messages its children receive."""
+    sizes: list[int] = []
+    send = PythonChild.send_pipeline
+
+    def counting(self: PythonChild, msgs: list[dict[str, object]]) -> None:
+        sizes.append(len(msgs))
+        send(self, msgs)
+
+    monkeypatch.setattr(PythonChild, "send_pipeline", counting)
+    recorder = _Recorder(capacity, expected)
+    executor = Executor(capacity, on_done=recorder.on_done, pipeline_window=60.0)
+    recorder.executor = executor
+    return executor, recorder, sizes
+
+
+def test_short_python_jobs_run_in_pipelines(monkeypatch: pytest.MonkeyPatch) -> None:
+    executor, recorder, sizes = _pipelined(monkeypatch, 2, 1 + 60)
+    try:
+        executor.submit([_python_job(0)])  # once a duration is known, pipelines form
+        executor.submit([_python_job(i) for i in range(1, 61)])
+        assert recorder.done.wait(60)
+        assert sorted(o.job_id for o in recorder.ended) == list(range(61))
+        assert all(o.state == "succeeded" for o in recorder.ended)
+        # Each ran as itself (its own environment), started once, within the capacity.
+        assert all(o.result["job_id"] == str(o.job_id) for o in recorder.ended)  # type: ignore[index]
+        assert sorted(recorder.started) == [(i, 1) for i in range(61)]
+        assert recorder.most_running <= 2
+        assert max(sizes) > 1 and sum(sizes) == 61
+        assert executor.queued() == 0
+    finally:
+        executor.shutdown()
+
+
+def test_a_child_dying_in_a_pipeline_loses_only_its_own_job(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    executor, recorder, sizes = _pipelined(monkeypatch, 1, 1 + 12)
+    try:
+        executor.submit([_python_job(0)])
+        deadline = time.monotonic() + 30
+        while not recorder.ended:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # One pipeline: the child dies at the fourth job; the eight behind it never
+        # started there, and run in a new child.
+        executor.submit([_python_job(i) for i in range(1, 4)] + [_python_job(4, "die")]
+                        + [_python_job(i) for i in range(5, 13)])
+        assert recorder.done.wait(60)
+        states = {o.job_id: o.state for o in recorder.ended}
+        assert len(recorder.ended) == 13 and len(states) == 13
+        assert states.pop(4) == "error"
+        assert set(states.values()) == {"succeeded"}
+        assert sizes[1] == 12  # the second message held the whole pipeline
+        assert sorted(recorder.started) == [(i, 1) for i in range(13)]
+        assert recorder.most_running <= 1
+    finally:
+        executor.shutdown()
+
+
+def test_a_job_stopped_in_a_pipeline_never_runs_to_success(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    executor, recorder, sizes = _pipelined(monkeypatch, 1, 1 + 7)
+    try:
+        executor.submit([_python_job(0)])
+        deadline = time.monotonic() + 30
+        while not recorder.ended:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        slow = ClaimedJob(1, 1, "t", "python:tests.handlers_for_tests:sleepy",
+                          {"seconds": 0.5}, None)
+        executor.submit([slow] + [_python_job(i) for i in range(2, 8)])
+        while executor.queued() != 6:  # the slot took them: slow runs, 6 behind it
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        executor.stop(2, 1)  # the child starts it as the slow one ends: stopped at once
+        assert recorder.done.wait(60)
+        assert sizes[1] == 7
+        states = {o.job_id: o.state for o in recorder.ended}
+        assert states[2] == "canceled"
+        assert all(states[i] == "succeeded" for i in (0, 1, 3, 4, 5, 6, 7))
+        assert recorder.most_running <= 1
     finally:
         executor.shutdown()

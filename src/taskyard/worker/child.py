@@ -133,4 +133,8 @@ def child_main(conn: Connection, cwd: str) -> None:
             msg = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError, KeyboardInterrupt):
             return
-        conn.send_bytes(pickle.dumps(_run(cache, msg, capture, conn), pickle.HIGHEST_PROTOCOL))
+        # A list is a pipeline of short jobs: run them one after the other, each outcome
+        # sent as it ends (the worker takes the next one's start from it).
+        for one in msg if isinstance(msg, list) else (msg,):
+            conn.send_bytes(pickle.dumps(_run(cache, one, capture, conn),
+                                         pickle.HIGHEST_PROTOCOL))

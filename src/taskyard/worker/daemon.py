@@ -31,12 +31,13 @@ from taskyard.store.records import Outcome, Started
 from taskyard.worker.executor import Executor
 
 log = logging.getLogger("taskyard.worker")
-DEFAULT_PREFETCH = 64
+DEFAULT_PREFETCH = 512
 """Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
 Placer = Callable[[Store, CycleTx], object]
-GATHER = 0.004
-"""Seconds a busy worker lets ends accumulate before it reports them (group commit)."""
-GATHER_BATCH = 64
+GATHER = 0.010
+"""Seconds a busy worker lets ends accumulate before it reports them (group commit):
+only while its queue keeps every slot busy meanwhile (see ``WorkerDaemon._gather``)."""
+GATHER_BATCH = 256
 
 
 def _worth_declaring(window: int, declared: int) -> bool:

@@ -11,6 +11,7 @@ record in its next batch.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import logging
@@ -19,7 +20,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from taskyard.core.handlers import HandlerSpecError, parse_handler
+from taskyard.core.handlers import HandlerSpec, HandlerSpecError
+from taskyard.core.handlers import parse_handler as _parse
 from taskyard.core.stages import StageReport
 from taskyard.store.records import ClaimedJob, Outcome
 from taskyard.worker.guardian import Guardian
@@ -28,6 +30,12 @@ from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
 log = logging.getLogger("taskyard.worker")
 TIMEOUT_EXIT_CODE = 130
 Key = tuple[int, int]
+PIPELINE = 16
+"""Most jobs sent to a child in one message (a pipeline: see :meth:`Executor._next`)."""
+PIPELINE_WINDOW = 0.005
+"""Seconds of work (at the recent pace) a pipeline may hold: only short jobs are
+pipelined, so a pipeline never keeps a job waiting behind a long one."""
+PACE_ALPHA = 0.2  # weight of the newest duration in the moving average
 
 StageSink = Callable[[int, int, StageReport], bool]
 """Records a stage report of (job, attempt); False means refused (fenced)."""
@@ -42,12 +50,14 @@ class Executor:
                  on_start: Callable[[], None] = lambda: None,
                  on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
                  kill_grace: float = 5.0, prewarm: bool = True,
-                 env: dict[str, str] | None = None, guard: bool = True) -> None:
+                 env: dict[str, str] | None = None, guard: bool = True,
+                 pipeline_window: float = PIPELINE_WINDOW) -> None:
         """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
         ``on_start`` is called when a job starts (see :meth:`take_started`);
         ``env``: extra environment for every handler (e.g. ``TASKYARD_WORKER``);
         ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
         self.capacity = capacity
+        self.pipeline_window = pipeline_window
         self.slots = max(1, capacity)
         self.prewarm = prewarm
         self.on_done = on_done
@@ -66,6 +76,10 @@ class Executor:
         report once it is stopped."""
         self._used = 0
         self._executing = 0
+        self._piped = 0
+        """Jobs sent to a child behind the one it runs: not started yet."""
+        self._pace: float | None = None
+        """Moving average of job durations (seconds), for the pipeline depth."""
         self._started: list[tuple[int, int, float]] = []
         self._closing = False
         self._children: list[PythonChild | None] = [None] * self.slots
@@ -83,9 +97,6 @@ class Executor:
                     self._held[key] = None
                     heapq.heappush(self._queue, (-job.priority, job.job_id, job))
             self._cond.notify_all()
-
-    def start(self, job: ClaimedJob) -> None:
-        self.submit([job])
 
     def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> None:
         """Stop that attempt: drop it if queued, else terminate its child and report its
@@ -133,8 +144,9 @@ class Executor:
             return len(self._held)
 
     def queued(self) -> int:
+        """Jobs not started yet: in the queue, or pipelined behind a running one."""
         with self._cond:
-            return len(self._queue)
+            return len(self._queue) + self._piped
 
     def shutdown(self, *, kill: bool = False, timeout: float = 10.0) -> None:
         """Stop the slots (killing running children with ``kill``) and wait for them."""
@@ -156,8 +168,15 @@ class Executor:
     def _fits(self, job: ClaimedJob) -> bool:
         return self._executing == 0 or self._used + job.cost <= self.capacity
 
-    def _next(self) -> ClaimedJob | None:
-        """Wait for the head job to fit, take it, and account for it (None: closing)."""
+    def _next(self) -> list[ClaimedJob] | None:
+        """Wait for the head job to fit, take it, and account for it (None: closing).
+
+        While jobs are short, a few more queued Python jobs of the same cost follow it
+        in a pipeline: sent to the child in the same message, so that the child goes
+        from one to the next without waiting for a round trip through this process.
+        They start one by one (see :meth:`_finish`): the room the head took passes to
+        each in turn. The depth is bounded by ``PIPELINE_WINDOW`` of work at the recent
+        pace, and by a fair share of the queue among the slots."""
         with self._cond:
             while not self._closing and not (self._queue and self._fits(self._queue[0][2])):
                 self._cond.wait()
@@ -167,8 +186,22 @@ class Executor:
             self._used += job.cost
             self._executing += 1
             self._started.append((job.job_id, job.attempt, time.monotonic()))
+            batch = [job]
+            depth = self._depth(job)
+            while len(batch) < depth and self._queue:
+                follower = self._queue[0][2]
+                if follower.cost != job.cost or not _is_python(follower.handler):
+                    break
+                batch.append(heapq.heappop(self._queue)[2])
+            self._piped += len(batch) - 1
         self.on_start()
-        return job
+        return batch
+
+    def _depth(self, head: ClaimedJob) -> int:
+        if self._pace is None or not self._queue or not _is_python(head.handler):
+            return 1
+        share = -(-len(self._queue) // self.slots)  # ceil: keep every slot fed
+        return 1 + min(PIPELINE - 1, share, int(self.pipeline_window / max(self._pace, 1e-6)))
 
     def _slot(self) -> None:
         index = int(threading.current_thread().name.split("-")[1])
@@ -179,68 +212,135 @@ class Executor:
             except OSError:
                 log.exception("event=prewarm-failed slot=%d", index)
         while True:
-            job = self._next()
-            if job is None:
+            batch = self._next()
+            if batch is None:
                 return
+            if len(batch) > 1:
+                self._pipeline(index, batch)
+                continue
+            job = batch[0]
             started = time.monotonic()
             try:
                 outcome = self._run(index, job)
             except Exception as exc:  # never lose an attempt's outcome
-                log.exception("event=executor-error job=%s", job.job_id)
-                outcome = Outcome(job.job_id, job.attempt, "error", error=f"worker error: {exc}")
-            seconds = time.monotonic() - started
-            log.debug("event=finished job=%s attempt=%s state=%s ms=%.1f", job.job_id,
-                      job.attempt, outcome.state, seconds * 1000)
-            # Hand the outcome in before freeing the room: whoever reads the starts and
-            # then the ends (the worker's report) never sees a job take this one's room
-            # without also seeing this one end — the database never shows more running
-            # than the capacity.
-            self.on_done(outcome, seconds)
-            with self._cond:
+                outcome = self._crashed(job, exc)
+            self._finish(job, outcome, time.monotonic() - started)
+
+    @staticmethod
+    def _crashed(job: ClaimedJob, exc: Exception) -> Outcome:
+        log.exception("event=executor-error job=%s", job.job_id)
+        return Outcome(job.job_id, job.attempt, "error", error=f"worker error: {exc}")
+
+    def _finish(self, job: ClaimedJob, outcome: Outcome, seconds: float,
+                then: ClaimedJob | None = None) -> None:
+        """Hand ``outcome`` in, then free its room — or pass the room to ``then``, the
+        next job of a pipeline, which the child started as it sent this outcome."""
+        log.debug("event=finished job=%s attempt=%s state=%s ms=%.1f", job.job_id,
+                  job.attempt, outcome.state, seconds * 1000)
+        # Hand the outcome in before freeing the room: whoever reads the starts and
+        # then the ends (the worker's report) never sees a job take this one's room
+        # without also seeing this one end — the database never shows more running
+        # than the capacity.
+        self.on_done(outcome, seconds)
+        with self._cond:
+            self._pace = seconds if self._pace is None else (
+                self._pace + PACE_ALPHA * (seconds - self._pace))
+            if then is None:
                 self._used -= job.cost
                 self._executing -= 1
                 self._cond.notify_all()
+                return
+            # The same cost (see _next): the room passes on, never free meanwhile.
+            self._piped -= 1
+            self._started.append((then.job_id, then.attempt, time.monotonic()))
+        self.on_start()
+
+    def _pipeline(self, index: int, batch: list[ClaimedJob]) -> None:
+        """Run a pipeline (see :meth:`_next`) in slot ``index``'s child. When an attempt
+        ends the child (timeout, stop, crash), the jobs behind it never started: they
+        go back to the queue, or are dropped if they were stopped meanwhile."""
+        rest = list(batch)
+        try:
+            self._child(index).send_pipeline([self._message(job) for job in batch])
+        except Exception as exc:  # never lose an attempt's outcome
+            self._drop_child(index)
+            self._finish(rest[0], self._crashed(rest[0], exc), 0.0)
+            self._requeue(rest[1:])
+            return
+        while rest:
+            job = rest.pop(0)
+            started = time.monotonic()
+            try:
+                outcome = self._outcome(job, functools.partial(
+                    self._wait_python, index, job, follower=job is not batch[0]))
+            except Exception as exc:  # the child was ended (see _wait_python)
+                outcome = self._crashed(job, exc)
+            if self._children[index] is None:  # the child was ended: the rest never ran
+                self._finish(job, outcome, time.monotonic() - started)
+                self._requeue(rest)
+                return
+            self._finish(job, outcome, time.monotonic() - started, rest[0] if rest else None)
+
+    def _requeue(self, jobs: list[ClaimedJob]) -> None:
+        if not jobs:
+            return
+        with self._cond:
+            self._piped -= len(jobs)
+            for job in jobs:
+                key = (job.job_id, job.attempt)
+                if key in self._held and self._held[key] is None and not self._closing:
+                    heapq.heappush(self._queue, (-job.priority, job.job_id, job))
+                else:  # stopped before it started: nothing to report
+                    self._held.pop(key, None)
+            self._cond.notify_all()
 
     def _stop_state(self, key: Key) -> str | None:
         with self._cond:
             return self._held.get(key)
 
     def _run(self, index: int, job: ClaimedJob) -> Outcome:
-        key = (job.job_id, job.attempt)
         try:
             spec = parse_handler(job.handler)
         except HandlerSpecError as exc:
             return Outcome(job.job_id, job.attempt, "error", error=str(exc))
+        if spec.kind != "shell":
+            return self._outcome(job, lambda: self._run_python(index, job))
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
-        env = {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
-               "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": json.dumps(job.args)}
+        return self._outcome(job, lambda: run_shell(
+            spec.target, job.args, self._env(job), deadline=deadline,
+            stop_requested=self._stop_check(job), grace=lambda: self.kill_grace,
+            tail=self.tail_bytes, stages=job.stages, on_stage=self._stage_sink(job),
+            guardian=self.guardian))
 
-        def stop_requested() -> bool:
-            return self._stop_state(key) is not None
+    def _env(self, job: ClaimedJob) -> dict[str, str]:
+        return {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
+                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": json.dumps(job.args)}
 
+    def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
+        key = (job.job_id, job.attempt)
+        return lambda: self._stop_state(key) is not None
+
+    def _stage_sink(self, job: ClaimedJob) -> Callable[[StageReport], bool]:
         def on_stage(report: StageReport) -> bool:
             if self.on_stage(job.job_id, job.attempt, report):
                 return True
             # Refused: this attempt is no longer current; end it like a fenced one.
             self.stop(job.job_id, job.attempt, state="error")
             return False
+        return on_stage
 
+    def _outcome(self, job: ClaimedJob, call: Callable[[], dict[str, Any]]) -> Outcome:
+        """The attempt's outcome from ``call`` (a handler run), whatever it raised."""
         try:
-            if spec.kind == "shell":
-                raw = run_shell(spec.target, job.args, env, deadline=deadline,
-                                stop_requested=stop_requested, grace=lambda: self.kill_grace,
-                                tail=self.tail_bytes, stages=job.stages, on_stage=on_stage,
-                                guardian=self.guardian)
-            else:
-                raw = self._run_python(index, spec.target, job, env, deadline=deadline,
-                                       stop_requested=stop_requested, on_stage=on_stage)
+            raw = call()
         except TimeoutError as exc:
             tails = exc.args[0] if exc.args else {}
             return Outcome(job.job_id, job.attempt, "failed", TIMEOUT_EXIT_CODE,
                            error=f"timed out after {job.timeout:g}s", **tails)
         except Stopped as exc:
             tails = exc.args[0] if exc.args else {}
-            return Outcome(job.job_id, job.attempt, self._stop_state(key) or "canceled",
+            return Outcome(job.job_id, job.attempt,
+                           self._stop_state((job.job_id, job.attempt)) or "canceled",
                            error="stopped", **tails)
         except ChildDied as exc:
             return Outcome(job.job_id, job.attempt, "error", error=str(exc))
@@ -248,20 +348,57 @@ class Executor:
                        raw.get("result"), raw.get("error"), raw.get("stdout_tail"),
                        raw.get("stderr_tail"))
 
-    def _run_python(
-        self, index: int, target: str, job: ClaimedJob, env: dict[str, str], *,
-        deadline: float | None, stop_requested: Callable[[], bool],
-        on_stage: Callable[[StageReport], bool],
-    ) -> dict[str, Any]:
+    def _message(self, job: ClaimedJob) -> dict[str, Any]:
+        """What the Python child needs to run ``job`` (its handler spec parses: see
+        :func:`_is_python`)."""
+        return {"target": parse_handler(job.handler).target, "args": job.args,
+                "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
+                "attempt": job.attempt, "stages": job.stages}
+
+    def _child(self, index: int) -> PythonChild:
         child = self._children[index]
         if child is None or not child.process.is_alive():
             child = self._children[index] = PythonChild(self.guardian)
-        msg = {"target": target, "args": job.args, "env": env, "tail": self.tail_bytes,
-               "job_id": job.job_id, "attempt": job.attempt, "stages": job.stages}
+        return child
+
+    def _run_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
+        self._child(index).send_pipeline([self._message(job)])
+        return self._wait_python(index, job)
+
+    def _wait_python(self, index: int, job: ClaimedJob, *,
+                     follower: bool = False) -> dict[str, Any]:
+        """The outcome of ``job``, which slot ``index``'s child runs now: it started it
+        as it sent the previous outcome (a ``follower`` in a pipeline: if it was
+        stopped before that, it is stopped at once), or as it received it."""
+        child = self._children[index]
+        assert child is not None
+        deadline = None if job.timeout is None else time.monotonic() + job.timeout
+        stop_requested = self._stop_check(job)
         try:
-            return child.run(msg, deadline, stop_requested, on_stage)
-        except (TimeoutError, Stopped, ChildDied):
+            if follower and stop_requested():
+                raise Stopped
+            return child.wait(deadline, stop_requested, self._stage_sink(job))
+        except BaseException:
             # The child is in an unknown state: end it and start afresh next time.
-            child.kill(self.kill_grace)
-            self._children[index] = None
+            self._drop_child(index)
             raise
+
+    def _drop_child(self, index: int) -> None:
+        child, self._children[index] = self._children[index], None
+        if child is not None:
+            child.kill(self.kill_grace)
+
+
+@functools.lru_cache(maxsize=256)
+def parse_handler(text: str) -> HandlerSpec:
+    """:func:`taskyard.core.handlers.parse_handler`, cached: the same few handlers run
+    thousands of times."""
+    return _parse(text)
+
+
+def _is_python(handler: str) -> bool:
+    """A handler a Python child runs (a shell one runs in the slot's own thread)."""
+    try:
+        return parse_handler(handler).kind != "shell"
+    except HandlerSpecError:
+        return False

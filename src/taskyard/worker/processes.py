@@ -77,6 +77,16 @@ class PythonChild:
         """Send a job and wait for its outcome, answering its stage reports with
         ``on_stage`` (accepted or not); raise TimeoutError or Stopped."""
         self._send(msg)
+        return self.wait(deadline, stop_requested, on_stage)
+
+    def send_pipeline(self, msgs: list[dict[str, Any]]) -> None:
+        """Send several jobs at once: the child runs them in order, and :meth:`wait`
+        returns their outcomes one by one (one pipe message for the lot)."""
+        self._send(msgs)
+
+    def wait(self, deadline: float | None, stop_requested: Callable[[], bool],
+             on_stage: Callable[[StageReport], bool]) -> dict[str, Any]:
+        """The outcome of the job the child runs now (see :meth:`run`)."""
         while True:
             wait = POLL if deadline is None else max(0.0, min(POLL, deadline - time.monotonic()))
             try:
@@ -98,7 +108,7 @@ class PythonChild:
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError
 
-    def _send(self, msg: dict[str, Any]) -> None:
+    def _send(self, msg: dict[str, Any] | list[dict[str, Any]]) -> None:
         self._conn.send_bytes(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
 
     def kill(self, grace: float) -> int | None:
