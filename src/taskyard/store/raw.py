@@ -83,11 +83,20 @@ def _pg_type(table: Table, name: str) -> str:
     return str(table.c[name].type.compile(dialect=_PG))
 
 
+COPY_MIN_ROWS = 1000
+"""From this many rows, PostgreSQL inserts go through ``COPY`` (a large graph): about 3x
+faster than a JSON row set for jobs, but one more round trip for a few rows."""
+
+
 def insert_edges(conn: Connection, edges: Sequence[tuple[int, int, str]]) -> None:
     """Dependency edges (job, the job it requires, condition) in bulk."""
+    raw = Raw(conn)
+    if not raw.sqlite and len(edges) >= COPY_MIN_ROWS:
+        raw.copy("dependencies", ("job_id", "requires_id", "condition"), edges)
+        return
     for start in range(0, len(edges), 5000):
-        Raw(conn).insert("INSERT INTO dependencies (job_id, requires_id, condition)",
-                         "c1, c2, c3", edges[start:start + 5000], ("bigint", "bigint", "text"))
+        raw.insert("INSERT INTO dependencies (job_id, requires_id, condition)",
+                   "c1, c2, c3", edges[start:start + 5000], ("bigint", "bigint", "text"))
 
 
 class Raw:
@@ -117,6 +126,16 @@ class Raw:
         batch = list(rows)
         if batch:
             self._cursor.executemany(dialect_sql(sql, self.dialect), batch)
+
+    def copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """PostgreSQL only: ``COPY`` the rows into ``table`` (in this transaction; the
+        table's constraints, foreign keys and indexes apply as to an INSERT). Values
+        are plain Python str, int, float, bool or None."""
+        assert not self.sqlite
+        with self._cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            write = copy.write_row
+            for row in rows:
+                write(row)
 
     def pg(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """PostgreSQL only: ``sql`` with ``%(name)s`` parameters (a parameter may be used
