@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from taskyard.core.durations import DurationError, parse_duration
@@ -134,7 +135,7 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     # Runs once per task (100,000 in a large graph): absent keys cost one lookup each.
     if not label or "." in label or len(label) > 200:
         raise GraphError(f"task {label!r}: a label is 1-200 characters without dots")
-    if not isinstance(body, Mapping):
+    if type(body) is not dict and not isinstance(body, Mapping):
         raise GraphError(f"task {label!r}: must be a mapping with at least 'type'")
     if not _TASK_KEYS.issuperset(body):
         raise GraphError(f"task {label!r}: unknown keys {sorted(set(body) - _TASK_KEYS)}")
@@ -212,8 +213,8 @@ def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:
         raise GraphError(f"{where}: requires must be a list of labels")
     default_on = REQUIRES_MODES[mode] if mode else "success"
     # The usual form: plain labels, each once.
-    if all(type(entry) is str for entry in raw) and len(set(raw)) == len(raw):
-        return tuple([Edge(entry, default_on) for entry in raw])
+    if set(map(type, raw)) == {str} and len(set(raw)) == len(raw):
+        return tuple(map(Edge, raw, repeat(default_on)))
     edges: dict[str, Edge] = {}
     for raw_entry in raw:
         entry = raw_entry
