@@ -429,3 +429,22 @@ def test_a_graph_past_the_bulk_insert_threshold_keeps_every_rule(store_g: Store)
     final = states(store_g, gid)
     assert final.pop("rescue") == "skipped" and set(final.values()) == {"succeeded"}
     assert store_g.get_graph(gid).state == "finished"
+
+
+def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
+    # The lock template is rendered while the rows stream into COPY (PostgreSQL): a
+    # task without the arg it names still rejects the whole graph, naming the task.
+    from taskyard.store.raw import COPY_MIN_ROWS
+
+    store_g.put_task_type(TaskTypeSpec("locked", "shell:true", locks=("project:{p}",)))
+    tasks: dict[str, Any] = {f"t{i}": {"type": "locked", "args": {"p": i}}
+                             for i in range(COPY_MIN_ROWS + 10)}
+    tasks["last"] = {"type": "locked", "args": {"q": 1}}
+    with pytest.raises(InvalidInput, match="task 'last': lock 'project:{p}'"):
+        store_g.submit_graph({"tasks": tasks})
+    with store_g.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(t.graphs)).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(t.jobs)).scalar_one() == 0
+    tasks["last"]["args"] = {"p": "x"}
+    gid = store_g.submit_graph({"tasks": tasks})  # the store is still usable
+    assert store_g.get_graph(gid, jobs=False).jobs_total == COPY_MIN_ROWS + 11

@@ -114,7 +114,7 @@ def graph_rows(graph_id: int, spec: GraphSpec,
         try:
             locks = locks_text(ts, node.args, node.locks)
         except LockTemplateError as exc:
-            raise InvalidInput(str(exc)) from None
+            raise InvalidInput(f"task {label!r}: {exc}") from None
         routing = routings.get(node.routing)
         if routing is None:
             # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
