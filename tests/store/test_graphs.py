@@ -440,7 +440,7 @@ def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
     tasks: dict[str, Any] = {f"t{i}": {"type": "locked", "args": {"p": i}}
                              for i in range(COPY_MIN_ROWS + 10)}
     tasks["last"] = {"type": "locked", "args": {"q": 1}}
-    with pytest.raises(InvalidInput, match="task 'last': lock 'project:{p}'"):
+    with pytest.raises(InvalidInput, match=r"task 'last': lock 'project:\{p\}'"):
         store_g.submit_graph({"tasks": tasks})
     with store_g.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(t.graphs)).scalar_one() == 0
