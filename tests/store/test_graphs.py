@@ -394,10 +394,11 @@ def test_limits_are_configurable(db_url: str, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_graph_past_the_bulk_insert_threshold_keeps_every_rule(store_g: Store) -> None:
-    # More jobs and edges than COPY_MIN_ROWS: PostgreSQL takes the COPY path for both.
-    from taskyard.store.raw import COPY_MIN_ROWS
+    # More jobs and edges than BULK_MIN_ROWS: the bulk path for both (COPY on PostgreSQL,
+    # 1000-row statements and the rest row by row on SQLite).
+    from taskyard.store.raw import BULK_MIN_ROWS
 
-    n = COPY_MIN_ROWS + 500
+    n = BULK_MIN_ROWS + 500
     tasks: dict[str, Any] = {"root": {"type": "step", "args": {"k": 1}}}
     tasks.update({f"m{i}": {"type": "step", "requires": ["root"],
                             "args": {"i": i, "root": {"$subs": "taskId:root"}}}
@@ -434,11 +435,11 @@ def test_a_graph_past_the_bulk_insert_threshold_keeps_every_rule(store_g: Store)
 def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
     # The lock template is rendered while the rows stream into COPY (PostgreSQL): a
     # task without the arg it names still rejects the whole graph, naming the task.
-    from taskyard.store.raw import COPY_MIN_ROWS
+    from taskyard.store.raw import BULK_MIN_ROWS
 
     store_g.put_task_type(TaskTypeSpec("locked", "shell:true", locks=("project:{p}",)))
     tasks: dict[str, Any] = {f"t{i}": {"type": "locked", "args": {"p": i}}
-                             for i in range(COPY_MIN_ROWS + 10)}
+                             for i in range(BULK_MIN_ROWS + 10)}
     tasks["last"] = {"type": "locked", "args": {"q": 1}}
     with pytest.raises(InvalidInput, match=r"task 'last': lock 'project:\{p\}'"):
         store_g.submit_graph({"tasks": tasks})
@@ -447,4 +448,4 @@ def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
         assert conn.execute(select(func.count()).select_from(t.jobs)).scalar_one() == 0
     tasks["last"]["args"] = {"p": "x"}
     gid = store_g.submit_graph({"tasks": tasks})  # the store is still usable
-    assert store_g.get_graph(gid, jobs=False).jobs_total == COPY_MIN_ROWS + 11
+    assert store_g.get_graph(gid, jobs=False).jobs_total == BULK_MIN_ROWS + 11

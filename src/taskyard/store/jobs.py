@@ -16,7 +16,7 @@ from taskyard.store import schema as t
 from taskyard.store.base import job_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
 from taskyard.store.prereqs import PrereqMixin, PrereqPlan
-from taskyard.store.raw import COPY_MIN_ROWS, Raw, insert_edges, pg_types
+from taskyard.store.raw import BULK_MIN_ROWS, Raw, insert_edges, pg_types
 from taskyard.store.records import (
     AttemptRecord,
     JobRecord,
@@ -247,20 +247,10 @@ class JobStore(ResolutionMixin, PrereqMixin):
         ids = self._insert_rows(conn, columns, values, len(values))
         state, graph, routing, type_ = (columns.index(c)
                                         for c in ("state", "graph_id", "routing", "type"))
-        self._events(
-            conn,
-            (
-                (
-                    "job-pending",
-                    job_key(row[graph], row[routing]),
-                    {"job_id": job_id, "type": row[type_]},
-                    job_id,
-                    row[graph],
-                )
-                for job_id, row in zip(ids, values, strict=True)
-                if row[state] == JobState.PENDING
-            ),
-        )
+        self._events(conn, (
+            ("job-pending", job_key(row[graph], row[routing]),
+             {"job_id": job_id, "type": row[type_]}, job_id, row[graph])
+            for job_id, row in zip(ids, values, strict=True) if row[state] == JobState.PENDING))
         return ids
 
     def _insert_rows(self, conn: Connection, columns: Sequence[str],
@@ -284,8 +274,8 @@ class JobStore(ResolutionMixin, PrereqMixin):
             # RETURNING row by row).
             (before,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
             first = int(before or 0) + 1
-            raw.many(f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
-                     f"({', '.join('?' for _ in columns)}, {{now}})", values)
+            raw.values(f"INSERT INTO jobs ({', '.join(columns)}, created_at)",
+                       f"({', '.join('?' for _ in columns)}, {{now}})", list(values))
             (last,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
             if last != first + count - 1:
                 raise RuntimeError("job ids were not consecutive; refusing to guess them")
@@ -297,7 +287,7 @@ class JobStore(ResolutionMixin, PrereqMixin):
             "SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('jobs', 'id')"
             "::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)", (count,)))
         names = ["id", *columns]
-        if count >= COPY_MIN_ROWS:
+        if count >= BULK_MIN_ROWS:
             # One clock reading for the batch (COPY takes values, not expressions).
             (now,) = raw.first("SELECT {now}") or (None,)
             raw.copy("jobs", [*names, "created_at"],
