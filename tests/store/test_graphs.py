@@ -391,3 +391,61 @@ def test_limits_are_configurable(db_url: str, monkeypatch: pytest.MonkeyPatch) -
         assert store.list_jobs() == []
     finally:
         store.close()
+
+
+def test_a_graph_past_the_bulk_insert_threshold_keeps_every_rule(store_g: Store) -> None:
+    # More jobs and edges than BULK_MIN_ROWS: the bulk path for both (COPY on PostgreSQL,
+    # 1000-row statements and the rest row by row on SQLite).
+    from taskyard.store.raw import BULK_MIN_ROWS
+
+    n = BULK_MIN_ROWS + 500
+    tasks: dict[str, Any] = {"root": {"type": "step", "args": {"k": 1}}}
+    tasks.update({f"m{i}": {"type": "step", "requires": ["root"],
+                            "args": {"i": i, "root": {"$subs": "taskId:root"}}}
+                  for i in range(n)})
+    tasks["join"] = {"type": "step", "requires": [f"m{i}" for i in range(n)]}
+    tasks["rescue"] = {"type": "step", "requires": [{"label": "root", "on": "failure"}],
+                       "priority": 3, "reruns": 2, "routing": "r", "timeout": "5m"}
+    gid = store_g.submit_graph({"routing": "big", "tasks": tasks})
+    jobs = {j.label: j for j in store_g.get_graph(gid).jobs}
+    root = jobs["root"]
+    assert len(jobs) == n + 3 and list(jobs)[:2] == ["root", "m0"]
+    assert root.state == "pending" and root.args == {"k": 1} and root.unmet_deps == 0
+    assert all(jobs[f"m{i}"].args == {"i": i, "root": root.id} for i in range(n))
+    assert {j.state for label, j in jobs.items() if label != "root"} == {"waiting"}
+    assert jobs["join"].unmet_deps == n and jobs["m7"].unmet_deps == 1
+    rescue = jobs["rescue"]
+    assert (rescue.priority, rescue.retries, rescue.timeout) == (3, 2, 300.0)
+    assert all(j.created_at is not None for j in jobs.values())
+    with store_g.engine.connect() as conn:
+        edges = conn.execute(select(func.count()).select_from(t.dependencies)).scalar_one()
+        routing = conn.execute(select(t.jobs.c.routing).where(
+            t.jobs.c.id == rescue.id)).scalar_one()
+    assert edges == 2 * n + 1 and routing == "big.r"
+    pending = [e for e in store_g.list_events(graph_id=gid) if e.topic == "job-pending"]
+    assert [e.payload["job_id"] for e in pending] == [root.id]
+    assert store_g.add_graph_tasks(gid, {"tasks": tasks}) == []  # identical: a no-op
+    order = [j.label for j in drive(store_g, capacity=256)]
+    assert order[0] == "root" and order[-1] == "join" and len(order) == n + 2
+    final = states(store_g, gid)
+    assert final.pop("rescue") == "skipped" and set(final.values()) == {"succeeded"}
+    assert store_g.get_graph(gid).state == "finished"
+
+
+def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
+    # The lock template is rendered while the rows stream into COPY (PostgreSQL): a
+    # task without the arg it names still rejects the whole graph, naming the task.
+    from taskyard.store.raw import BULK_MIN_ROWS
+
+    store_g.put_task_type(TaskTypeSpec("locked", "shell:true", locks=("project:{p}",)))
+    tasks: dict[str, Any] = {f"t{i}": {"type": "locked", "args": {"p": i}}
+                             for i in range(BULK_MIN_ROWS + 10)}
+    tasks["last"] = {"type": "locked", "args": {"q": 1}}
+    with pytest.raises(InvalidInput, match=r"task 'last': lock 'project:\{p\}'"):
+        store_g.submit_graph({"tasks": tasks})
+    with store_g.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(t.graphs)).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(t.jobs)).scalar_one() == 0
+    tasks["last"]["args"] = {"p": "x"}
+    gid = store_g.submit_graph({"tasks": tasks})  # the store is still usable
+    assert store_g.get_graph(gid, jobs=False).jobs_total == BULK_MIN_ROWS + 11

@@ -87,3 +87,28 @@ def test_yaml_on_key_read_as_true_is_accepted() -> None:
                          "  b: {type: test, requires: [{label: a, on: always}]}\n")
     spec = parse_graph(doc, known_types=known)
     assert spec.tasks["b"].requires[0].on == "always"
+
+
+def test_definition_hash_is_the_sha256_of_the_canonical_definition() -> None:
+    # Stored hashes decide whether a re-added task is identical: the fast encoding
+    # (cached parts around requires) must equal the plain JSON of definition().
+    import hashlib
+    import json
+
+    from taskyard.store.graphs import definition_hash
+
+    spec = parse_graph({"routing": "r", "tasks": {
+        "a": {"type": "compile"},
+        "b": {"type": "test", "requires": ["a"], "args": {"x": [1, {"y": "é"}], "b": None}},
+        "c": {"type": "test", "requires": [{"label": "a", "on": "failure"}, "b"],
+              "reruns": 3, "priority": -2, "pools": ["east", "west"], "routing": "x",
+              "convergence": "any", "locks": ["k:{x}", "m:shared"], "timeout": "5m"},
+        "d": {"type": "compile", "requires": ["a", "b"], "requires_mode": "all-resolved",
+              "timeout": 1.5, "priority": 1},
+    }}, known_types=known)
+    for node in spec.tasks.values():
+        rest = node.definition()
+        del rest["args"]
+        text = '{"args":' + node.args_text + "," + json.dumps(
+            rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
+        assert definition_hash(node) == hashlib.sha256(text.encode()).hexdigest(), node.label

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from typing import Any, NamedTuple
 
 from taskyard.core.durations import DurationError, parse_duration
 from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
@@ -22,15 +23,17 @@ _TASK_KEYS = {
     "type", "args", "requires", "reruns", "priority", "pools", "routing", "requires_mode",
     "convergence", "locks", "timeout",
 }
+_PLAIN_KEYS = {"type", "args", "requires", "requires_mode"}
 
 
 class GraphError(ValueError):
     """A graph rejected before anything was written; the message names the culprit."""
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """``label`` must resolve; the dependent runs when its ``on`` condition holds."""
+class Edge(NamedTuple):
+    """``label`` must resolve; the dependent runs when its ``on`` condition holds.
+    (A named tuple: immutable, and ~3x cheaper to build than a frozen dataclass,
+    which counts at 300,000 edges.)"""
 
     label: str
     on: str = "success"
@@ -90,53 +93,82 @@ def parse_graph(
         raise GraphError("graph: 'tasks' must map at least one label to a task")
     if len(tasks) > limits.max_graph_tasks:
         raise GraphError(f"graph: {len(tasks)} tasks (limit {limits.max_graph_tasks})")
-    nodes = {str(label): _parse_task(str(label), body, limits) for label, body in tasks.items()}
-    known = set(nodes) | set(existing)
-    for node in nodes.values():
-        if not known_types(node.type):
+    nodes = {}
+    for raw_label, body in tasks.items():
+        label = raw_label if type(raw_label) is str else str(raw_label)
+        nodes[label] = _parse_task(label, body, limits)
+    unknown_types = {n for n in {node.type for node in nodes.values()} if not known_types(n)}
+    position = {label: index for index, label in enumerate(nodes)}
+    outside = set(existing)
+    ordered = True  # every parent comes before its child: then there is no cycle
+    for index, node in enumerate(nodes.values()):
+        if node.type in unknown_types:
             raise GraphError(f"task {node.label!r}: unknown task type {node.type!r}")
         for edge in node.requires:
-            if edge.label not in known:
-                raise GraphError(f"task {node.label!r}: requires unknown label {edge.label!r}")
+            at = position.get(edge.label)
+            if at is None:
+                if edge.label not in outside:
+                    raise GraphError(
+                        f"task {node.label!r}: requires unknown label {edge.label!r}")
+            elif at >= index:
+                ordered = False
         if '"$' not in node.args_text:
             continue  # no substitution marker anywhere in its args
         for ref in references(node.args):
-            if ref not in known:
+            if ref not in position and ref not in outside:
                 raise GraphError(f"task {node.label!r}: refers to unknown label {ref!r}")
         for ref in result_references(node.args):
-            if ref not in known:
+            if ref not in position and ref not in outside:
                 raise GraphError(f"task {node.label!r}: $result of unknown label {ref!r}")
             if ref not in {e.label for e in node.requires}:
                 raise GraphError(
                     f"task {node.label!r}: $result of {ref!r} needs {ref!r} in its requires"
                 )
-    cycle = find_cycle({label: [e.label for e in n.requires] for label, n in nodes.items()})
-    if cycle:
-        raise GraphError(f"graph: cycle {' -> '.join(cycle)}")
+    if not ordered:
+        cycle = find_cycle({label: [e.label for e in n.requires] for label, n in nodes.items()})
+        if cycle:
+            raise GraphError(f"graph: cycle {' -> '.join(cycle)}")
     return GraphSpec(routing, nodes)
 
 
 def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
-    where = f"task {label!r}"
+    # Runs once per task (100,000 in a large graph): absent keys cost one lookup each.
     if not label or "." in label or len(label) > 200:
-        raise GraphError(f"{where}: a label is 1-200 characters without dots")
-    if not isinstance(body, Mapping):
-        raise GraphError(f"{where}: must be a mapping with at least 'type'")
-    unknown = set(body) - _TASK_KEYS
-    if unknown:
-        raise GraphError(f"{where}: unknown keys {sorted(unknown)}")
-    type_ = body.get("type")
+        raise GraphError(f"task {label!r}: a label is 1-200 characters without dots")
+    if type(body) is not dict and not isinstance(body, Mapping):
+        raise GraphError(f"task {label!r}: must be a mapping with at least 'type'")
+    if not _TASK_KEYS.issuperset(body):
+        raise GraphError(f"task {label!r}: unknown keys {sorted(set(body) - _TASK_KEYS)}")
+    get = body.get
+    type_ = get("type")
     if not isinstance(type_, str) or not type_:
-        raise GraphError(f"{where}: 'type' must name a task type")
-    args = body.get("args", {}) or {}
-    try:
-        args_text = encode_args(args, where=where, limits=limits)
-    except LimitError as exc:
-        raise GraphError(str(exc)) from None
-    mode = body.get("requires_mode")
-    if mode is not None and mode not in REQUIRES_MODES:
-        raise GraphError(f"{where}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
-    requires = _parse_requires(where, body.get("requires", []) or [], mode)
+        raise GraphError(f"task {label!r}: 'type' must name a task type")
+    args = get("args") or {}
+    if type(args) is dict and not args:
+        args_text = "{}"
+    else:
+        try:
+            args_text = encode_args(args, where=f"task {label!r}", limits=limits)
+        except LimitError as exc:
+            raise GraphError(str(exc)) from None
+    requires: tuple[Edge, ...] = ()
+    mode = get("requires_mode")
+    raw_requires = get("requires")
+    if mode is not None or raw_requires:
+        if mode is not None and mode not in REQUIRES_MODES:
+            raise GraphError(
+                f"task {label!r}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
+        requires = _parse_requires(f"task {label!r}", raw_requires or [], mode)
+    if _PLAIN_KEYS.issuperset(body):  # every other field takes its default
+        return TaskNode(label, type_, dict(args), requires, args_text=args_text)
+    return _parse_options(label, body, type_=type_, args=dict(args), requires=requires,
+                          args_text=args_text)
+
+
+def _parse_options(label: str, body: Mapping[str, Any], *, type_: str, args: dict[str, Any],
+                   requires: tuple[Edge, ...], args_text: str) -> TaskNode:
+    """The rest of a task that sets more than type, args and requires."""
+    where = f"task {label!r}"
     reruns = body.get("reruns")
     if reruns is not None and (isinstance(reruns, bool) or not isinstance(reruns, int)
                                or reruns < 0):
@@ -156,7 +188,7 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     locks = body.get("locks", []) or []
     if not isinstance(locks, list) or not all(isinstance(x, str) and x for x in locks):
         raise GraphError(f"{where}: locks must be a list of lock names")
-    return TaskNode(label, type_, dict(args), requires, reruns, priority,
+    return TaskNode(label, type_, args, requires, reruns, priority,
                     tuple(pools) if pools else None, routing, convergence, tuple(locks),
                     _parse_timeout(where, body.get("timeout")), args_text)
 
@@ -180,6 +212,9 @@ def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:
     if not isinstance(raw, list):
         raise GraphError(f"{where}: requires must be a list of labels")
     default_on = REQUIRES_MODES[mode] if mode else "success"
+    # The usual form: plain labels, each once.
+    if set(map(type, raw)) == {str} and len(set(raw)) == len(raw):
+        return tuple(map(Edge, raw, repeat(default_on)))
     edges: dict[str, Edge] = {}
     for raw_entry in raw:
         entry = raw_entry

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
@@ -17,6 +20,7 @@ from taskyard.core.graph import (
     references,
     substitute_ids,
 )
+from taskyard.core.locks import LockTemplateError
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, routing_key
@@ -26,30 +30,110 @@ from taskyard.store.jobs import (
     JOB_FROM,
     JobStore,
     attempt_record,
-    job_row,
+    locks_text,
+    pools_text,
     to_record,
 )
 from taskyard.store.raw import insert_edges
-from taskyard.store.records import GraphRecord, JobRecord, JobSubmission
+from taskyard.store.records import GraphRecord, JobRecord, JobSubmission, TaskTypeSpec
 from taskyard.store.resolution import Ended, chunks
 
 _J, _D, _G, _A = t.jobs, t.dependencies, t.graphs, t.attempts
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a graph is parsed and written: its hundreds of
+    thousands of new objects (none of them cyclic garbage) would trigger full
+    collections over the whole heap again and again (a third of a 100,000-task submit)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=list).encode
+
+
 def definition_hash(node: TaskNode) -> str:
     """SHA-256 of the task's canonical definition: the JSON of ``definition()`` with
     sorted keys, its args spliced in as already encoded ("args" sorts first)."""
-    rest = node.definition()
-    del rest["args"]
-    text = '{"args":' + node.args_text + "," + json.dumps(
-        rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(definition_text(node).encode()).hexdigest()
+
+
+def definition_text(node: TaskNode) -> str:
+    """The canonical JSON that :func:`definition_hash` hashes. Its keys sort as args,
+    convergence, locks, pools, priority, requires, reruns, routing, timeout, type: the
+    parts before and after requires repeat from task to task, and are encoded once."""
+    # Edges (named tuples) encode as [label, on].
+    return ('{"args":' + node.args_text + "," + _head(node.convergence, node.locks, node.pools,
+                                                      node.priority)
+            + ',"requires":' + _canonical(node.requires) + ","
+            + _tail(node.reruns, node.routing, node.timeout, node.type))
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _head(convergence: str, locks: tuple[str, ...], pools: tuple[str, ...] | None,
+          priority: int) -> str:
+    return _canonical({"convergence": convergence, "locks": locks, "pools": pools,
+                       "priority": priority})[1:-1]
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _tail(reruns: int | None, routing: str, timeout: float | None, type_: str) -> str:
+    return _canonical({"reruns": reruns, "routing": routing, "timeout": timeout,
+                       "type": type_})[1:]
+
+
+COLUMNS = (
+    "type", "args", "priority", "pools", "cost", "locks", "retries", "retry_delay",
+    "retry_backoff", "retry_max_delay", "max_worker_losses", "timeout", "run_after", "label",
+    "graph_id", "routing", "launch_type", "schedule_name", "dedup_key", "state", "unmet_deps",
+    "convergence", "definition_hash",
+)
+"""The keys of :func:`job_row`, in the order of :func:`graph_rows`' tuples."""
+
+
+def graph_rows(graph_id: int, spec: GraphSpec,
+               specs: Mapping[str, TaskTypeSpec]) -> Iterator[tuple[Any, ...]]:
+    """The jobs rows of a validated graph's tasks, as :func:`job_row` makes them for a
+    submission, built as tuples: the per-type part once, the per-task part per task.
+    A generator: PostgreSQL inserts the first rows while the next are computed."""
+    types = {
+        name: (ts.cost, ts.retries, ts.retry_delay, ts.retry_backoff, ts.retry_max_delay,
+               ts.max_worker_losses, ts.timeout, pools_text(tuple(ts.pools)))
+        for name, ts in specs.items()
+    }
+    routings: dict[str, str] = {}
+    for label, node in spec.tasks.items():
+        ts = specs[node.type]
+        cost, retries, delay, backoff, max_delay, losses, timeout, pools = types[node.type]
+        try:
+            locks = locks_text(ts, node.args, node.locks)
+        except LockTemplateError as exc:
+            raise InvalidInput(f"task {label!r}: {exc}") from None
+        routing = routings.get(node.routing)
+        if routing is None:
+            # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
+            routing = routings[node.routing] = f"{spec.routing or '_'}.{node.routing or '_'}"
+        yield (
+            node.type, node.args_text, node.priority,
+            pools if node.pools is None else pools_text(node.pools), cost, locks,
+            retries if node.reruns is None else node.reruns, delay, backoff, max_delay,
+            losses, timeout if node.timeout is None else node.timeout, None, label, graph_id,
+            routing, "graph", None, None,
+            JobState.WAITING if node.requires else JobState.PENDING, len(node.requires),
+            node.convergence, definition_hash(node),
+        )
 
 
 class GraphStore(JobStore):
     def submit_graph(self, doc: Mapping[str, Any]) -> int:
         """Validate the whole graph, then write it in one transaction; returns its id."""
-        with self._tx() as conn:
+        with gc_paused(), self._tx() as conn:
             spec = self._parse(conn, doc, existing=())
             graph_id = int(conn.execute(
                 insert(_G).values(state="running", routing=spec.routing, created_at=self._now,
@@ -64,7 +148,7 @@ class GraphStore(JobStore):
 
     def add_graph_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
         """Add tasks to a graph; identical re-added labels are no-ops. Returns new job ids."""
-        with self._tx() as conn:
+        with gc_paused(), self._tx() as conn:
             graph = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
             if graph is None:
                 raise NotFound(f"no graph {graph_id}")
@@ -121,42 +205,36 @@ class GraphStore(JobStore):
         existing: Mapping[str, tuple[int, str]],
     ) -> list[int]:
         specs = self._specs_for(conn, {n.type for n in spec.tasks.values()})
-        labels = list(spec.tasks)
-        rows = []
-        subs: list[JobSubmission] = []
-        for index, label in enumerate(labels):
-            node = spec.tasks[label]
-            sub = JobSubmission(
-                type=node.type, args=node.args, priority=node.priority, pools=node.pools,
-                locks=node.locks, retries=node.reruns, timeout=node.timeout, label=label,
-                graph_id=graph_id, launch_type="graph",
-                # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
-                routing=f"{spec.routing or '_'}.{node.routing or '_'}",
-                args_text=node.args_text,
-            )
-            row = job_row(sub, specs[node.type], index, args_checked=True)
-            row.update(
-                state=JobState.WAITING if node.requires else JobState.PENDING,
-                unmet_deps=len(node.requires),
-                convergence=node.convergence,
-                definition_hash=definition_hash(node),
-            )
-            rows.append(row)
-            subs.append(sub)
-        # Update on launch applies to graph tasks too: a prerequisite is one more
-        # parent of the task (outside the graph), spawned or reused as for a submit.
-        plan = self._plan_prerequisites(conn, subs, specs)
-        if plan.spawn or plan.waits:
-            ids = self._insert_with_prerequisites(conn, rows, plan, specs)
+        plan = None
+        if any(ts.prerequisites for ts in specs.values()):
+            # Update on launch applies to graph tasks too: a prerequisite is one more
+            # parent of the task (outside the graph), spawned or reused as for a submit.
+            plan = self._plan_prerequisites(conn, [
+                JobSubmission(type=node.type, args=node.args, priority=node.priority,
+                              label=label, graph_id=graph_id, launch_type="graph")
+                for label, node in spec.tasks.items()], specs)
+        if plan is not None and (plan.spawn or plan.waits):
+            ids = self._insert_with_prerequisites(
+                conn, [dict(zip(COLUMNS, row, strict=True))
+                       for row in graph_rows(graph_id, spec, specs)], plan, specs)
         else:
-            ids = self._insert_jobs(conn, rows)
-        id_of = dict(zip(labels, ids, strict=True))
+            ids = self._insert_rows(conn, COLUMNS, graph_rows(graph_id, spec, specs),
+                                    len(spec.tasks))
+            self._events(conn, [
+                ("job-pending", job_key(graph_id, routing), {"job_id": job_id, "type": node.type},
+                 job_id, graph_id)
+                for job_id, node in zip(ids, spec.tasks.values(), strict=True)
+                if not node.requires
+                for routing in (f"{spec.routing or '_'}.{node.routing or '_'}",)
+            ])
+        id_of = dict(zip(spec.tasks, ids, strict=True))
         id_of.update({label: pair[0] for label, pair in existing.items()})
         # $subs needs every id, known only now: rewrite the args that use it.
         rewrites = [
             {"jid": id_of[label], "new_args": json.dumps(
                 substitute_ids(node.args, id_of), sort_keys=True, separators=(",", ":"))}
-            for label, node in spec.tasks.items() if references(node.args)
+            for label, node in spec.tasks.items()
+            if '"$' in node.args_text and references(node.args)
         ]
         if rewrites:
             conn.execute(update(_J).where(_J.c.id == bindparam("jid"))

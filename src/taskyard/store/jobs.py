@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, select, update
@@ -15,7 +16,7 @@ from taskyard.store import schema as t
 from taskyard.store.base import job_key
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
 from taskyard.store.prereqs import PrereqMixin, PrereqPlan
-from taskyard.store.raw import Raw, insert_edges, pg_types
+from taskyard.store.raw import BULK_MIN_ROWS, Raw, insert_edges, pg_types
 from taskyard.store.records import (
     AttemptRecord,
     JobRecord,
@@ -48,10 +49,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
     try:
         args_text = (sub.args_text or dumps(sub.args) if args_checked
                      else encode_args(sub.args, where=where, limits=limits))
-        locks = (_NO_LOCKS if spec.simultaneous and not spec.locks and not sub.locks
-                 else dumps([c.encode() for c in render_claims(
-                     spec.name, spec.locks, sub.args, simultaneous=spec.simultaneous,
-                     extra=sub.locks)]))
+        locks = locks_text(spec, sub.args, sub.locks)
     except (LimitError, LockTemplateError) as exc:
         raise InvalidInput(str(exc)) from None
     pools = sub.pools or spec.pools
@@ -63,7 +61,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
         "type": spec.name,
         "args": args_text,
         "priority": sub.priority,
-        "pools": _pools_text(tuple(pools)),
+        "pools": pools_text(tuple(pools)),
         "cost": spec.cost,
         "locks": locks,
         "retries": spec.retries if sub.retries is None else sub.retries,
@@ -90,8 +88,17 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
 _NO_LOCKS = dumps([])
 
 
+def locks_text(spec: TaskTypeSpec, args: dict[str, Any], extra: Sequence[str]) -> str:
+    """The stored claims of a job of type ``spec`` (LockTemplateError if a template
+    names a missing arg)."""
+    if spec.simultaneous and not spec.locks and not extra:
+        return _NO_LOCKS
+    return dumps([c.encode() for c in render_claims(
+        spec.name, spec.locks, args, simultaneous=spec.simultaneous, extra=extra)])
+
+
 @functools.lru_cache(maxsize=1024)
-def _pools_text(pools: tuple[str, ...]) -> str:
+def pools_text(pools: tuple[str, ...]) -> str:
     return dumps(list(pools))
 
 
@@ -237,32 +244,37 @@ class JobStore(ResolutionMixin, PrereqMixin):
         """Insert rows (already validated) and announce the pending ones."""
         if not rows:  # an empty executemany would run as one bare INSERT
             return []
-        ids = self._insert_rows(conn, rows)
-        self._events(
-            conn,
-            (
-                (
-                    "job-pending",
-                    job_key(row["graph_id"], row["routing"]),
-                    {"job_id": job_id, "type": row["type"]},
-                    job_id,
-                    row["graph_id"],
-                )
-                for job_id, row in zip(ids, rows, strict=True)
-                if row["state"] == JobState.PENDING
-            ),
-        )
+        columns = tuple(rows[0])
+        values = list(map(itemgetter(*columns), rows))
+        return self._insert_values(conn, columns, values)
+
+    def _insert_values(self, conn: Connection, columns: Sequence[str],
+                       values: list[tuple[Any, ...]]) -> list[int]:
+        """:meth:`_insert_jobs` for rows given as tuples in the order of ``columns``."""
+        if not values:
+            return []
+        ids = self._insert_rows(conn, columns, values, len(values))
+        state, graph, routing, type_ = (columns.index(c)
+                                        for c in ("state", "graph_id", "routing", "type"))
+        self._events(conn, (
+            ("job-pending", job_key(row[graph], row[routing]),
+             {"job_id": job_id, "type": row[type_]}, job_id, row[graph])
+            for job_id, row in zip(ids, values, strict=True) if row[state] == JobState.PENDING))
         return ids
 
-    def _insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
-        """Insert job rows; their ids in order (the order of creation)."""
-        columns = list(rows[0])
+    def _insert_rows(self, conn: Connection, columns: Sequence[str],
+                     values: Iterable[tuple[Any, ...]], count: int) -> list[int]:
+        """Insert ``count`` job rows (tuples in the order of ``columns``, which has every
+        key of :func:`job_row`); their ids in order (the order of creation). On
+        PostgreSQL a large batch is streamed: the rows may be computed as they go."""
+        if count == 0:
+            return []
         raw = Raw(conn)
-        if len(rows) == 1:  # one submit: one statement on the driver (the latency path)
+        if count == 1:  # one submit: one statement on the driver (the latency path)
             row = raw.first(
                 f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
                 f"({', '.join('?' for _ in columns)}, {{now}}) RETURNING id",
-                [rows[0][c] for c in columns])
+                next(iter(values)))
             assert row is not None
             return [int(row[0])]
         if self.sqlite:
@@ -271,23 +283,28 @@ class JobStore(ResolutionMixin, PrereqMixin):
             # RETURNING row by row).
             (before,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
             first = int(before or 0) + 1
-            raw.many(f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
-                     f"({', '.join('?' for _ in columns)}, {{now}})",
-                     [[r[c] for c in columns] for r in rows])
+            raw.values(f"INSERT INTO jobs ({', '.join(columns)}, created_at)",
+                       f"({', '.join('?' for _ in columns)}, {{now}})", list(values))
             (last,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
-            if last != first + len(rows) - 1:
+            if last != first + count - 1:
                 raise RuntimeError("job ids were not consecutive; refusing to guess them")
-            return list(range(first, first + len(rows)))
+            return list(range(first, first + count))
         # PostgreSQL: take the ids from the sequence first (in order: the order of
-        # creation), then insert the rows with them, in multi-row statements.
+        # creation), then insert the rows with them: COPY for many (a large graph),
+        # else multi-row statements. The sequence is looked up once, not per row.
         ids = sorted(int(i) for (i,) in raw.all(
-            "SELECT nextval(pg_get_serial_sequence('jobs', 'id')) "
-            "FROM generate_series(1, ?)", (len(rows),)))
+            "SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('jobs', 'id')"
+            "::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)", (count,)))
         names = ["id", *columns]
+        if count >= BULK_MIN_ROWS:
+            # One clock reading for the batch (COPY takes values, not expressions).
+            (now,) = raw.first("SELECT {now}") or (None,)
+            raw.copy("jobs", [*names, "created_at"],
+                     ((job_id, *row, now) for job_id, row in zip(ids, values, strict=True)))
+            return ids
         raw.insert(f"INSERT INTO jobs ({', '.join(names)}, created_at)",
                    ", ".join(f"c{i + 1}" for i in range(len(names))) + ", {now}",
-                   [[job_id, *(r[c] for c in columns)] for job_id, r in zip(ids, rows,
-                                                                            strict=True)],
+                   [(job_id, *row) for job_id, row in zip(ids, values, strict=True)],
                    pg_types(t.jobs, names))
         return ids
 

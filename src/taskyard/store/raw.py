@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -83,11 +84,22 @@ def _pg_type(table: Table, name: str) -> str:
     return str(table.c[name].type.compile(dialect=_PG))
 
 
+BULK_MIN_ROWS = 1000
+"""From this many rows an insert takes the bulk path (a large graph): ``COPY`` on
+PostgreSQL (about 3x faster than a JSON row set for jobs, but one more round trip for
+a few rows), statements of many rows on SQLite (see :meth:`Raw.values`)."""
+BULK_STATEMENT_ROWS = 1000
+"""Rows per SQLite bulk statement (fewer if the columns would pass its parameter limit)."""
+
+
 def insert_edges(conn: Connection, edges: Sequence[tuple[int, int, str]]) -> None:
     """Dependency edges (job, the job it requires, condition) in bulk."""
-    for start in range(0, len(edges), 5000):
-        Raw(conn).insert("INSERT INTO dependencies (job_id, requires_id, condition)",
-                         "c1, c2, c3", edges[start:start + 5000], ("bigint", "bigint", "text"))
+    raw = Raw(conn)
+    if not raw.sqlite and len(edges) >= BULK_MIN_ROWS:
+        raw.copy("dependencies", ("job_id", "requires_id", "condition"), edges)
+        return
+    raw.insert("INSERT INTO dependencies (job_id, requires_id, condition)",
+               "c1, c2, c3", edges, ("bigint", "bigint", "text"))
 
 
 class Raw:
@@ -98,6 +110,7 @@ class Raw:
         self.sqlite = self.dialect == "sqlite"
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None
+        self._dbapi = dbapi
         self._cursor = dbapi.cursor()
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -117,6 +130,36 @@ class Raw:
         batch = list(rows)
         if batch:
             self._cursor.executemany(dialect_sql(sql, self.dialect), batch)
+
+    def copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """PostgreSQL only: ``COPY`` the rows into ``table`` (in this transaction; the
+        table's constraints, foreign keys and indexes apply as to an INSERT). Values
+        are plain Python str, int, float, bool or None."""
+        assert not self.sqlite
+        with self._cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            write = copy.write_row
+            for row in rows:
+                write(row)
+
+    def values(self, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
+        """SQLite only: ``head VALUES row`` for each of ``rows`` (``row`` is ``(?, …)``,
+        with any other SQL besides its placeholders), in order. A bulk of rows goes in
+        statements of :data:`BULK_STATEMENT_ROWS` rows: SQLite then opens the cursors
+        of the table and of each of its indexes once per statement, not once per row
+        (about twice as fast for jobs and edges); the rest in one statement executed
+        per row in C, as are smaller inserts (one statement text: prepared once)."""
+        assert self.sqlite
+        done = 0
+        if len(rows) >= BULK_MIN_ROWS:
+            limit = self._dbapi.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+            per = max(1, min(BULK_STATEMENT_ROWS, limit // max(1, row.count("?"))))
+            done = len(rows) - len(rows) % per
+            sql = dialect_sql(f"{head} VALUES {', '.join([row] * per)}", self.dialect)
+            for start in range(0, done, per):
+                self._cursor.execute(sql, [x for r in rows[start:start + per] for x in r])
+        if done < len(rows):
+            self._cursor.executemany(dialect_sql(f"{head} VALUES {row}", self.dialect),
+                                     rows[done:])
 
     def pg(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """PostgreSQL only: ``sql`` with ``%(name)s`` parameters (a parameter may be used
@@ -180,12 +223,10 @@ class Raw:
         if not rows:
             return
         if self.sqlite:
-            # One prepared statement, executed per row in C.
             values = columns
             for i in range(len(types), 0, -1):
                 values = values.replace(f"c{i}", "?")
-            self._cursor.executemany(dialect_sql(f"{head} VALUES ({values})", self.dialect),
-                                     rows)
+            self.values(head, f"({values})", rows)
             return
         names = ", ".join(f"c{i + 1}" for i in range(len(types)))
         self.rows(f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types)
