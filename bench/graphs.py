@@ -108,7 +108,7 @@ def run(url: str, shape: str, n: int, workers: int = 2, capacity: int = 8, *,
             graph_id = yard.submit_graph(doc)
             submit_s = time.perf_counter() - started
             submitted_at = time.time()
-            row["submit_s"] = round(submit_s, 2)
+            row["submit_s"] = round(submit_s, 4)
             try:
                 graph = yard.wait_graph(graph_id, timeout=timeout)
                 e2e_s = time.perf_counter() - started - submit_s

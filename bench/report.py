@@ -175,6 +175,8 @@ def fmt(value: float) -> str:
         return f"{value:,.0f}"
     if value >= 10:
         return f"{value:.1f}"
+    if 0 < abs(value) < 1:
+        return f"{value:.2g}"  # two significant digits: a 4 ms submit is not "0.00"
     return f"{value:.2f}"
 
 

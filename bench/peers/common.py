@@ -294,7 +294,7 @@ class Peer:
             _wait_alive(procs, _enqueued(self, self.ctx.tmp / "ready"), 120)
             started = time.perf_counter()
             self.submit_graph(shape, n, str(out))
-            row["submit_s"] = round(time.perf_counter() - started, 2)
+            row["submit_s"] = round(time.perf_counter() - started, 4)
             submitted_at = time.time()
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
