@@ -106,15 +106,22 @@ def test_short_python_jobs_run_in_pipelines(monkeypatch: pytest.MonkeyPatch) -> 
         executor.shutdown()
 
 
+def _warm_up(executor: Executor, recorder: _Recorder) -> float:
+    """Run job 0 so that the slot's child is up and the pace is known; returns a deadline
+    (monotonic) for the rest of the test."""
+    executor.submit([_python_job(0)])
+    deadline = time.monotonic() + 30
+    while not recorder.ended:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return deadline
+
+
 def test_a_child_dying_in_a_pipeline_loses_only_its_own_job(
         monkeypatch: pytest.MonkeyPatch) -> None:
     executor, recorder, sizes = _pipelined(monkeypatch, 1, 1 + 12)
     try:
-        executor.submit([_python_job(0)])
-        deadline = time.monotonic() + 30
-        while not recorder.ended:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _warm_up(executor, recorder)
         # One pipeline: the child dies at the fourth job; the eight behind it never
         # started there, and run in a new child.
         executor.submit([_python_job(i) for i in range(1, 4)] + [_python_job(4, "die")]
@@ -135,11 +142,7 @@ def test_a_job_stopped_in_a_pipeline_never_runs_to_success(
         monkeypatch: pytest.MonkeyPatch) -> None:
     executor, recorder, sizes = _pipelined(monkeypatch, 1, 1 + 7)
     try:
-        executor.submit([_python_job(0)])
-        deadline = time.monotonic() + 30
-        while not recorder.ended:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        deadline = _warm_up(executor, recorder)
         slow = ClaimedJob(1, 1, "t", "python:tests.handlers_for_tests:sleepy",
                           {"seconds": 0.5}, None)
         executor.submit([slow] + [_python_job(i) for i in range(2, 8)])
