@@ -7,6 +7,7 @@ import functools
 import gc
 import hashlib
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -41,18 +42,29 @@ from taskyard.store.resolution import Ended, chunks
 _J, _D, _G, _A = t.jobs, t.dependencies, t.graphs, t.attempts
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = [0, False]  # graphs being written now; was collection on before the first
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while a graph is parsed and written: its hundreds of
     thousands of new objects (none of them cyclic garbage) would trigger full
-    collections over the whole heap again and again (a third of a 100,000-task submit)."""
-    enabled = gc.isenabled()
-    gc.disable()
+    collections over the whole heap again and again (a third of a 100,000-task submit).
+    Counted across threads: collection resumes when the last concurrent submit ends, and
+    only if it was on before the first began."""
+    with _gc_lock:
+        if _gc_pauses[0] == 0:
+            _gc_pauses[1] = gc.isenabled()
+            gc.disable()
+        _gc_pauses[0] += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_pauses[0] -= 1
+            if _gc_pauses[0] == 0 and _gc_pauses[1]:
+                gc.enable()
 
 
 _canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=list).encode
