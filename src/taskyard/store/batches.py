@@ -195,11 +195,9 @@ class BatchMixin(CycleStore, ResultsMixin):
             if place is not None:
                 with self.cycle(conn) as tx:
                     if tx is not None:
-                        tx.quiet.add(f"worker.{worker_id}")  # we take those below
+                        tx.quiet.add(f"worker.{worker_id}")  # we take those below: no self wake-up
                         report.cycle = place(tx)
                         placed_here = tx.dispatched.get(worker_id, [])
-                        # We take those below: no need to wake ourselves for them.
-                        tx.notify.discard(f"worker.{worker_id}")
             if accepted and (place is None or report.cycle is None):
                 self._notify(conn, ["scheduler"])  # freed capacity: someone must place
             if fetch:

@@ -15,7 +15,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import ARRAY, BigInteger, ColumnElement, Connection, any_, literal, select, update
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    ColumnElement,
+    Connection,
+    any_,
+    literal,
+    select,
+    true,
+    update,
+)
 
 from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
 from taskyard.core.retry import RetryPolicy
@@ -34,12 +44,13 @@ _WHY = {
 
 
 def _still_waiting() -> ColumnElement[bool]:
-    """``state = 'waiting'``, written so that no index on ``state`` can serve it: the
-    statements that use it name their rows by id, and the primary key is always the plan.
-    Without statistics (a graph just bulk-inserted, before autovacuum's ANALYZE),
-    PostgreSQL took a state index and read every waiting job for each 500-id chunk:
-    releasing the 100,000 children of a fan-out's root took 28 s."""
-    return (_J.c.state + literal("")) == JobState.WAITING.value
+    """``state = 'waiting'``, written (``IS TRUE``, as the cycle's DISPATCH) so that no
+    index on ``state`` can serve it: the statements that use it name their rows by id,
+    and the primary key is always the plan. Without statistics (a graph just
+    bulk-inserted, before autovacuum's ANALYZE), PostgreSQL took a state index and read
+    every waiting job for each 500-id chunk: releasing the 100,000 children of a
+    fan-out's root took 28 s."""
+    return (_J.c.state == JobState.WAITING.value).is_(true())
 
 
 def _ids(sqlite: bool, ids: Sequence[int]) -> ColumnElement[bool]:
