@@ -204,7 +204,8 @@ class Yard:
         )
         # Seed 000 runs schedule() on job creation: in the submit's own transaction,
         # so that the job reaches its worker with one commit.
-        (job_id,) = self.store.submit_jobs([sub], place=self._place)
+        (job_id,) = self.store.submit_jobs(
+            [sub], place=self._place if self.inline_cycle else None)
         return job_id
 
     def submit_many(
@@ -221,7 +222,7 @@ class Yard:
         return self.store.submit_jobs([
             JobSubmission(type=type_name, args=dict(a), priority=priority, pools=chosen)
             for a in args_list
-        ], place=self._place)
+        ], place=self._place if self.inline_cycle else None)
 
     def get_job(self, job_id: int) -> JobRecord:
         job = self.store.get_job(job_id)

@@ -102,6 +102,8 @@ def run_cycle(
         report.timed_out = tx.time_out_attempts(timeout_grace)
         report.requeued = tx.requeue_suspended()
         report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
+        if report.expelled or report.timed_out or report.requeued or report.scheduled:
+            tx.forget_ahead()
     workers, active, limits = tx.snapshot()
     if workers:
         planner = Planner.from_snapshot(workers, active, limits)

@@ -95,6 +95,18 @@ class StoreBase:
             with conn.begin():
                 yield conn
 
+    @contextlib.contextmanager
+    def _read_each(self) -> Iterator[Connection]:
+        """Reads that need no snapshot shared between their statements (each sees what
+        is committed when it runs): on PostgreSQL in autocommit, with no ``BEGIN`` and
+        ``COMMIT`` round trips — for a worker's wake-up path."""
+        if self.sqlite:
+            with self._read() as conn:
+                yield conn
+            return
+        with self.engine.connect() as raw:
+            yield raw.execution_options(isolation_level="AUTOCOMMIT")
+
     def now(self) -> float:
         """The database clock, in epoch seconds."""
         with self._read() as conn:

@@ -206,11 +206,32 @@ class BatchMixin(CycleStore, ResultsMixin):
                 report.assignment = Assignment(self._details(conn, worker_id, placed_here))
         return report
 
+    @staticmethod
+    def jobs_in_wakeup(payload: str) -> list[ClaimedJob] | None:
+        """The jobs a worker's wake-up carries (PostgreSQL: see cycle_pg.DISPATCH), in
+        placement order; None when it carries none and the worker must look (an empty
+        payload: a cancel, jobs that need more than their row, too many jobs)."""
+        if not payload:
+            return None
+        try:
+            rows = loads(payload)
+            jobs = [ClaimedJob(job_id=int(job), attempt=int(attempt), type=type_,
+                               handler=handler, args=loads(args), timeout=timeout,
+                               graph_id=graph, label=label, cost=int(cost),
+                               priority=int(priority))
+                    for job, attempt, handler, type_, args, timeout, graph, label, cost,
+                    priority in rows]
+        except (ValueError, TypeError):
+            return None
+        jobs.sort(key=lambda j: (-j.priority, j.job_id))
+        return jobs
+
     def fetch_dispatched(self, worker_id: int, known: Collection[Key] = (),
                          limit: int = FETCH_LIMIT) -> Assignment:
         """What is placed on this worker: jobs dispatched to it and not in ``known``
-        (read only; the worker records each start with :meth:`record_attempts`)."""
-        with self._read() as conn:
+        (read only; the worker records each start with :meth:`record_attempts`). A job's
+        details are written once, before its dispatch: no shared snapshot is needed."""
+        with self._read_each() as conn:
             return self._fetch_mine(conn, worker_id, known, limit)
 
     def _start(self, conn: Connection, raw: Raw, worker_id: int,

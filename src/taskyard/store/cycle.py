@@ -44,9 +44,12 @@ worker normally kills the child at the deadline; this covers a vanished worker).
 class CycleTx:
     """Operations of one cycle, all inside the caller's transaction."""
 
-    def __init__(self, store: CycleStore, conn: Connection) -> None:
+    def __init__(self, store: CycleStore, conn: Connection,
+                 ahead: cycle_pg.Ahead | None = None) -> None:
         self.store = store
         self.conn = conn
+        self._ahead = ahead
+        """PostgreSQL: the first reads, made with the statement before the cycle."""
         self._now = store._now
         self.notify: set[str] = set()
         self.dispatched: dict[int, list[int]] = {}
@@ -152,13 +155,21 @@ class CycleTx:
         on PostgreSQL, which also readies the candidate reads: see cycle_pg)."""
         if self.store.sqlite:
             return self.workers(), self.active_jobs(), self.queue_limits()
-        workers, active, limits = cycle_pg.snapshot(Raw(self.conn))
+        if self._ahead is not None:
+            workers, active, limits = self._ahead.snapshot
+        else:
+            workers, active, limits = cycle_pg.snapshot(Raw(self.conn))
         self._bitmap_off = True
         return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
                  for w, name, pools, capacity, prefetch in workers],
                 [ActiveJob(holder, type_, worker, int(cost), _claims(locks), int(count))
                  for holder, type_, worker, cost, locks, count in active],
                 {name: int(n) for name, n in limits})
+
+    def forget_ahead(self) -> None:
+        """Reads made ahead of the cycle are stale (its maintenance changed something):
+        the cycle reads afresh."""
+        self._ahead = None
 
     def restore_planner(self) -> None:
         """Bitmap scans back on for what follows the candidate reads in this transaction
@@ -260,14 +271,19 @@ class CycleTx:
     def _merged_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
                            per_list: int) -> Iterator[Candidate]:
         heap: list[tuple[int, int, int, Stream]] = []
+        first_page = page
         if self.store.sqlite:
             lists, first = self.pending_pool_lists(), None
-        else:  # with the first list's first page, in one round trip
-            lists, rows = cycle_pg.lists_and_first_page(Raw(self.conn), page)
+        else:  # with the first list's first page, in one round trip (or read ahead)
+            if self._ahead is not None:
+                lists, rows, first_page = self._ahead.lists, self._ahead.first, self._ahead.page
+            else:
+                lists, rows = cycle_pg.lists_and_first_page(Raw(self.conn), page)
             first = [Candidate(job, type_, priority, pools_of(text), cost, _claims(locks))
                      for job, type_, priority, text, cost, locks in rows]
         for n, text in enumerate(lists):
-            stream = Stream(text, pools_of(text), first=first if n == 0 else None)
+            stream = Stream(text, pools_of(text), first=first if n == 0 else None,
+                            first_page=first_page)
             if room(stream.pools) and stream.fill(self, page):
                 heap.append((*stream.key(), n, stream))
         heapq.heapify(heap)
@@ -296,9 +312,8 @@ class CycleTx:
                 channel = f"worker.{worker_id}"
                 wake = [] if channel in self.quiet else [pg_channel(channel)]
                 for part in _slices(job_ids):
-                    rows = raw.pg(cycle_pg.DISPATCH, {"ids": raw.id_array(part), "w": worker_id,
-                                                      "name": names.get(worker_id),
-                                                      "wake": wake})
+                    rows = raw.pg(cycle_pg.DISPATCH, cycle_pg.dispatch_params(
+                        raw.id_array(part), worker_id, names.get(worker_id), wake))
                     for job_id, *_ in rows:
                         placed.append(job_id)
                         self.dispatched.setdefault(worker_id, []).append(job_id)
@@ -368,11 +383,12 @@ class CycleStore(WorkerStore, ResolutionMixin):
         batch of completions) instead of a transaction of its own.
         """
         if conn is not None:
-            with self._cycle_lock(conn) as held:
+            ahead = conn.info.pop(cycle_pg.AHEAD, None)
+            with self._cycle_lock(conn, ahead) as held:
                 if not held:
                     yield None
                     return
-                tx = CycleTx(self, conn)
+                tx = CycleTx(self, conn, ahead)
                 yield tx
                 tx.finish()
             return
@@ -397,13 +413,17 @@ class CycleStore(WorkerStore, ResolutionMixin):
             tx.finish()
 
     @contextlib.contextmanager
-    def _cycle_lock(self, conn: Connection | None) -> Iterator[bool]:
-        """The global lock: a transaction-scoped advisory lock on PostgreSQL (``conn``),
-        an flock beside the database on SQLite. Releasing the flock before the caller's
-        transaction commits is safe: another cycle cannot read before that commit, as
-        SQLite lets one writer at a time."""
+    def _cycle_lock(self, conn: Connection | None,
+                    ahead: cycle_pg.Ahead | None = None) -> Iterator[bool]:
+        """The global lock: a transaction-scoped advisory lock on PostgreSQL (``conn``;
+        tried already when read ``ahead``), an flock beside the database on SQLite.
+        Releasing the flock before the caller's transaction commits is safe: another
+        cycle cannot read before that commit, as SQLite lets one writer at a time."""
         if not self.sqlite:
             assert conn is not None
+            if ahead is not None:
+                yield ahead.held
+                return
             # Waiting for a row lock (held by a frozen transaction) must not keep the
             # global lock for long: the cycle fails instead, and the next one retries.
             yield try_advisory(conn, CYCLE_LOCK_TIMEOUT_MS)

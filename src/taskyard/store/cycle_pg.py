@@ -5,16 +5,18 @@ trip is part of a job's latency)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.store.base import pg_channel
+from taskyard.store.cycle_lock import ADVISORY_KEY
+from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.raw import Raw
 
 _ACTIVE = ("CASE WHEN locks = '[]' THEN 0 ELSE id END")
-SNAPSHOT = (
-    # What the planner starts from, in one statement: live workers, what is dispatched or
-    # running (summed per worker and type; jobs with locks one by one), queue limits.
-    "SELECT "
+_SNAPSHOT_COLUMNS = (
+    # What the planner starts from: live workers, what is dispatched or running (summed
+    # per worker and type; jobs with locks one by one), queue limits.
     "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch)) FROM workers "
     "WHERE state = 'active' AND lease_expires_at >= {now}), "
     "(SELECT json_agg(json_build_array(holder, type, worker_id, cost, locks, n)) FROM ("
@@ -22,7 +24,9 @@ SNAPSHOT = (
     "FROM jobs WHERE state IN ('dispatched', 'running') "
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
     "(SELECT json_agg(json_build_array(name, max_queue_length)) FROM task_types "
-    "WHERE max_queue_length IS NOT NULL), "
+    "WHERE max_queue_length IS NOT NULL)")
+SNAPSHOT = (
+    f"SELECT {_SNAPSHOT_COLUMNS}, "
     # This statement is planned before it runs: the setting applies to the candidate
     # reads that follow (see CycleTx.ordered_candidates), not to the reads above.
     "set_config('enable_bitmapscan', 'off', true)")
@@ -32,7 +36,7 @@ _FINISH = (
     "(SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c)")
 
 
-_PENDING_LISTS = (
+_LISTS_WITH = (
     "WITH RECURSIVE lists(p) AS ("
     "SELECT MIN(pools) FROM jobs WHERE state = 'pending' "
     "UNION ALL SELECT (SELECT MIN(pools) FROM jobs WHERE state = 'pending' AND pools > lists.p) "
@@ -41,10 +45,20 @@ _PENDING_LISTS = (
     # placement index, in placement order, stopped at the page size).
     "first AS (SELECT id, type, priority, pools, cost, locks FROM jobs "
     "WHERE state = 'pending' AND pools = (SELECT MIN(p) FROM lists) "
-    "AND (run_after IS NULL OR run_after <= {now}) ORDER BY priority DESC, id LIMIT %(n)s) "
-    "SELECT (SELECT json_agg(p ORDER BY p) FROM lists WHERE p IS NOT NULL), "
+    "AND (run_after IS NULL OR run_after <= {now}) ORDER BY priority DESC, id LIMIT %(n)s) ")
+_LISTS_COLUMNS = (
+    "(SELECT json_agg(p ORDER BY p) FROM lists WHERE p IS NOT NULL), "
     "(SELECT json_agg(json_build_array(id, type, priority, pools, cost, locks) "
     "ORDER BY priority DESC, id) FROM first)")
+_PENDING_LISTS = f"{_LISTS_WITH}SELECT {_LISTS_COLUMNS}"
+_AHEAD_READS = f"{_LISTS_WITH}SELECT {_SNAPSHOT_COLUMNS}, {_LISTS_COLUMNS}"
+LOCK_AHEAD = (
+    # The global lock, tried by a statement that then carries on (a submit's insert):
+    # once it is ours, the settings of a cycle (see try_advisory and SNAPSHOT).
+    f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
+    f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
+    "AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL ELSE false END")
+"""SQL: try the global lock for this transaction (true when it is ours)."""
 
 
 def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
@@ -54,6 +68,38 @@ def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
     capacity, not the backlog."""
     lists, first = raw.pg(_PENDING_LISTS, {"n": page})[0]
     return lists or [], first or []
+
+
+CARRY_JOBS = 32
+"""Most jobs a wake-up carries."""
+WAKEUP_BYTES = 7000
+"""Largest wake-up payload (PostgreSQL refuses notifications of 8,000 bytes or more)."""
+AHEAD = "taskyard.cycle_ahead"
+"""Key of the :class:`Ahead` reads in a connection's ``info``, for its next cycle."""
+AHEAD_PAGE = 16
+"""Size of the first page read ahead (the cycle's smallest page)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """A cycle's first reads, made before the cycle by the transaction that runs it (a
+    submit, whose insert statement tried the lock: :data:`LOCK_AHEAD`): whether the
+    global lock is ours and, when it is, the snapshot's rows, the pools lists and the
+    first page of the first list (``page`` rows at most), in one statement."""
+
+    held: bool
+    snapshot: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    lists: list[str] = field(default_factory=list)
+    first: list[Any] = field(default_factory=list)
+    page: int = AHEAD_PAGE
+
+    @classmethod
+    def read(cls, raw: Raw, held: bool) -> Ahead:
+        """The reads, in this transaction, if ``held`` (the lock is ours)."""
+        if not held:
+            return cls(False)
+        workers, active, limits, lists, first = raw.pg(_AHEAD_READS, {"n": AHEAD_PAGE})[0]
+        return cls(True, (workers or [], active or [], limits or []), lists or [], first or [])
 
 
 def snapshot(raw: Raw) -> tuple[list[Any], list[Any], list[Any]]:
@@ -73,12 +119,31 @@ def finish(raw: Raw, channels: Sequence[str]) -> None:
 DISPATCH = (
     "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
     "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
-    "RETURNING id, attempt), "
+    "RETURNING id, attempt, type, args, timeout, graph_id, label, cost, priority), "
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
     "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
-    "RETURNING job_id, attempt) "
+    "RETURNING job_id, attempt), "
+    # The wake-up carries the jobs (see jobs_in_wakeup), so that the worker need not
+    # read them: not when one needs more than its row (results of other jobs, stages
+    # of earlier attempts), has no task type, or the lot exceeds a notification.
+    "p AS (SELECT CASE WHEN NOT bool_or(tt.name IS NULL OR d.attempt > 1 OR (d.graph_id IS NOT "
+    "NULL AND strpos(d.args, '\"$result\"') > 0)) THEN json_agg(json_build_array(d.id, "
+    "d.attempt, tt.handler, d.type, d.args, d.timeout, d.graph_id, d.label, d.cost, "
+    "d.priority))::text END AS body FROM d LEFT JOIN task_types tt ON tt.name = d.type "
+    "WHERE %(carry)s), "
+    "q AS (SELECT CASE WHEN octet_length(body) <= %(most)s THEN body ELSE '' END AS body "
+    "FROM p) "
     # Evaluated only when a job was dispatched (no row, no wake-up): the worker's
     # wake-up (%(wake)s: its channel, or none when the caller takes the jobs itself)
     # and bitmap scans back on, as finish() would do.
     "SELECT job_id, attempt, set_config('enable_bitmapscan', 'on', true), "
-    "(SELECT count(pg_notify(c, '')) FROM unnest(%(wake)s::text[]) AS c) FROM a")
+    "(SELECT count(pg_notify(c, (SELECT COALESCE(body, '') FROM q))) "
+    "FROM unnest(%(wake)s::text[]) AS c) FROM a")
+
+
+def dispatch_params(ids: str, worker_id: int, name: str | None,
+                    wake: Sequence[str]) -> dict[str, Any]:
+    """Parameters of :data:`DISPATCH`: ``ids`` as ``Raw.id_array``; jobs are carried in
+    the wake-up only for a few (a batch is read by the worker in one statement)."""
+    return {"ids": ids, "w": worker_id, "name": name, "wake": list(wake),
+            "carry": ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES}

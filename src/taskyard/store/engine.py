@@ -8,16 +8,21 @@ whatever driver-less URL the user wrote.
 
 from __future__ import annotations
 
+import select
 import sqlite3
+import time
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, create_engine, event, literal_column
+from sqlalchemy import ColumnElement, Engine, create_engine, event, exc, literal_column
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 IDLE_IN_TX_MS = 60_000
 CYCLE_LOCK_TIMEOUT_MS = 5_000
+PING_IDLE_SECONDS = 10.0
+"""A pooled PostgreSQL connection idle longer than this is pinged before reuse."""
+_CHECKED_IN = "taskyard.checked_in"
 
 
 class UnsupportedDatabase(ValueError):
@@ -42,11 +47,10 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
     normalized = normalize_url(url)
     if normalized.startswith("sqlite"):
         return _sqlite_engine(normalized)
-    return create_engine(
+    engine = create_engine(
         normalized,
         pool_size=pool_size,
         max_overflow=10,
-        pool_pre_ping=True,
         connect_args={
             "prepare_threshold": 5,
             # A host that does not answer gives an error, not a hang.
@@ -58,6 +62,38 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
             "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TX_MS}",
         },
     )
+    event.listen(engine, "checkin", _on_checkin)
+    event.listen(engine, "checkout", _on_checkout)
+    return engine
+
+
+def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+    record.info[_CHECKED_IN] = time.monotonic()
+
+
+def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+    """Instead of a ping per checkout (one round trip on every transaction, a good part
+    of a submit's latency): a connection the server closed (a restart, a terminated
+    backend) has something to read already (the server's FATAL message, or end of
+    file), which a poll of its socket sees at no cost; one idle for long (a silent
+    network failure) is pinged. A dead one is replaced (DisconnectionError: the pool
+    connects anew and retries)."""
+    if dbapi_conn.closed or dbapi_conn.broken:
+        raise exc.DisconnectionError("connection closed")
+    try:
+        readable, _, _ = select.select([dbapi_conn.fileno()], [], [], 0)
+    except (OSError, ValueError) as error:
+        raise exc.DisconnectionError(str(error)) from None
+    if readable:
+        # An idle pooled connection gets nothing unasked (it does not LISTEN).
+        raise exc.DisconnectionError("unexpected data on an idle connection")
+    idle = time.monotonic() - record.info.get(_CHECKED_IN, time.monotonic())
+    if idle > PING_IDLE_SECONDS:
+        try:
+            dbapi_conn.execute("SELECT 1")
+            dbapi_conn.rollback()
+        except Exception as error:  # any failure: a fresh connection instead
+            raise exc.DisconnectionError(str(error)) from None
 
 
 def _sqlite_engine(url: str) -> Engine:

@@ -14,6 +14,7 @@ from taskyard.core.locks import LockTemplateError, render_claims
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.base import job_key
+from taskyard.store.cycle_pg import AHEAD, Ahead
 from taskyard.store.errors import Conflict, InvalidInput, NotFound
 from taskyard.store.prereqs import PrereqMixin, PrereqPlan
 from taskyard.store.raw import BULK_MIN_ROWS, Raw, insert_edges, pg_types
@@ -167,11 +168,18 @@ class JobStore(ResolutionMixin, PrereqMixin):
         with self._tx() as conn:
             if len(subs) == 1 and not self.sqlite:
                 sub = subs[0]
-                job_id = submit_one(Raw(conn), sub, self._spec_cache, lambda spec: job_row(
-                    sub, spec, 0, limits=self.limits))
+                # The insert also tries the cycle's lock: one round trip for both.
+                raw = Raw(conn)
+                job_id, held = submit_one(raw, sub, self._spec_cache, lambda spec: job_row(
+                    sub, spec, 0, limits=self.limits), lock=place is not None)
                 if job_id is not None:
-                    if place is None or not place(conn):
-                        self._notify(conn, ["scheduler"])
+                    if held is not None:
+                        conn.info[AHEAD] = Ahead.read(raw, held)
+                    try:
+                        if place is None or not place(conn):
+                            self._notify(conn, ["scheduler"])
+                    finally:
+                        conn.info.pop(AHEAD, None)  # not left for a later use of conn
                     return [job_id]
             specs = self._specs_for(conn, {s.type for s in subs})
             rows = []

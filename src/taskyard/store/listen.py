@@ -31,6 +31,11 @@ class Listener(Protocol):
         """Block until woken (True, possibly spurious) or ``timeout`` passes (False)."""
         ...
 
+    def payloads(self) -> list[str]:
+        """What the wake-ups of the last :meth:`wait` carried ("" for one that carried
+        nothing, such as a reconnection's); empty where wake-ups carry nothing (SQLite)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -44,6 +49,7 @@ class PgListener:
             hide_password=False)
         self._channel = pg_channel(channel)
         self._conn: Any = None
+        self._payloads: list[str] = []
         self._connect()
 
     def _connect(self) -> None:
@@ -56,25 +62,30 @@ class PgListener:
     def wait(self, timeout: float) -> bool:
         import psycopg  # noqa: PLC0415
 
+        self._payloads = []
         if self._conn is None:
             try:
                 self._connect()
             except psycopg.Error:
                 time.sleep(max(timeout, 0.0))
                 return False
+            self._payloads.append("")
             return True
-        woken = False
         try:
-            for _ in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
-                woken = True
-            if woken:
+            for note in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                self._payloads.append(note.payload)
+            if self._payloads:
                 # Coalesce a burst of notifications into one wake-up.
-                for _ in self._conn.notifies(timeout=0.0):
-                    pass
+                for note in self._conn.notifies(timeout=0.0):
+                    self._payloads.append(note.payload)
         except psycopg.Error:
             self._drop()
+            self._payloads.append("")
             return True
-        return woken
+        return bool(self._payloads)
+
+    def payloads(self) -> list[str]:
+        return self._payloads
 
     def _drop(self) -> None:
         with contextlib.suppress(Exception):
@@ -122,6 +133,9 @@ class SqliteListener:
                 return False
             busy = now - self._woke < BUSY_FOR
             time.sleep(min(self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)
+
+    def payloads(self) -> list[str]:
+        return []
 
     def close(self) -> None:
         self._conn.close()

@@ -24,6 +24,8 @@ class Stream:
     read: int = 0
     first: list[Candidate] | None = None
     """The first page, when it was read with the pools lists (PostgreSQL)."""
+    first_page: int = 0
+    """The size ``first`` was read with (a list shorter than that has no more)."""
 
     def key(self) -> tuple[int, int]:
         head = self.buffer[0]
@@ -35,9 +37,10 @@ class Stream:
             return False
         if self.first is not None:
             batch, self.first = self.first, None
+            self.done = len(batch) < self.first_page
         else:
             batch = tx.candidates(self.text, self.after, page)
-        self.done = len(batch) < page
+            self.done = len(batch) < page
         if batch:
             self.after = (batch[-1].priority, batch[-1].id)
             self.buffer.extend(batch)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from taskyard.store.base import _payload, job_key
+from taskyard.store.cycle_pg import LOCK_AHEAD
 from taskyard.store.errors import InvalidInput
 from taskyard.store.raw import Raw
 from taskyard.store.records import JobSubmission, TaskTypeSpec
@@ -28,8 +29,8 @@ CACHE_SIZE = 1024
 _READ_SPEC = f"SELECT xmin::text, {', '.join(COLUMNS)} FROM task_types WHERE name = ?"
 
 
-@functools.lru_cache(maxsize=16)
-def _insert_sql(columns: tuple[str, ...]) -> str:
+@functools.lru_cache(maxsize=32)
+def _insert_sql(columns: tuple[str, ...], lock: bool) -> str:
     return (
         f"WITH j AS (INSERT INTO jobs ({', '.join(columns)}, created_at) "
         f"SELECT {', '.join('?' for _ in columns)}, {{now}} "
@@ -38,35 +39,38 @@ def _insert_sql(columns: tuple[str, ...]) -> str:
         "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
         "SELECT 'job-pending', ?, '{\"job_id\":' || j.id || ?, j.id, j.graph_id, {now} "
         "FROM j) "
-        "SELECT id FROM j")
+        f"SELECT id, {LOCK_AHEAD if lock else 'NULL'} FROM j")
 
 
 def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
-               build: Callable[[TaskTypeSpec], dict[str, Any]]) -> int | None:
+               build: Callable[[TaskTypeSpec], dict[str, Any]], *,
+               lock: bool = False) -> tuple[int | None, bool | None]:
     """Insert ``sub`` as a pending job with its event; its id, or None when the caller
     must take the ordinary path (unknown type, update on launch, invalid input, or the
-    type changed since it was cached: all decided there with a fresh read)."""
+    type changed since it was cached: all decided there with a fresh read). With
+    ``lock``, the same statement then tries the cycle's global lock
+    (:data:`cycle_pg.LOCK_AHEAD`): whether it is ours, or None when not tried."""
     cached = cache.get(sub.type)
     if cached is None:
         found = raw.first(_READ_SPEC, (sub.type,))
         if found is None:
-            return None
+            return None, None
         if len(cache) >= CACHE_SIZE:
             cache.clear()
         cached = cache[sub.type] = (found[0], cached_spec(tuple(found[1:])))
     version, spec = cached
     if spec.prerequisites:
-        return None
+        return None, None
     try:
         row = build(spec)
     except InvalidInput:
-        return None  # the ordinary path raises it, with the type read afresh
+        return None, None  # the ordinary path raises it, with the type read afresh
     columns = tuple(row)
     tail = _payload({"type": row["type"]})[1:]
-    found = raw.first(_insert_sql(columns), [
+    found = raw.first(_insert_sql(columns, lock), [
         *(row[c] for c in columns), spec.name, version,
         job_key(row["graph_id"], row["routing"]), "," + tail])
     if found is None:
         cache.pop(sub.type, None)  # changed since: read it again next time
-        return None
-    return int(found[0])
+        return None, None
+    return int(found[0]), None if found[1] is None else bool(found[1])

@@ -28,6 +28,7 @@ from taskyard.store import CycleTx, Store, open_store
 from taskyard.store.batches import Assignment
 from taskyard.store.errors import Conflict, InvalidInput
 from taskyard.store.records import Outcome, Started
+from taskyard.worker.deliveries import Deliveries
 from taskyard.worker.executor import Executor
 
 log = logging.getLogger("taskyard.worker")
@@ -78,6 +79,7 @@ class WorkerDaemon:
         self._leaving = threading.Event()
         """Set once the worker has left: the heartbeat keeps the lease until then."""
         self._woken = threading.Event()
+        self._deliveries = Deliveries(store.jobs_in_wakeup)
         self._looked = 0.0
         self._ended: collections.deque[Outcome] = collections.deque()
         self._unsent: list[Started] = []
@@ -157,6 +159,9 @@ class WorkerDaemon:
         process placed here, and cancels, come with a wake-up on our channel, which
         makes the round look at everything placed here (and at least every second)."""
         assert self.worker_id is not None
+        delivered = self._deliveries.take()
+        if delivered:  # first: they start while the report below is written
+            self._take(Assignment(delivered))
         now = time.monotonic()
         look = self._woken.is_set() or now - self._looked >= 1.0
         self._woken.clear()
@@ -209,6 +214,7 @@ class WorkerDaemon:
                     log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
                     self.executor.stop(job_id, attempt)
         if assignment.jobs:
+            self._deliveries.taken((j.job_id, j.attempt) for j in assignment.jobs)
             self.stats["claimed"] += len(assignment.jobs)
             self.executor.submit(assignment.jobs)
 
@@ -228,7 +234,8 @@ class WorkerDaemon:
             while not stop.is_set():
                 try:
                     if listener.wait(0.5):
-                        self._woken.set()
+                        if not self._deliveries.add(listener.payloads()):
+                            self._woken.set()
                         self._kick.set()
                 except Exception as exc:  # a listener that failed reconnects on next wait
                     log.error("event=listen-failed worker=%s error=%s", self.name,
