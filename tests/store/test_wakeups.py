@@ -147,3 +147,16 @@ def test_a_pooled_connection_the_server_closed_is_replaced(store: Store) -> None
         assert store.now() >= before  # a fresh connection, not an error
     finally:
         admin.dispose()
+
+
+def test_a_workers_own_cycle_returns_the_jobs_as_it_would_read_them(store: Store) -> None:
+    store.put_task_type(TaskTypeSpec("t", HANDLER, timeout=9))
+    worker = store.register_worker("w", ["default"], 1, lease_seconds=60).id
+    (first,) = store.submit_jobs([JobSubmission("t", {"n": 1})])
+    assert schedule(store) is not None
+    (second,) = store.submit_jobs([JobSubmission("t", {"n": [2, "x"]}, priority=4)])
+    report = store.record_attempts(
+        worker, [Started(first, 1, 0.0)], [Outcome(first, 1, "succeeded", 0)],
+        place=lambda tx: run_cycle(store, tx, record=False))
+    assert [j.job_id for j in report.assignment.jobs] == [second]
+    assert report.assignment.jobs == store.fetch_dispatched(worker).jobs

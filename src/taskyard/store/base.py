@@ -21,7 +21,8 @@ from taskyard.store.records import JSON
 _EVENTS = "taskyard.events"
 _INSERT_EVENT = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at)",
                  "c1, c2, c3, c4, c5, {now}")
-_EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
+EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
+"""Column types of an event row as buffered: topic, routing key, payload, job, graph."""
 SCHEDULER_ID = "taskyard"
 """First word of every event routing key (TaskCluster's schedulerId)."""
 
@@ -83,9 +84,16 @@ class StoreBase:
                 yield conn
                 pending = conn.info.pop(_EVENTS)
                 if pending:
-                    Raw(conn).insert(*_INSERT_EVENT, pending, _EVENT_TYPES)
+                    Raw(conn).insert(*_INSERT_EVENT, pending, EVENT_TYPES)
             finally:
                 conn.info.pop(_EVENTS, None)
+
+    @staticmethod
+    def _buffered_events(conn: Connection) -> list[tuple[Any, ...]] | None:
+        """The events this write transaction has buffered so far (None: not buffered).
+        A statement that writes them must empty the list."""
+        found: list[tuple[Any, ...]] | None = conn.info.get(_EVENTS)
+        return found
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -127,7 +135,7 @@ class StoreBase:
         if buffered is not None:
             buffered.extend(params)
         else:
-            Raw(conn).insert(*_INSERT_EVENT, params, _EVENT_TYPES)
+            Raw(conn).insert(*_INSERT_EVENT, params, EVENT_TYPES)
 
     def _notify(self, conn: Connection, channels: Sequence[str]) -> None:
         """Wake listeners of ``channels`` when this transaction commits.

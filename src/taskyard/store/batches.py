@@ -192,18 +192,21 @@ class BatchMixin(CycleStore, ResultsMixin):
             if prefetch is not None:
                 raw.run("UPDATE workers SET prefetch = ? WHERE id = ?", (prefetch, worker_id))
             placed_here: list[int] = []
+            carried: list[str] = []
             if place is not None:
                 with self.cycle(conn) as tx:
                     if tx is not None:
                         tx.quiet.add(f"worker.{worker_id}")  # we take those below: no self wake-up
                         report.cycle = place(tx)
                         placed_here = tx.dispatched.get(worker_id, [])
+                        carried = tx.carried.get(worker_id, [])
             if accepted and (place is None or report.cycle is None):
                 self._notify(conn, ["scheduler"])  # freed capacity: someone must place
             if fetch:
                 report.assignment = self._fetch_mine(conn, worker_id, known, FETCH_LIMIT)
             elif placed_here:
-                report.assignment = Assignment(self._details(conn, worker_id, placed_here))
+                report.assignment = Assignment(self._carried(carried) or
+                                               self._details(conn, worker_id, placed_here))
         return report
 
     @staticmethod
@@ -225,6 +228,17 @@ class BatchMixin(CycleStore, ResultsMixin):
             return None
         jobs.sort(key=lambda j: (-j.priority, j.job_id))
         return jobs
+
+    def _carried(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
+        """The jobs the dispatch statements returned (PostgreSQL), if all carried theirs."""
+        jobs: list[ClaimedJob] = []
+        for payload in payloads:
+            some = self.jobs_in_wakeup(payload)
+            if some is None:
+                return None
+            jobs += some
+        jobs.sort(key=lambda j: (-j.priority, j.job_id))
+        return jobs or None
 
     def fetch_dispatched(self, worker_id: int, known: Collection[Key] = (),
                          limit: int = FETCH_LIMIT) -> Assignment:

@@ -20,8 +20,7 @@ from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import cycle_pg
 from taskyard.store import schema as t
 from taskyard.store.base import job_key, lit, pg_channel
-from taskyard.store.cycle_lock import FileLock, lock_path_for, try_advisory
-from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
+from taskyard.store.cycle_lock import FileLock, lock_path_for
 from taskyard.store.raw import Raw
 from taskyard.store.records import loads
 from taskyard.store.resolution import Ended, ResolutionMixin
@@ -45,7 +44,9 @@ class CycleTx:
     """Operations of one cycle, all inside the caller's transaction."""
 
     def __init__(self, store: CycleStore, conn: Connection,
-                 ahead: cycle_pg.Ahead | None = None) -> None:
+                 ahead: cycle_pg.Ahead | None = None, *, locked: bool = False) -> None:
+        """``locked``: the caller holds the global lock (on PostgreSQL taken with
+        ``cycle_pg.LOCK_AHEAD``, which turned bitmap scans off)."""
         self.store = store
         self.conn = conn
         self._ahead = ahead
@@ -54,9 +55,12 @@ class CycleTx:
         self.notify: set[str] = set()
         self.dispatched: dict[int, list[int]] = {}
         """Job ids this cycle dispatched, per worker."""
+        self.carried: dict[int, list[str]] = {}
+        """PostgreSQL: per worker, what each of its dispatch statements carried (see
+        cycle_pg.DISPATCH: the jobs, or "" when the worker must read them)."""
         self.quiet: set[str] = set()
         """Channels not to wake (the caller takes what is placed there itself)."""
-        self._bitmap_off = False
+        self._bitmap_off = locked and not store.sqlite
         """PostgreSQL: bitmap scans are off in this transaction (see ordered_candidates)."""
         self._woken: set[str] = set()
         """Channels the dispatch statements woke already (PostgreSQL)."""
@@ -155,11 +159,9 @@ class CycleTx:
         on PostgreSQL, which also readies the candidate reads: see cycle_pg)."""
         if self.store.sqlite:
             return self.workers(), self.active_jobs(), self.queue_limits()
-        if self._ahead is not None:
-            workers, active, limits = self._ahead.snapshot
-        else:
-            workers, active, limits = cycle_pg.snapshot(Raw(self.conn))
-        self._bitmap_off = True
+        if self._ahead is None:  # with the pools lists and a first page: one round trip
+            self._ahead = cycle_pg.Ahead.read(Raw(self.conn), True, self.store._first_page)
+        workers, active, limits = self._ahead.snapshot
         return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
                  for w, name, pools, capacity, prefetch in workers],
                 [ActiveJob(holder, type_, worker, int(cost), _claims(locks), int(count))
@@ -272,6 +274,7 @@ class CycleTx:
                            per_list: int) -> Iterator[Candidate]:
         heap: list[tuple[int, int, int, Stream]] = []
         first_page = page
+        self.store._first_page = max(cycle_pg.AHEAD_PAGE, page)  # the next cycle's guess
         if self.store.sqlite:
             lists, first = self.pending_pool_lists(), None
         else:  # with the first list's first page, in one round trip (or read ahead)
@@ -313,11 +316,13 @@ class CycleTx:
                 wake = [] if channel in self.quiet else [pg_channel(channel)]
                 for part in _slices(job_ids):
                     rows = raw.pg(cycle_pg.DISPATCH, cycle_pg.dispatch_params(
-                        raw.id_array(part), worker_id, names.get(worker_id), wake))
+                        raw.id_array(part), worker_id, names.get(worker_id), wake,
+                        self.store._buffered_events(self.conn)))
                     for job_id, *_ in rows:
                         placed.append(job_id)
                         self.dispatched.setdefault(worker_id, []).append(job_id)
                     if rows:
+                        self.carried.setdefault(worker_id, []).append(rows[0][-1])
                         self._bitmap_off = False
                         self._woken.update([channel] if wake else [])
                 if worker_id in self.dispatched:
@@ -375,6 +380,10 @@ def pools_of(text: str) -> tuple[str, ...]:
 
 
 class CycleStore(WorkerStore, ResolutionMixin):
+    _first_page: int = cycle_pg.AHEAD_PAGE
+    """PostgreSQL: the size of the first page of candidates a cycle reads with its
+    snapshot (before it knows its room): the last cycle's page."""
+
     @contextlib.contextmanager
     def cycle(self, conn: Connection | None = None) -> Iterator[CycleTx | None]:
         """One cycle's transaction under the global lock; yields None if another holds it.
@@ -388,7 +397,7 @@ class CycleStore(WorkerStore, ResolutionMixin):
                 if not held:
                     yield None
                     return
-                tx = CycleTx(self, conn, ahead)
+                tx = CycleTx(self, conn, ahead, locked=True)
                 yield tx
                 tx.finish()
             return
@@ -408,7 +417,7 @@ class CycleStore(WorkerStore, ResolutionMixin):
             if not held:
                 yield None
                 return
-            tx = CycleTx(self, own)
+            tx = CycleTx(self, own, locked=True)
             yield tx
             tx.finish()
 
@@ -425,8 +434,9 @@ class CycleStore(WorkerStore, ResolutionMixin):
                 yield ahead.held
                 return
             # Waiting for a row lock (held by a frozen transaction) must not keep the
-            # global lock for long: the cycle fails instead, and the next one retries.
-            yield try_advisory(conn, CYCLE_LOCK_TIMEOUT_MS)
+            # global lock for long: the cycle fails instead, and the next one retries
+            # (the lock statement sets the timeout, see cycle_pg.LOCK_AHEAD).
+            yield cycle_pg.take_lock(Raw(conn))
             return
         lock = self._cycle_file_lock()
         if not lock.acquire():

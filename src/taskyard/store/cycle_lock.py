@@ -13,34 +13,10 @@ import os
 import threading
 from typing import IO
 
-from sqlalchemy import Connection
-
 ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
 _process_locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()
-
-
-def advisory_statement(lock_timeout_ms: int | None = None) -> tuple[str, dict[str, object]]:
-    """The statement of :func:`try_advisory` (``%(name)s`` parameters) and its parameters:
-    for a caller that sends it along with others (see ``Raw.pipelined``)."""
-    params: dict[str, object] = {"k": ADVISORY_KEY}
-    if lock_timeout_ms is None:
-        return "SELECT pg_try_advisory_xact_lock(%(k)s)", params
-    # CASE evaluates in order: the setting changes only once the lock is ours.
-    params["t"] = str(int(lock_timeout_ms))
-    return ("SELECT CASE WHEN pg_try_advisory_xact_lock(%(k)s) "
-            "THEN set_config('lock_timeout', %(t)s, true) IS NOT NULL ELSE false END"), params
-
-
-def try_advisory(conn: Connection, lock_timeout_ms: int | None = None) -> bool:
-    """Take the PostgreSQL advisory lock for this transaction, or return False.
-
-    ``lock_timeout_ms``: once the lock is held, the rest of the transaction waits at
-    most that long for a row lock (``SET LOCAL lock_timeout``), set in the same round
-    trip; a caller that does not get the lock keeps its settings."""
-    sql, params = advisory_statement(lock_timeout_ms)
-    return bool(conn.exec_driver_sql(sql, params).scalar())
 
 
 class FileLock:

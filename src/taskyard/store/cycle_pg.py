@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskyard.store.base import pg_channel
+from taskyard.store.base import EVENT_TYPES, pg_channel
 from taskyard.store.cycle_lock import ADVISORY_KEY
 from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
-from taskyard.store.raw import Raw
+from taskyard.store.raw import Raw, pg_row_set
 
 _ACTIVE = ("CASE WHEN locks = '[]' THEN 0 ELSE id END")
 _SNAPSHOT_COLUMNS = (
@@ -25,12 +25,6 @@ _SNAPSHOT_COLUMNS = (
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
     "(SELECT json_agg(json_build_array(name, max_queue_length)) FROM task_types "
     "WHERE max_queue_length IS NOT NULL)")
-SNAPSHOT = (
-    f"SELECT {_SNAPSHOT_COLUMNS}, "
-    # This statement is planned before it runs: the setting applies to the candidate
-    # reads that follow (see CycleTx.ordered_candidates), not to the reads above.
-    "set_config('enable_bitmapscan', 'off', true)")
-
 _FINISH = (
     "SELECT set_config('enable_bitmapscan', 'on', true), "
     "(SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c)")
@@ -53,8 +47,15 @@ _LISTS_COLUMNS = (
 _PENDING_LISTS = f"{_LISTS_WITH}SELECT {_LISTS_COLUMNS}"
 _AHEAD_READS = f"{_LISTS_WITH}SELECT {_SNAPSHOT_COLUMNS}, {_LISTS_COLUMNS}"
 LOCK_AHEAD = (
-    # The global lock, tried by a statement that then carries on (a submit's insert):
-    # once it is ours, the settings of a cycle (see try_advisory and SNAPSHOT).
+    # The global lock, alone or in a statement that does more (a submit's insert). Once
+    # it is ours: waiting for a row lock (held by a frozen transaction) must not keep
+    # it for long (the cycle fails instead, and the next one retries); and no bitmap
+    # scans for the candidate reads. After a burst of submissions, before autovacuum
+    # has analysed the table, the planner believes few jobs are pending and reads all
+    # of them (bitmap scan, then sort: 0.4 s at 1M pending) instead of the first few
+    # in index order (0.1 ms). The setting must be made by an earlier statement than
+    # the reads (a statement is planned before it runs); finish() or the dispatch
+    # turns it back on.
     f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
     f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
     "AND set_config('enable_bitmapscan', 'off', true) IS NOT NULL ELSE false END")
@@ -94,19 +95,20 @@ class Ahead:
     page: int = AHEAD_PAGE
 
     @classmethod
-    def read(cls, raw: Raw, held: bool) -> Ahead:
-        """The reads, in this transaction, if ``held`` (the lock is ours)."""
+    def read(cls, raw: Raw, held: bool, page: int = AHEAD_PAGE) -> Ahead:
+        """The reads, in this transaction, if ``held`` (the lock is ours, taken with
+        :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
         if not held:
             return cls(False)
-        workers, active, limits, lists, first = raw.pg(_AHEAD_READS, {"n": AHEAD_PAGE})[0]
-        return cls(True, (workers or [], active or [], limits or []), lists or [], first or [])
+        workers, active, limits, lists, first = raw.pg(_AHEAD_READS, {"n": page})[0]
+        return cls(True, (workers or [], active or [], limits or []), lists or [],
+                   first or [], page)
 
 
-def snapshot(raw: Raw) -> tuple[list[Any], list[Any], list[Any]]:
-    """Rows of workers, active jobs and queue limits (see :data:`SNAPSHOT`); bitmap
-    scans are off for the rest of the transaction, until :func:`finish`."""
-    workers, active, limits, _ = raw.pg(SNAPSHOT, {})[0]
-    return workers or [], active or [], limits or []
+def take_lock(raw: Raw) -> bool:
+    """Try the global lock for this transaction (:data:`LOCK_AHEAD`)."""
+    row = raw.first(f"SELECT {LOCK_AHEAD}")
+    return bool(row and row[0])
 
 
 def finish(raw: Raw, channels: Sequence[str]) -> None:
@@ -123,6 +125,10 @@ DISPATCH = (
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
     "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
     "RETURNING job_id, attempt), "
+    # The transaction's events so far (see StoreBase._tx), written here rather than by
+    # a statement of their own at its end: a round trip less on a job's way.
+    "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
+    f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS e), "
     # The wake-up carries the jobs (see jobs_in_wakeup), so that the worker need not
     # read them: not when one needs more than its row (results of other jobs, stages
     # of earlier attempts), has no task type, or the lot exceeds a notification.
@@ -136,14 +142,20 @@ DISPATCH = (
     # Evaluated only when a job was dispatched (no row, no wake-up): the worker's
     # wake-up (%(wake)s: its channel, or none when the caller takes the jobs itself)
     # and bitmap scans back on, as finish() would do.
+    # The jobs carried come back too: a worker's own cycle takes them from there.
     "SELECT job_id, attempt, set_config('enable_bitmapscan', 'on', true), "
     "(SELECT count(pg_notify(c, (SELECT COALESCE(body, '') FROM q))) "
-    "FROM unnest(%(wake)s::text[]) AS c) FROM a")
+    "FROM unnest(%(wake)s::text[]) AS c), (SELECT COALESCE(body, '') FROM q) FROM a")
 
 
-def dispatch_params(ids: str, worker_id: int, name: str | None,
-                    wake: Sequence[str]) -> dict[str, Any]:
+def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[str],
+                    events: list[tuple[Any, ...]] | None) -> dict[str, Any]:
     """Parameters of :data:`DISPATCH`: ``ids`` as ``Raw.id_array``; jobs are carried in
-    the wake-up only for a few (a batch is read by the worker in one statement)."""
+    the wake-up only for a few (a batch is read by the worker in one statement).
+    ``events``: the transaction's buffered events, written by this statement and so
+    taken out of the buffer (None: no buffer)."""
+    rows = Raw.json_rows(events) if events else "[]"
+    if events:
+        events.clear()
     return {"ids": ids, "w": worker_id, "name": name, "wake": list(wake),
-            "carry": ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES}
+            "carry": ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES, "events": rows}

@@ -39,6 +39,10 @@ GATHER = 0.010
 """Seconds a busy worker lets ends accumulate before it reports them (group commit):
 only while its queue keeps every slot busy meanwhile (see ``WorkerDaemon._gather``)."""
 GATHER_BATCH = 256
+START_HOLD = 0.020
+"""Seconds a start waits for its job's end before it is reported alone, while jobs are
+this short on average: one report then carries both (a start alone is a transaction on
+the path of the job's end, and of the next job of a chain)."""
 
 
 def _worth_declaring(window: int, declared: int) -> bool:
@@ -82,7 +86,9 @@ class WorkerDaemon:
         self._deliveries = Deliveries(store.jobs_in_wakeup)
         self._looked = 0.0
         self._ended: collections.deque[Outcome] = collections.deque()
-        self._unsent: list[Started] = []
+        self._unsent: list[tuple[int, int, float]] = []
+        """Starts not reported yet: job, attempt, monotonic time of the start."""
+        self._hold_until: float | None = None
         self._pace = PaceTracker()
         self._window = 0
         self.executor = Executor(self.capacity, on_done=self._on_done, on_start=self._kick.set,
@@ -115,7 +121,9 @@ class WorkerDaemon:
             self._woken.set()  # look for work placed before we listened
             self._kick.set()
             while not stop.is_set() and not self._fenced.is_set():
-                self._kick.wait(0.5)
+                hold = self._hold_until
+                self._kick.wait(0.5 if hold is None else
+                                min(0.5, max(0.0, hold - time.monotonic())))
                 self._kick.clear()
                 if self._gather():
                     stop.wait(GATHER)  # group commit: let a few more jobs end first
@@ -167,12 +175,14 @@ class WorkerDaemon:
         self._woken.clear()
         # Starts first, then ends (see Executor._slot): a report never shows a job
         # running in the room of one whose end it does not carry.
-        starts = self._unsent + [Started(j, a, now - t)
-                                 for j, a, t in self.executor.take_started()]
-        self._unsent = starts
+        self._unsent += self.executor.take_started()
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
         declare = window if _worth_declaring(window, self._window) else None
+        if not ended and declare is None and not look and self._hold_starts(now):
+            return
+        self._hold_until = None
+        starts = [Started(j, a, now - t) for j, a, t in self._unsent]
         if starts or ended or declare is not None:
             # The cycle runs when room may have opened (seed 000 runs schedule() on
             # completion): not for starts alone, which free nothing and would delay
@@ -201,6 +211,18 @@ class WorkerDaemon:
         if look:
             self._looked = now
         self._take(assignment)
+
+    def _hold_starts(self, now: float) -> bool:
+        """Keep the starts unreported a little longer? While jobs are short (see
+        :data:`START_HOLD`), until the oldest has waited that long."""
+        mean = self._pace.mean
+        if not self._unsent or mean is None or mean >= START_HOLD:
+            return False
+        until = min(t for _, _, t in self._unsent) + START_HOLD
+        if now >= until:
+            return False
+        self._hold_until = until
+        return True
 
     def _place(self, tx: CycleTx) -> object:
         assert self.placer is not None
@@ -288,8 +310,8 @@ class WorkerDaemon:
             time.sleep(0.2)  # let slots that the fence just stopped hand in their outcome
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         now = time.monotonic()
-        starts = self._unsent + [Started(j, a, now - t)
-                                 for j, a, t in self.executor.take_started()]
+        self._unsent += self.executor.take_started()
+        starts = [Started(j, a, now - t) for j, a, t in self._unsent]
         if starts or ended:
             report = self.store.record_attempts(self.worker_id, starts, ended)
             self._count(ended, report.accepted)
