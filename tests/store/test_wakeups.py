@@ -49,7 +49,7 @@ def test_a_wakeup_carries_the_jobs_it_places(db_url: str) -> None:
             assert payloads == []  # SQLite wake-ups carry nothing: the worker reads
             return
         assert len(payloads) == 1
-        assert yard.store.jobs_in_wakeup(payloads[0]) == read
+        assert yard.store.jobs_in_wakeups(payloads) == read
     finally:
         yard.close()
 
@@ -64,7 +64,7 @@ def test_a_retried_attempt_is_not_carried(store: Store) -> None:
     store.record_attempts(worker, [Started(job, 1, 0.0)], [Outcome(job, 1, "failed", 1)])
     # Attempt 2 must read the results of the stages attempt 1 finished: not carried.
     (payload,) = _payloads(store, worker, lambda: schedule(store))
-    assert payload == "" and store.jobs_in_wakeup(payload) is None
+    assert payload == "" and store.jobs_in_wakeups([payload]) is None
     assert [(j.job_id, j.attempt) for j in store.fetch_dispatched(worker).jobs] == [(job, 2)]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from taskyard.store.records import ClaimedJob
 from taskyard.worker.deliveries import Deliveries
 
@@ -10,10 +12,10 @@ def job(job_id: int, attempt: int = 1, priority: int = 0) -> ClaimedJob:
     return ClaimedJob(job_id, attempt, "t", "python:m:f", {}, None, priority=priority)
 
 
-def parse(payload: str) -> list[ClaimedJob] | None:
-    if not payload:
+def parse(payloads: Sequence[str]) -> list[ClaimedJob] | None:
+    if not payloads or not all(payloads):
         return None
-    return [job(int(k), priority=int(k) % 3) for k in payload.split(",")]
+    return [job(int(k), priority=int(k) % 3) for p in payloads for k in p.split(",")]
 
 
 def test_jobs_are_taken_once_in_placement_order() -> None:

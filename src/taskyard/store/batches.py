@@ -205,38 +205,28 @@ class BatchMixin(CycleStore, ResultsMixin):
             if fetch:
                 report.assignment = self._fetch_mine(conn, worker_id, known, FETCH_LIMIT)
             elif placed_here:
-                report.assignment = Assignment(self._carried(carried) or
+                report.assignment = Assignment(self.jobs_in_wakeups(carried) or
                                                self._details(conn, worker_id, placed_here))
         return report
 
     @staticmethod
-    def jobs_in_wakeup(payload: str) -> list[ClaimedJob] | None:
-        """The jobs a worker's wake-up carries (PostgreSQL: see cycle_pg.DISPATCH), in
-        placement order; None when it carries none and the worker must look (an empty
-        payload: a cancel, jobs that need more than their row, too many jobs)."""
-        if not payload:
-            return None
+    def jobs_in_wakeups(payloads: Sequence[str]) -> list[ClaimedJob] | None:
+        """The jobs wake-ups carry (PostgreSQL: see cycle_pg.DISPATCH), in placement
+        order; None when one carries none (an empty payload: a cancel, jobs that need
+        more than their row, too many jobs) or there is none: the worker must look."""
+        jobs: list[ClaimedJob] = []
         try:
-            rows = loads(payload)
-            jobs = [ClaimedJob(job_id=int(job), attempt=int(attempt), type=type_,
-                               handler=handler, args=loads(args), timeout=timeout,
-                               graph_id=graph, label=label, cost=int(cost),
-                               priority=int(priority))
-                    for job, attempt, handler, type_, args, timeout, graph, label, cost,
-                    priority in rows]
+            for payload in payloads:
+                if not payload:
+                    return None
+                jobs += [ClaimedJob(job_id=int(job), attempt=int(attempt), type=type_,
+                                    handler=handler, args=loads(args), timeout=timeout,
+                                    graph_id=graph, label=label, cost=int(cost),
+                                    priority=int(priority))
+                         for job, attempt, handler, type_, args, timeout, graph, label, cost,
+                         priority in loads(payload)]
         except (ValueError, TypeError):
             return None
-        jobs.sort(key=lambda j: (-j.priority, j.job_id))
-        return jobs
-
-    def _carried(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
-        """The jobs the dispatch statements returned (PostgreSQL), if all carried theirs."""
-        jobs: list[ClaimedJob] = []
-        for payload in payloads:
-            some = self.jobs_in_wakeup(payload)
-            if some is None:
-                return None
-            jobs += some
         jobs.sort(key=lambda j: (-j.priority, j.job_id))
         return jobs or None
 

@@ -129,7 +129,7 @@ DISPATCH = (
     # a statement of their own at its end: a round trip less on a job's way.
     "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
     f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS e), "
-    # The wake-up carries the jobs (see jobs_in_wakeup), so that the worker need not
+    # The wake-up carries the jobs (see jobs_in_wakeups), so that the worker need not
     # read them: not when one needs more than its row (results of other jobs, stages
     # of earlier attempts), has no task type, or the lot exceeds a notification.
     "p AS (SELECT CASE WHEN NOT bool_or(tt.name IS NULL OR d.attempt > 1 OR (d.graph_id IS NOT "

@@ -83,7 +83,7 @@ class WorkerDaemon:
         self._leaving = threading.Event()
         """Set once the worker has left: the heartbeat keeps the lease until then."""
         self._woken = threading.Event()
-        self._deliveries = Deliveries(store.jobs_in_wakeup)
+        self._deliveries = Deliveries(store.jobs_in_wakeups)
         self._looked = 0.0
         self._ended: collections.deque[Outcome] = collections.deque()
         self._unsent: list[tuple[int, int, float]] = []

@@ -22,9 +22,9 @@ REMEMBER = 4096
 class Deliveries:
     """Jobs delivered by wake-ups, waiting for the pump; each attempt at most once."""
 
-    def __init__(self, parse: Callable[[str], list[ClaimedJob] | None],
+    def __init__(self, parse: Callable[[Sequence[str]], list[ClaimedJob] | None],
                  remember: int = REMEMBER) -> None:
-        """``parse``: a payload's jobs, or None when it carries none."""
+        """``parse``: the jobs payloads carry, or None when one carries none."""
         self._parse = parse
         self._lock = threading.Lock()
         self._jobs: list[ClaimedJob] = []
@@ -35,15 +35,12 @@ class Deliveries:
     def add(self, payloads: Sequence[str]) -> bool:
         """Keep the jobs ``payloads`` carry; False when one carried none (or there was
         none): the worker must look at what is placed on it."""
-        found: list[ClaimedJob] = []
-        for payload in payloads:
-            jobs = self._parse(payload)
-            if jobs is None:
-                return False
-            found += jobs
+        found = self._parse(payloads)
+        if found is None:
+            return False
         with self._lock:
             self._jobs += found
-        return bool(payloads)
+        return True
 
     def take(self) -> list[ClaimedJob]:
         """The delivered jobs not taken before, in placement order; now taken."""
