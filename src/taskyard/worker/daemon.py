@@ -28,7 +28,7 @@ from taskyard.store import CycleTx, Store, open_store
 from taskyard.store.batches import Assignment
 from taskyard.store.errors import Conflict, InvalidInput
 from taskyard.store.records import Outcome, Started
-from taskyard.worker.deliveries import Deliveries
+from taskyard.worker.deliveries import Deliveries, Key
 from taskyard.worker.executor import Executor
 
 log = logging.getLogger("taskyard.worker")
@@ -167,9 +167,6 @@ class WorkerDaemon:
         process placed here, and cancels, come with a wake-up on our channel, which
         makes the round look at everything placed here (and at least every second)."""
         assert self.worker_id is not None
-        delivered = self._deliveries.take()
-        if delivered:  # first: they start while the report below is written
-            self._take(Assignment(delivered))
         now = time.monotonic()
         look = self._woken.is_set() or now - self._looked >= 1.0
         self._woken.clear()
@@ -183,6 +180,9 @@ class WorkerDaemon:
             return
         self._hold_until = None
         starts = [Started(j, a, now - t) for j, a, t in self._unsent]
+        # What we hold before the look: the listener may add jobs meanwhile, dispatched
+        # after the look read the active set (see _take).
+        held = self.executor.running()
         if starts or ended or declare is not None:
             # The cycle runs when room may have opened (seed 000 runs schedule() on
             # completion): not for starts alone, which free nothing and would delay
@@ -192,7 +192,7 @@ class WorkerDaemon:
             try:
                 report = self.store.record_attempts(
                     self.worker_id, starts, ended, prefetch=declare, place=place,
-                    fetch=look, known=self.executor.running())
+                    fetch=look, known=held)
             except Exception:
                 self._ended.extendleft(reversed(ended))  # try again with the next round
                 raise
@@ -204,13 +204,12 @@ class WorkerDaemon:
             self.executor.release((o.job_id, o.attempt) for o in ended)
             assignment = report.assignment
         elif look:
-            assignment = self.store.fetch_dispatched(self.worker_id,
-                                                     known=self.executor.running())
+            assignment = self.store.fetch_dispatched(self.worker_id, known=held)
         else:
             return
         if look:
             self._looked = now
-        self._take(assignment)
+        self._take(assignment, held)
 
     def _hold_starts(self, now: float) -> bool:
         """Keep the starts unreported a little longer? While jobs are short (see
@@ -228,10 +227,11 @@ class WorkerDaemon:
         assert self.placer is not None
         return self.placer(self.store, tx)
 
-    def _take(self, assignment: Assignment) -> None:
-        """Start the new jobs; stop what we hold that is no longer ours."""
+    def _take(self, assignment: Assignment, held: Sequence[Key] = ()) -> None:
+        """Start the new jobs; stop what we ``held`` before the assignment was read and
+        is no longer ours (a job taken since is not in its active set, yet ours)."""
         if assignment.active is not None:
-            for job_id, attempt in self.executor.running():
+            for job_id, attempt in held:
                 if (job_id, attempt) not in assignment.active:
                     log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
                     self.executor.stop(job_id, attempt)
@@ -255,9 +255,13 @@ class WorkerDaemon:
         try:
             while not stop.is_set():
                 try:
-                    if listener.wait(0.5):
-                        if not self._deliveries.add(listener.payloads()):
-                            self._woken.set()
+                    if not listener.wait(0.5):
+                        continue
+                    if self._deliveries.add(listener.payloads()):
+                        # Straight to the executor from this thread: a hop less.
+                        self._take(Assignment(self._deliveries.take()))
+                    else:
+                        self._woken.set()
                         self._kick.set()
                 except Exception as exc:  # a listener that failed reconnects on next wait
                     log.error("event=listen-failed worker=%s error=%s", self.name,

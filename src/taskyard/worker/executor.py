@@ -82,6 +82,8 @@ class Executor:
         """Moving average of job durations (seconds), for the pipeline depth."""
         self._started: list[tuple[int, int, float]] = []
         self._closing = False
+        self._refusing = False
+        """Set by :meth:`stop_all`: no job is queued any more (the worker is leaving)."""
         self._children: list[PythonChild | None] = [None] * self.slots
         self._threads = [threading.Thread(target=self._slot, name=f"slot-{i}", daemon=True)
                          for i in range(self.slots)]
@@ -89,8 +91,11 @@ class Executor:
             thread.start()
 
     def submit(self, jobs: Iterable[ClaimedJob]) -> None:
-        """Queue jobs (in placement order); each starts when there is room for it."""
+        """Queue jobs (in placement order); each starts when there is room for it.
+        Ignored once :meth:`stop_all` ran (jobs may come from more than one thread)."""
         with self._cond:
+            if self._refusing or self._closing:
+                return
             for job in jobs:
                 key = (job.job_id, job.attempt)
                 if key not in self._held:
@@ -114,7 +119,10 @@ class Executor:
                 self._held[key] = state
 
     def stop_all(self, state: str = "error") -> None:
+        """Stop every attempt held (see :meth:`stop`) and accept no more: for a worker
+        that leaves or is fenced."""
         with self._cond:
+            self._refusing = True
             for _, _, job in self._queue:
                 self._held.pop((job.job_id, job.attempt), None)
             self._queue.clear()

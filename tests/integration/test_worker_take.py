@@ -1,0 +1,47 @@
+"""What a worker stops after a look at what is placed on it: only attempts it held
+before the look read the active set. A job the listener took meanwhile (dispatched
+after that read) is not in the set, yet ours: it keeps running. And a worker that
+stops everything (leaving, fenced) takes no more jobs from any thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from taskyard.store import Store
+from taskyard.store.batches import Assignment
+from taskyard.store.records import ClaimedJob
+from taskyard.worker.daemon import WorkerDaemon
+
+
+def _job(job_id: int) -> ClaimedJob:
+    # Costs more than the capacity: it waits in the queue and never starts a child.
+    return ClaimedJob(job_id, 1, "t", "python:tests.handlers_for_tests:echo", {}, None, cost=9)
+
+
+@pytest.fixture
+def daemon(store: Store) -> Iterator[WorkerDaemon]:
+    worker = WorkerDaemon(store, capacity=1)
+    yield worker
+    worker.executor.shutdown()
+
+
+def test_a_job_taken_after_the_look_is_not_stopped_by_it(daemon: WorkerDaemon) -> None:
+    held = daemon.executor.running()  # before the look: nothing
+    daemon._take(Assignment([_job(1)]))  # the listener's delivery
+    daemon._take(Assignment([], frozenset()), held)  # the look saw no active job
+    assert daemon.executor.running() == [(1, 1)]
+
+
+def test_a_job_held_before_the_look_and_not_active_is_stopped(daemon: WorkerDaemon) -> None:
+    daemon._take(Assignment([_job(1)]))
+    held = daemon.executor.running()
+    daemon._take(Assignment([], frozenset()), held)
+    assert daemon.executor.running() == []
+
+
+def test_no_job_is_taken_once_everything_was_stopped(daemon: WorkerDaemon) -> None:
+    daemon.executor.stop_all("abandoned")
+    daemon._take(Assignment([_job(2)]))
+    assert daemon.executor.running() == []
