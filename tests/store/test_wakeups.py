@@ -18,6 +18,7 @@ from sqlalchemy import Connection, create_engine, text
 from taskyard.api.yard import Yard
 from taskyard.scheduler.cycle import run_cycle, schedule
 from taskyard.store import Store, open_store
+from taskyard.store.base import TX_SCOPED
 from taskyard.store.engine import normalize_url
 from taskyard.store.records import JobSubmission, Outcome, Started, TaskTypeSpec
 
@@ -160,3 +161,14 @@ def test_a_workers_own_cycle_returns_the_jobs_as_it_would_read_them(store: Store
         place=lambda tx: run_cycle(store, tx, record=False))
     assert [j.job_id for j in report.assignment.jobs] == [second]
     assert report.assignment.jobs == store.fetch_dispatched(worker).jobs
+
+
+def test_a_transactions_scratch_state_does_not_outlive_it(store: Store) -> None:
+    # Per-transaction state (buffered events, graph writes left to the end, reads made
+    # ahead of a cycle) lives in the pooled connection's info: a failed transaction
+    # must not hand it to the next one on that connection.
+    with pytest.raises(RuntimeError), store._tx() as conn:
+        conn.info[TX_SCOPED + "graph_work"] = "stale"
+        raise RuntimeError("the transaction fails")
+    with store._tx() as conn:
+        assert [k for k in conn.info if str(k).startswith(TX_SCOPED)] == [TX_SCOPED + "events"]

@@ -18,7 +18,9 @@ from taskyard.store.errors import InvalidInput
 from taskyard.store.raw import Raw
 from taskyard.store.records import JSON
 
-_EVENTS = "taskyard.events"
+TX_SCOPED = "taskyard.tx."
+"""Prefix of the keys of a connection's info that hold one transaction's state."""
+_EVENTS = TX_SCOPED + "events"
 _INSERT_EVENT = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at)",
                  "c1, c2, c3, c4, c5, {now}")
 EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
@@ -82,11 +84,15 @@ class StoreBase:
             conn.info[_EVENTS] = []
             try:
                 yield conn
+                self._before_commit(conn)
                 pending = conn.info.pop(_EVENTS)
                 if pending:
                     Raw(conn).insert(*_INSERT_EVENT, pending, EVENT_TYPES)
             finally:
-                conn.info.pop(_EVENTS, None)
+                # Keys under TX_SCOPED hold this transaction's state: none outlives it
+                # on the pooled connection.
+                for key in [k for k in conn.info if str(k).startswith(TX_SCOPED)]:
+                    del conn.info[key]
 
     @staticmethod
     def _buffered_events(conn: Connection) -> list[tuple[Any, ...]] | None:
@@ -94,6 +100,11 @@ class StoreBase:
         A statement that writes them must empty the list."""
         found: list[tuple[Any, ...]] | None = conn.info.get(_EVENTS)
         return found
+
+    def _before_commit(self, conn: Connection) -> None:
+        """Writes a write transaction leaves to its end (before its buffered events):
+        those of rows that every transaction touches, whose locks are then held for
+        the least time (see ResolutionMixin)."""
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:

@@ -181,6 +181,7 @@ class BatchMixin(CycleStore, ResultsMixin):
         ago = {(s.job_id, s.attempt): max(0.0, s.ago) for s in started
                if (s.job_id, s.attempt) in ending}
         with self._tx() as conn:
+            self._defer_graph_writes(conn)
             raw = Raw(conn)
             for starts in chunks([s for s in started if (s.job_id, s.attempt) not in ago]):
                 report.started += len(self._start(conn, raw, worker_id, starts))
@@ -253,11 +254,7 @@ class BatchMixin(CycleStore, ResultsMixin):
             ("job-running", job_key(graph, routing),
              f'{{"job_id":{job},"attempt":{attempt},"worker_id":{worker_id}}}', job, graph)
             for job, attempt, _, graph, routing in rows))
-        graphs = sorted({graph for _, _, _, graph, _ in rows if graph is not None})
-        if graphs:
-            which, params = raw.member("id", graphs)
-            raw.run(f"UPDATE graphs SET last_progress_at = {{now}}, stalled_at = NULL "
-                    f"WHERE {which}", params)
+        self._graph_progress(conn, (graph for _, _, _, graph, _ in rows if graph is not None))
         return {(job, attempt) for job, attempt, _, _, _ in rows}
 
     def _end(self, conn: Connection, raw: Raw, worker_id: int, part: Sequence[Outcome],

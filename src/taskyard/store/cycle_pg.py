@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskyard.store.base import EVENT_TYPES, pg_channel
+from taskyard.store.base import EVENT_TYPES, TX_SCOPED, pg_channel
 from taskyard.store.cycle_lock import ADVISORY_KEY
 from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.raw import Raw, pg_row_set
@@ -75,7 +75,7 @@ CARRY_JOBS = 32
 """Most jobs a wake-up carries."""
 WAKEUP_BYTES = 7000
 """Largest wake-up payload (PostgreSQL refuses notifications of 8,000 bytes or more)."""
-AHEAD = "taskyard.cycle_ahead"
+AHEAD = TX_SCOPED + "cycle_ahead"
 """Key of the :class:`Ahead` reads in a connection's ``info``, for its next cycle."""
 AHEAD_PAGE = 16
 """Size of the first page read ahead (the cycle's smallest page)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from sqlalchemy import (
@@ -31,7 +31,7 @@ from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, fail
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase, job_key, routing_key
+from taskyard.store.base import TX_SCOPED, StoreBase, job_key, routing_key
 from taskyard.store.raw import Raw
 
 CHUNK = 500
@@ -80,6 +80,17 @@ class Ended:
 
 
 @dataclass
+class _GraphWork:
+    """Graph writes left to the end of a transaction."""
+
+    ended: list[Ended] = field(default_factory=list)
+    progressed: set[int] = field(default_factory=set)
+
+
+_GRAPH_WORK = TX_SCOPED + "graph_work"
+
+
+@dataclass
 class _Tally:
     resolved: int = 0
     holds: int = 0
@@ -114,9 +125,44 @@ class ResolutionMixin(StoreBase):
         while frontier:
             frontier = self._propagate(conn, frontier)
             everything.extend(frontier)
-        self._graph_bookkeeping(conn, everything)
+        later = conn.info.get(_GRAPH_WORK)
+        if later is None:
+            self._graph_bookkeeping(conn, everything)
+        else:
+            later.ended.extend(everything)
         self._schedule_outcomes(conn, everything)  # recurring: last outcome, adaptive interval
         return everything
+
+    def _graph_progress(self, conn: Connection, graph_ids: Iterable[int]) -> None:
+        """Jobs of these graphs made progress (started): reset their stall clocks."""
+        graphs = sorted(set(graph_ids))
+        if not graphs:
+            return
+        later = conn.info.get(_GRAPH_WORK)
+        if later is not None:
+            later.progressed.update(graphs)
+            return
+        raw = Raw(conn)
+        which, params = raw.member("id", graphs)
+        raw.run(f"UPDATE graphs SET last_progress_at = {{now}}, stalled_at = NULL "
+                f"WHERE {which}", params)
+
+    def _before_commit(self, conn: Connection) -> None:
+        """A graph's row is written by every job of it that starts or ends, from every
+        worker: its writes wait for the end of the transaction, so that its lock is
+        held for one statement and the commit, not for the rest of the transaction
+        (the scheduling cycle, ...): on PostgreSQL, workers' reports queued on it."""
+        later: _GraphWork | None = conn.info.pop(_GRAPH_WORK, None)
+        if later is None:
+            return
+        self._graph_bookkeeping(conn, later.ended)
+        self._graph_progress(conn, later.progressed - {e.graph_id for e in later.ended})
+
+    @staticmethod
+    def _defer_graph_writes(conn: Connection) -> None:
+        """In this write transaction, graph writes wait for its end (see
+        :meth:`_before_commit`)."""
+        conn.info.setdefault(_GRAPH_WORK, _GraphWork())
 
     def _schedule_outcomes(self, conn: Connection, ended: Sequence[Ended]) -> None:
         """recurring: overridden by ScheduleStore (store/schedules.py)."""
