@@ -45,7 +45,16 @@ _LISTS_COLUMNS = (
     "(SELECT json_agg(json_build_array(id, type, priority, pools, cost, locks) "
     "ORDER BY priority DESC, id) FROM first)")
 _PENDING_LISTS = f"{_LISTS_WITH}SELECT {_LISTS_COLUMNS}"
-_AHEAD_READS = f"{_LISTS_WITH}SELECT {_SNAPSHOT_COLUMNS}, {_LISTS_COLUMNS}"
+# The pools lists and the first page only when a worker is alive to take them (a CASE
+# branch not taken runs none of its subqueries): submits without workers read less.
+_ANY_WORKER = ("EXISTS (SELECT 1 FROM workers WHERE state = 'active' "
+               "AND lease_expires_at >= {now})")
+_AHEAD_READS = (
+    f"{_LISTS_WITH}SELECT {_SNAPSHOT_COLUMNS}, "
+    f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(p ORDER BY p) FROM lists "
+    "WHERE p IS NOT NULL) END, "
+    f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
+    "pools, cost, locks) ORDER BY priority DESC, id) FROM first) END")
 LOCK_AHEAD = (
     # The global lock, alone or in a statement that does more (a submit's insert). Once
     # it is ours: waiting for a row lock (held by a frozen transaction) must not keep
