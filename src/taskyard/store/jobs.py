@@ -173,13 +173,10 @@ class JobStore(ResolutionMixin, PrereqMixin):
                 job_id, held = submit_one(raw, sub, self._spec_cache, lambda spec: job_row(
                     sub, spec, 0, limits=self.limits), lock=place is not None)
                 if job_id is not None:
-                    if held is not None:
+                    if held is not None:  # for the cycle place() runs (the transaction's)
                         conn.info[AHEAD] = Ahead.read(raw, held)
-                    try:
-                        if place is None or not place(conn):
-                            self._notify(conn, ["scheduler"])
-                    finally:
-                        conn.info.pop(AHEAD, None)  # not left for a later use of conn
+                    if place is None or not place(conn):
+                        self._notify(conn, ["scheduler"])
                     return [job_id]
             specs = self._specs_for(conn, {s.type for s in subs})
             rows = []
