@@ -8,7 +8,7 @@ import sys
 import uuid
 from typing import Any
 
-from bench.peers.common import CannotExpress, Ctx, Peer, Procs
+from bench.peers.common import Ctx, Peer, Procs
 
 # K worker processes = K `celery worker -P solo`: for no-op tasks the prefork pool's parent
 # (which takes every message and hands it to a child over a pipe) is the bottleneck; here
@@ -73,14 +73,13 @@ class CeleryPeer(Peer):
             for i in range(k):
                 procs.start("workers", [*base, "-P", "solo", "-n", f"bench{i}@%h"])
 
-    def w4(self, shape: str, n: int, timeout: float) -> dict[str, Any]:
+    def cannot(self, shape: str, n: int) -> str | None:
         if shape == "random":
-            raise CannotExpress("no general DAG: chains, groups and chords only")
+            return "no general DAG: chains, groups and chords only"
         if shape == "chain" and n > CHAIN_MAX:
-            raise CannotExpress(
-                f"a chain message carries every later step (O(n^2) bytes in all): "
-                f"not practical past ~{CHAIN_MAX} tasks")
-        return super().w4(shape, n, timeout)
+            return (f"a chain message carries every later step (O(n^2) bytes in all): "
+                    f"not practical past ~{CHAIN_MAX} tasks")
+        return None
 
     def submit_graph(self, shape: str, n: int, out: str) -> None:
         make = self.app.fanout if shape == "fanout" else self.app.chain_of
@@ -96,13 +95,15 @@ class CeleryPeer(Peer):
         envelope = json.loads(message)
         tid = envelope["headers"]["id"].encode()
         tag = envelope["properties"]["delivery_tag"].encode()
-        chunk = 20_000
+        chunk = 1_000  # messages per LPUSH
+        pipe = r.pipeline(transaction=False)
         for start in range(0, n - 1, chunk):
-            pipe = r.pipeline(transaction=False)
-            for _ in range(min(chunk, n - 1 - start)):
-                pipe.lpush("celery", message.replace(tid, str(uuid.uuid4()).encode())
-                           .replace(tag, str(uuid.uuid4()).encode()))
-            pipe.execute()
+            pipe.lpush("celery", *[message.replace(tid, str(uuid.uuid4()).encode())
+                                   .replace(tag, str(uuid.uuid4()).encode())
+                                   for _ in range(min(chunk, n - 1 - start))])
+            if len(pipe) >= 20:
+                pipe.execute()
+        pipe.execute()
 
     def take(self, k: int) -> int:
         """k x kombu's basic_get + ack on the worker's queue (the worker itself takes

@@ -180,8 +180,13 @@ class Peer:
     def close(self) -> None:
         """Release client connections."""
 
+    def cannot(self, shape: str, n: int) -> str | None:
+        """Why the peer cannot express this W4 graph, or None when it can (the suite asks
+        before it starts a run)."""
+        return "no task-graph primitive"
+
     def submit_graph(self, shape: str, n: int, out: str) -> None:
-        raise CannotExpress("no task-graph primitive")
+        raise NotImplementedError
 
     def fill(self, n: int) -> None:
         """n no-op jobs into the queue, untimed, by the fastest way there is."""
@@ -282,6 +287,9 @@ class Peer:
         return latency_row(samples, m, status)
 
     def w4(self, shape: str, n: int, timeout: float) -> dict[str, Any]:
+        reason = self.cannot(shape, n)
+        if reason:
+            raise CannotExpress(reason)
         self.reset()
         out = self.ctx.tmp / "records"
         out.mkdir(exist_ok=True)

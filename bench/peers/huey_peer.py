@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 from bench.peers.common import (
-    CannotExpress,
     Ctx,
     Peer,
     Procs,
@@ -87,12 +86,13 @@ class HueyPeer(Peer):
             cmd += ["-d", "0.001", "-m", "0.001", "-b", "1"]
         procs.start("workers", cmd)
 
+    def cannot(self, shape: str, n: int) -> str | None:
+        if shape == "chain":
+            return ("a huey pipeline nests every later step in its message: serializing one "
+                    "raises RecursionError from ~500 steps")
+        return None if shape == "fanout" else "no general DAG: only pipelines, groups and chords"
+
     def w4(self, shape: str, n: int, timeout: float) -> dict[str, Any]:
-        if shape != "fanout":
-            raise CannotExpress(
-                "a huey pipeline nests every later step in its message: serializing one "
-                "raises RecursionError from ~500 steps" if shape == "chain" else
-                "no general DAG: only pipelines, groups and chords")
         self.results = True  # chord members report through the result store
         try:
             return super().w4(shape, n, timeout)
@@ -116,16 +116,18 @@ class HueyPeer(Peer):
                      for _ in range(min(chunk, n - start))]
             if self.storage == "redis":
                 pipe = storage.conn.pipeline(transaction=False)
-                for data in batch:
-                    pipe.lpush(storage.queue_key, data)
+                for i in range(0, len(batch), 1_000):  # messages per LPUSH
+                    pipe.lpush(storage.queue_key, *batch[i:i + 1_000])
                 pipe.execute()
-                continue
-            table = "task" if self.storage == "sqlite" else storage.table_task
-            mark = "?" if self.storage == "sqlite" else "%s"
-            with storage.db(commit=True) as curs:
-                curs.executemany(
-                    f"insert into {table} (queue, data, priority) values ({mark}, {mark}, 0)",
-                    [(storage.name, data) for data in batch])
+            elif self.storage == "pg":
+                with storage.db(commit=True) as curs, curs.copy(
+                        f"COPY {storage.table_task} (queue, data, priority) FROM STDIN") as copy:
+                    for data in batch:
+                        copy.write_row((storage.name, data, 0))
+            else:
+                with storage.db(commit=True) as curs:
+                    curs.executemany("insert into task (queue, data, priority) values (?, ?, 0)",
+                                     [(storage.name, data) for data in batch])
         if self.storage == "pg":
             storage.sql(f"analyze {storage.table_task}")
 

@@ -40,6 +40,9 @@ class TaskyardSystem:
         self._fresh()
         return backlog.measure(self.url, n, cycles)
 
+    def cannot(self, shape: str, n: int) -> str | None:
+        return None
+
     def w4(self, shape: str, n: int, timeout: float) -> dict[str, Any]:
         self._fresh()
         out = self.ctx.tmp / "records"
