@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from taskyard.core.graph import (
     GraphError,
@@ -112,3 +114,30 @@ def test_definition_hash_is_the_sha256_of_the_canonical_definition() -> None:
         text = '{"args":' + node.args_text + "," + json.dumps(
             rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
         assert definition_hash(node) == hashlib.sha256(text.encode()).hexdigest(), node.label
+
+
+_LABELS = st.text(min_size=1, max_size=12).filter(lambda s: "." not in s)
+
+
+@given(st.lists(_LABELS, min_size=1, max_size=6, unique=True),
+       st.lists(st.sampled_from(["success", "failure", "always"]), min_size=5, max_size=5))
+def test_definition_hash_of_any_labels_is_that_of_the_plain_json(
+        labels: list[str], conditions: list[str]) -> None:
+    # Quotes, backslashes, control and non-ASCII characters in labels: the requires part,
+    # built by hand, must encode them exactly as json.dumps does.
+    import hashlib
+    import json
+
+    from taskyard.store.graphs import definition_hash
+
+    tasks: dict[str, dict[str, object]] = {labels[0]: {"type": "compile"}}
+    for i, label in enumerate(labels[1:], 1):
+        tasks[label] = {"type": "test", "requires": [
+            {"label": parent, "on": conditions[j % 5]} for j, parent in enumerate(labels[:i])]}
+    spec = parse_graph({"tasks": tasks}, known_types=known)
+    for node in spec.tasks.values():
+        rest = node.definition()
+        del rest["args"]
+        text = '{"args":' + node.args_text + "," + json.dumps(
+            rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
+        assert definition_hash(node) == hashlib.sha256(text.encode()).hexdigest()

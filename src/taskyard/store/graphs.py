@@ -14,6 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, insert, select, update
 
 from taskyard.core.graph import (
+    CONDITIONS,
+    Edge,
     GraphError,
     GraphSpec,
     TaskNode,
@@ -80,11 +82,20 @@ def definition_text(node: TaskNode) -> str:
     """The canonical JSON that :func:`definition_hash` hashes. Its keys sort as args,
     convergence, locks, pools, priority, requires, reruns, routing, timeout, type: the
     parts before and after requires repeat from task to task, and are encoded once."""
-    # Edges (named tuples) encode as [label, on].
     return ('{"args":' + node.args_text + "," + _head(node.convergence, node.locks, node.pools,
                                                       node.priority)
-            + ',"requires":' + _canonical(node.requires) + ","
+            + ',"requires":' + _requires_text(node.requires) + ","
             + _tail(node.reruns, node.routing, node.timeout, node.type))
+
+
+_string = json.encoder.encode_basestring_ascii  # as _canonical encodes a string
+_ON = {on: "," + _string(on) + "]" for on in CONDITIONS}
+
+
+def _requires_text(edges: tuple[Edge, ...]) -> str:
+    """``_canonical(edges)`` (each edge, a named tuple, as [label, on]), built directly:
+    about twice as fast, once per task of a graph."""
+    return "[" + ",".join(["[" + _string(label) + _ON[on] for label, on in edges]) + "]"
 
 
 @functools.lru_cache(maxsize=1024, typed=True)
