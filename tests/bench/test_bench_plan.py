@@ -3,13 +3,12 @@ starts (no process, no wall time), and every other run is planned."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from bench import suite
 from bench.peers import SYSTEMS
 
+from bench import suite
 
-def test_graphs_a_system_cannot_express_are_settled_without_a_run(tmp_path: Path) -> None:
+
+def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:
     runs = suite.plan(suite.PROFILES["full"], list(SYSTEMS), reps=1)
     found = suite.adapters(list(SYSTEMS), {"pg": "postgresql://u@127.0.0.1:1/x",
                                            "redis": "redis://127.0.0.1:1"})
