@@ -244,7 +244,11 @@ def markdown(summary: dict[str, Any]) -> str:
          "backlog inserted in bulk first. Peers have no scheduling cycle: their figure is "
          "the time to hand out 50 jobs through their own dequeue path (huey "
          "`Huey.dequeue()`, procrastinate's `procrastinate_fetch_job_v2`, Celery/kombu "
-         "`basic_get` + ack on the worker queue)."),
+         "`basic_get` + ack on the worker queue). Every backlog goes straight into the "
+         "system's storage, untimed: taskyard and procrastinate by one INSERT ... SELECT "
+         "that writes no per-job event or notification (procrastinate's insert triggers "
+         "skipped), huey by COPY (PostgreSQL), executemany (SQLite) or LPUSH (redis) of "
+         "copies of one real message, Celery by LPUSH of copies of one real message."),
         ("W4", "W4 graphs",
          "2 worker processes, up before the graph is submitted; end to end = last "
          "handler's end - end of the submit call; hand-off = child's handler start - "
