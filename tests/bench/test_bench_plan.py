@@ -3,9 +3,9 @@ starts (no process, no wall time), and every other run is planned."""
 
 from __future__ import annotations
 
-from bench.peers import SYSTEMS
-
 from bench import suite
+
+SYSTEMS = suite.SYSTEMS
 
 
 def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:

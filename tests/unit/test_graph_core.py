@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from taskyard.core.graph import (
     GraphError,
+    TaskNode,
     find_cycle,
     parse_graph,
     references,
     substitute_ids,
     substitute_results,
 )
+from taskyard.store.graphs import definition_hash
 
 
 def known(name: str) -> bool:
@@ -94,10 +99,6 @@ def test_yaml_on_key_read_as_true_is_accepted() -> None:
 def test_definition_hash_is_the_sha256_of_the_canonical_definition() -> None:
     # Stored hashes decide whether a re-added task is identical: the fast encoding
     # (cached parts around requires) must equal the plain JSON of definition().
-    import hashlib
-    import json
-
-    from taskyard.store.graphs import definition_hash
 
     spec = parse_graph({"routing": "r", "tasks": {
         "a": {"type": "compile"},
@@ -109,11 +110,16 @@ def test_definition_hash_is_the_sha256_of_the_canonical_definition() -> None:
               "timeout": 1.5, "priority": 1},
     }}, known_types=known)
     for node in spec.tasks.values():
-        rest = node.definition()
-        del rest["args"]
-        text = '{"args":' + node.args_text + "," + json.dumps(
-            rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
-        assert definition_hash(node) == hashlib.sha256(text.encode()).hexdigest(), node.label
+        assert definition_hash(node) == _plain_hash(node), node.label
+
+
+def _plain_hash(node: TaskNode) -> str:
+    """SHA-256 of the plain JSON of ``definition()``, its args as encoded."""
+    rest = node.definition()
+    del rest["args"]
+    text = '{"args":' + node.args_text + "," + json.dumps(
+        rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 _LABELS = st.text(min_size=1, max_size=12).filter(lambda s: "." not in s)
@@ -125,10 +131,6 @@ def test_definition_hash_of_any_labels_is_that_of_the_plain_json(
         labels: list[str], conditions: list[str]) -> None:
     # Quotes, backslashes, control and non-ASCII characters in labels: the requires part,
     # built by hand, must encode them exactly as json.dumps does.
-    import hashlib
-    import json
-
-    from taskyard.store.graphs import definition_hash
 
     tasks: dict[str, dict[str, object]] = {labels[0]: {"type": "compile"}}
     for i, label in enumerate(labels[1:], 1):
@@ -136,8 +138,4 @@ def test_definition_hash_of_any_labels_is_that_of_the_plain_json(
             {"label": parent, "on": conditions[j % 5]} for j, parent in enumerate(labels[:i])]}
     spec = parse_graph({"tasks": tasks}, known_types=known)
     for node in spec.tasks.values():
-        rest = node.definition()
-        del rest["args"]
-        text = '{"args":' + node.args_text + "," + json.dumps(
-            rest, sort_keys=True, separators=(",", ":"), default=list)[1:]
-        assert definition_hash(node) == hashlib.sha256(text.encode()).hexdigest()
+        assert definition_hash(node) == _plain_hash(node)
