@@ -69,17 +69,27 @@ def test_the_pending_event_is_written_with_the_job(store: Store) -> None:
 
 def test_a_cycle_leaves_the_planner_settings_as_it_found_them(store: Store) -> None:
     store.put_task_type(spec("t"))
-    store.register_worker("w", ["default"], 4, lease_seconds=60)
-    for placing in (True, False):  # a cycle that dispatches, then one with nothing to place
+    for name in ("w1", "w2"):
+        store.register_worker(name, ["default"], 300, lease_seconds=60)
+    # A cycle that dispatches to both workers (a statement each: the scans stay off
+    # until the last), then one with nothing to place.
+    for placing in (True, False):
         if placing:
-            submit(store, "t")
+            store.submit_jobs([JobSubmission("t", {"i": i}) for i in range(600)])
         with store._tx() as conn:
             with store.cycle(conn) as tx:
                 assert tx is not None
                 report = run_cycle(store, tx, record=False)
-            assert bool(report.placed) is placing
+            assert len(report.placed) == (600 if placing else 0)
             if not store.sqlite:
-                assert conn.execute(text("SHOW enable_bitmapscan")).scalar() == "on"
+                # Every statement of the cycle found the jobs through an index: a
+                # dispatch of half the table would otherwise be planned as a scan of
+                # all of it.
+                assert conn.execute(text(
+                    "SELECT seq_scan FROM pg_stat_xact_user_tables "
+                    "WHERE relid = 'jobs'::regclass")).scalar() == 0
+                for setting in ("enable_bitmapscan", "enable_seqscan"):
+                    assert conn.execute(text(f"SHOW {setting}")).scalar() == "on"
 
 
 def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> None:

@@ -75,7 +75,10 @@ _END = (
     "jobs.schedule_name")
 _END_TYPES = ("bigint", "integer", "text", "integer", "text", "text", "double precision",
               "double precision")
-# PostgreSQL ends the jobs and their attempts in one statement (one round trip).
+# PostgreSQL ends the jobs and their attempts in one statement (one round trip). The
+# attempts are looked up from the rows ``done`` returns, one index probe each: an
+# ``= ANY(ids)`` beside that join would be evaluated again on every probe (an ending
+# of 300 jobs took 2.5x as long with it).
 _END_PG_TYPES = (*_END_TYPES, "text", "text")
 _END_PG = (
     "WITH v(id, attempt, state, code, res, err, delay, ago, out, errt) AS ("
@@ -97,8 +100,8 @@ _END_PG = (
     "started_at = COALESCE(attempts.started_at, {now} - COALESCE(v.ago, 0)), "
     "finished_at = {now}, exit_code = v.code, result = v.res, error = v.err, "
     "stdout_tail = v.out, stderr_tail = v.errt FROM done JOIN v ON v.id = done.id "
-    "AND v.attempt = done.attempt WHERE attempts.job_id = ANY(%(ids)s::bigint[]) "
-    "AND attempts.job_id = done.id AND attempts.attempt = done.attempt) "
+    "AND v.attempt = done.attempt WHERE attempts.job_id = done.id "
+    "AND attempts.attempt = done.attempt) "
     "SELECT * FROM done")
 _ATTEMPT_START = (
     "WITH v(job, attempt, started) AS ({rows}) "

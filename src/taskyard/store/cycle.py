@@ -46,7 +46,7 @@ class CycleTx:
     def __init__(self, store: CycleStore, conn: Connection,
                  ahead: cycle_pg.Ahead | None = None, *, locked: bool = False) -> None:
         """``locked``: the caller holds the global lock (on PostgreSQL taken with
-        ``cycle_pg.LOCK_AHEAD``, which turned bitmap scans off)."""
+        ``cycle_pg.LOCK_AHEAD``, which turned bitmap and sequential scans off)."""
         self.store = store
         self.conn = conn
         self._ahead = ahead
@@ -60,8 +60,9 @@ class CycleTx:
         cycle_pg.DISPATCH: the jobs, or "" when the worker must read them)."""
         self.quiet: set[str] = set()
         """Channels not to wake (the caller takes what is placed there itself)."""
-        self._bitmap_off = locked and not store.sqlite
-        """PostgreSQL: bitmap scans are off in this transaction (see ordered_candidates)."""
+        self._scans_off = locked and not store.sqlite
+        """PostgreSQL: bitmap and sequential scans are off in this transaction (see
+        ordered_candidates)."""
         self._woken: set[str] = set()
         """Channels the dispatch statements woke already (PostgreSQL)."""
 
@@ -174,18 +175,18 @@ class CycleTx:
         self._ahead = None
 
     def restore_planner(self) -> None:
-        """Bitmap scans back on for what follows the candidate reads in this transaction
-        (:meth:`finish` does it too, with the wake-ups)."""
-        if self._bitmap_off:
-            self.conn.exec_driver_sql("SET LOCAL enable_bitmapscan = on")
-            self._bitmap_off = False
+        """Bitmap and sequential scans back on for what follows the candidate reads in
+        this transaction (:meth:`finish` does it too, with the wake-ups)."""
+        if self._scans_off:
+            Raw(self.conn).run(f"SELECT {cycle_pg.SCANS_ON}")
+            self._scans_off = False
 
     def finish(self) -> None:
         """End of the cycle: wake the workers it placed jobs on (on commit)."""
         channels = sorted(self.notify - self._woken - self.quiet)
-        if self._bitmap_off:
+        if self._scans_off:
             cycle_pg.finish(Raw(self.conn), channels)
-            self._bitmap_off = False
+            self._scans_off = False
         else:
             self.store._notify(self.conn, channels)
 
@@ -263,11 +264,12 @@ class CycleTx:
         # autovacuum has analysed the table, the planner believes few jobs are pending
         # and reads all of them (bitmap scan, then sort: 0.4 s at 1M pending) instead of
         # the first few in index order (0.1 ms). The cycle must cost what it places.
-        # :meth:`snapshot` turned them off already; :meth:`restore_planner` or
-        # :meth:`finish` turns them back on (SET LOCAL: the transaction's end does too).
-        if not self._bitmap_off:
-            self.conn.exec_driver_sql("SET LOCAL enable_bitmapscan = off")
-            self._bitmap_off = True
+        # Sequential scans neither (see cycle_pg.SCANS_OFF). The lock statement turned
+        # them off already; :meth:`restore_planner` or :meth:`finish` turns them back on
+        # (transaction-local: the transaction's end does too).
+        if not self._scans_off:
+            Raw(self.conn).run(f"SELECT {cycle_pg.SCANS_OFF}")
+            self._scans_off = True
         yield from self._merged_candidates(room, page, per_list)
 
     def _merged_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
@@ -308,22 +310,24 @@ class CycleTx:
         raw = Raw(self.conn)
         placed: list[int] = []
         attempt_rows: list[tuple[int, int, int, str | None]] = []
+        statements = sum(len(_slices(ids)) for ids in by_worker.values())
         for worker_id, job_ids in by_worker.items():
             if not raw.sqlite:
-                # PostgreSQL: the jobs, their new attempts, the worker's wake-up and
-                # bitmap scans back on (see finish) in one statement.
+                # PostgreSQL: the jobs, their new attempts, the worker's wake-up and,
+                # with the last statement, the scans back on (see finish) in one.
                 channel = f"worker.{worker_id}"
                 wake = [] if channel in self.quiet else [pg_channel(channel)]
                 for part in _slices(job_ids):
+                    statements -= 1
                     rows = raw.pg(cycle_pg.DISPATCH, cycle_pg.dispatch_params(
                         raw.id_array(part), worker_id, names.get(worker_id), wake,
-                        self.store._buffered_events(self.conn)))
+                        self.store._buffered_events(self.conn), last=statements == 0))
                     for job_id, *_ in rows:
                         placed.append(job_id)
                         self.dispatched.setdefault(worker_id, []).append(job_id)
                     if rows:
                         self.carried.setdefault(worker_id, []).append(rows[0][-1])
-                        self._bitmap_off = False
+                        self._scans_off = self._scans_off and statements > 0
                         self._woken.update([channel] if wake else [])
                 if worker_id in self.dispatched:
                     self.notify.add(f"worker.{worker_id}")
