@@ -225,7 +225,9 @@ def markdown(summary: dict[str, Any]) -> str:
         "W4 " + ", ".join(f"{int(n):,} jobs {t:.0f} s" for n, t in prof["w4_timeout"].items())
         + "). `skipped (budget)`: the suite's time budget "
         + (f"({prof['budget'] / 60:.0f} min) " if prof.get("budget") else "")
-        + "ran out first.",
+        + "ran out first. Each measurement runs on a fresh database (PostgreSQL) or file "
+        "(SQLite), and its PostgreSQL databases are dropped when it ends: no run leaves "
+        "autovacuum work for the next.",
         "",
     ]
     limit = prof.get("w1_enqueue_limit")
@@ -248,7 +250,10 @@ def markdown(summary: dict[str, Any]) -> str:
          "system's storage, untimed: taskyard and procrastinate by one INSERT ... SELECT "
          "that writes no per-job event or notification (procrastinate's insert triggers "
          "skipped), huey by COPY (PostgreSQL), executemany (SQLite) or LPUSH (redis) of "
-         "copies of one real message, Celery by LPUSH of copies of one real message."),
+         "copies of one real message, Celery by LPUSH of copies of one real message. "
+         "A backlog in PostgreSQL is then vacuumed and analysed (`VACUUM (ANALYZE)`, "
+         "untimed), as autovacuum would leave it, so that autovacuum does not process it "
+         "during the timed part."),
         ("W4", "W4 graphs",
          "2 worker processes, up before the graph is submitted; end to end = last "
          "handler's end - end of the submit call; hand-off = child's handler start - "

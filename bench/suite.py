@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import NEEDS, SYSTEMS
+from bench.peers.common import drop_run_databases
 from bench.run_one import MARK
 
 HERE = Path(__file__).resolve().parent.parent
@@ -167,6 +168,8 @@ def execute(run: Run, servers: dict[str, str | None], tmp: Path) -> dict[str, An
                "error": (f"killed after {run.hard:.0f}s; " if killed else "") + tail}
     row["wall_s"] = wall
     shutil.rmtree(tmp, ignore_errors=True)
+    if servers.get("pg"):  # nothing left for autovacuum to do during the next run
+        drop_run_databases(str(servers["pg"]))
     return row
 
 

@@ -15,6 +15,7 @@ from bench.peers.common import (
     recreate_pg,
     remove_sqlite,
     run_db,
+    settle_pg,
 )
 
 CONSUMER = [sys.executable, "-m", "huey.bin.huey_consumer", "bench.peers.huey_app.huey"]
@@ -64,6 +65,10 @@ class HueyPeer(Peer):
             redis.Redis.from_url(self.target).flushdb()
         if self.storage != "redis":  # the tables again, in the fresh database
             self.app.huey.storage.initialize_schema()
+
+    def settle(self) -> None:
+        if self.storage == "pg":
+            settle_pg(self.pg)
 
     def close(self) -> None:
         if self._app is not None:

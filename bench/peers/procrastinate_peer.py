@@ -6,7 +6,15 @@ import os
 import sys
 from typing import Any
 
-from bench.peers.common import Ctx, Peer, Procs, libpq_dsn, recreate_pg, run_db
+from bench.peers.common import (
+    Ctx,
+    Peer,
+    Procs,
+    libpq_dsn,
+    recreate_pg,
+    run_db,
+    settle_pg,
+)
 
 BATCH = 1000
 CONCURRENCY = int(os.environ.get("BENCH_PROCRASTINATE_CONCURRENCY", "10"))
@@ -42,6 +50,9 @@ class ProcrastinatePeer(Peer):
         self.close()
         recreate_pg(self.url)
         self.app.app.schema_manager.apply_schema()
+
+    def settle(self) -> None:
+        settle_pg(self.url)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -28,13 +28,17 @@ EXPECTED = ["w1_enqueue_call", "w1_complete_1", "w2_p50", "w2_p99", "w3_200", "w
             "w5_w3_2000", "w5_w4s_fanout_20", "w5_w4w_fanout_20"]
 
 
-def _drop(admin: str, database: str) -> None:
+def _drop(admin: str, database: str) -> bool:
+    """Drop ``database`` if it exists; whether it did."""
     engine = create_engine(make_url(admin).set(drivername="postgresql+psycopg",
                                                database="postgres"),
                            isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
+        existed = conn.execute(text("SELECT count(*) FROM pg_database WHERE datname = :d"),
+                               {"d": database}).scalar() == 1
         conn.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
     engine.dispose()
+    return existed
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "pg"])
@@ -44,6 +48,7 @@ def test_bench_smoke(backend: str, tmp_path: Path) -> None:
     args = [sys.executable, "-m", "bench.suite", "--profile", "smoke", "--systems", system,
             "--out", str(out)]
     run_db = None
+    left_behind = False
     if backend == "pg":
         if PG_ADMIN is None:
             if REQUIRE_PG:
@@ -59,8 +64,9 @@ def test_bench_smoke(backend: str, tmp_path: Path) -> None:
                               check=False)
     finally:
         if run_db and PG_ADMIN:
-            _drop(PG_ADMIN, run_db)
+            left_behind = _drop(PG_ADMIN, run_db)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert not left_behind, "each run drops its database (no autovacuum work for the next)"
 
     raw = list((out / "raw").glob("*.json"))
     assert len(raw) == 1
