@@ -80,10 +80,10 @@ def settle_pg(url: str) -> None:
         conn.execute("VACUUM (ANALYZE)")
 
 
-def drop_run_databases(admin: str) -> list[str]:
+def drop_run_databases(admin: str) -> None:
     """Drop the databases of a run's systems (``<database of admin>_*``, see
     :func:`run_db`): what one run leaves behind must not be vacuumed while the next one
-    runs. Returns their names."""
+    runs."""
     import psycopg  # noqa: PLC0415
     from sqlalchemy.engine import make_url  # noqa: PLC0415
 
@@ -94,7 +94,6 @@ def drop_run_databases(admin: str) -> list[str]:
             (len(prefix), prefix))]
         for name in names:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    return names
 
 
 def remove_sqlite(path: str | Path) -> None:
