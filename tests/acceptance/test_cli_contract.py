@@ -240,6 +240,21 @@ def test_failed_operations_exit_1(cli: Cli) -> None:
     assert [r.json() for r in empty] == [[], []]
 
 
+def test_a_graph_file_of_aliases_of_aliases_is_refused_not_expanded(
+        cli: Cli, tmp_path: Path) -> None:
+    """YAML aliases can make a 1 kB file stand for 10^9 values: refused by the args
+    limits, without walking or encoding them all."""
+    apply_types(cli)
+    lines = ["tasks:", "  a:", "    type: sh", "    args:",
+             "      l0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"      l{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    error = cli("graph", "submit", str(path)).one_line_error(1)
+    assert "task 'a': args hold more than" in error
+    assert cli("graph", "list", "--json").json() == []
+
+
 def test_bad_usage_exits_2_before_touching_the_database(tmp_path: Path) -> None:
     """Usage errors do not depend on the store: checked once, against a SQLite file that
     must not come into being."""

@@ -95,6 +95,19 @@ def test_limits():
         encode_args([1], where="job 0")
 
 
+def test_args_that_contain_themselves_or_repeat_their_parts_are_refused_in_bounded_time():
+    looped: dict[str, object] = {"x": []}
+    looped["x"].append(looped)  # type: ignore[attr-defined]
+    with pytest.raises(LimitError, match="nest more than 64 levels"):
+        encode_args(looped, where="job 0")
+    # Parts shared by reference, as YAML aliases make them: 10^9 values in 9 lists of 10.
+    part: list[object] = [1] * 10
+    for _ in range(8):
+        part = [part] * 10
+    with pytest.raises(LimitError, match="job 0: args hold more than 262144 values"):
+        encode_args({"a": part}, where="job 0")
+
+
 def _deep(n: int) -> dict[str, object]:
     value: dict[str, object] = {}
     for _ in range(n):

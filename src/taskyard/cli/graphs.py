@@ -74,10 +74,17 @@ _GraphLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _co
 
 
 def _nested_mappings(value: Any) -> Iterator[_Mapping]:
-    """Every mapping in ``value``, itself included, outermost first (no recursion)."""
+    """Every mapping in ``value``, itself included, outermost first (no recursion). A
+    part the YAML repeats by alias is looked at once: its keys were read once, and a
+    file of aliases of aliases would otherwise take exponential time."""
     stack = [value]
+    seen: set[int] = set()
     while stack:
         item = stack.pop()
+        if isinstance(item, dict | list):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if isinstance(item, dict):
             if isinstance(item, _Mapping):
                 yield item

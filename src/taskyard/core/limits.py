@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +57,8 @@ def encode_args(args: Any, *, where: str, limits: Limits = DEFAULT_LIMITS) -> st
     if not isinstance(args, dict):
         raise LimitError(f"{where}: args must be a JSON object, got {type(args).__name__}")
     # Flat args (the usual) nest one level: no need to walk them.
-    flat = not any(isinstance(v, dict | list) for v in args.values())
-    depth = 1 if flat else nesting_depth(args)
-    if depth > limits.max_nesting:
-        raise LimitError(f"{where}: args nest {depth} levels deep (limit {limits.max_nesting})")
+    if any(isinstance(v, dict | list) for v in args.values()):
+        nesting_depth(args, limits=limits, where=where)
     try:
         text = _encode(args)
     except (TypeError, ValueError) as exc:
@@ -73,16 +71,34 @@ def encode_args(args: Any, *, where: str, limits: Limits = DEFAULT_LIMITS) -> st
     return text
 
 
-def nesting_depth(value: Any) -> int:
-    """Depth of nested lists/objects, computed without recursion."""
+def nesting_depth(value: Any, *, limits: Limits | None = None, where: str = "value") -> int:
+    """Depth of nested lists/objects, computed without recursion.
+
+    With ``limits``, the walk stops at the first one passed (LimitError): deeper than
+    ``max_nesting``, or more values than ``max_args_bytes`` (each takes a byte at least
+    once encoded). A value that contains itself, or repeats its parts by reference
+    (YAML aliases: a 1 kB file can hold 10^9 values), is so refused in a time bounded
+    by the limits, where encoding it would never end."""
     deepest = 0
+    values = 1
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in item.values())
+            children: Collection[Any] = item.values()
         elif isinstance(item, list):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in item)
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        values += len(children)
+        if limits is not None:
+            if depth > limits.max_nesting:
+                raise LimitError(f"{where}: args nest more than {limits.max_nesting} levels "
+                                 f"deep (limit {limits.max_nesting})")
+            if values > limits.max_args_bytes:
+                raise LimitError(f"{where}: args hold more than {limits.max_args_bytes} "
+                                 f"values: over the limit of {limits.max_args_bytes} bytes "
+                                 "encoded")
+        stack.extend((v, depth + 1) for v in children)
     return deepest
