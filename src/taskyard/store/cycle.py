@@ -310,14 +310,15 @@ class CycleTx:
         raw = Raw(self.conn)
         placed: list[int] = []
         attempt_rows: list[tuple[int, int, int, str | None]] = []
-        statements = sum(len(_slices(ids)) for ids in by_worker.values())
-        for worker_id, job_ids in by_worker.items():
+        parts = {worker_id: _slices(ids) for worker_id, ids in by_worker.items()}
+        statements = sum(map(len, parts.values()))
+        for worker_id, worker_parts in parts.items():
             if not raw.sqlite:
                 # PostgreSQL: the jobs, their new attempts, the worker's wake-up and,
                 # with the last statement, the scans back on (see finish) in one.
                 channel = f"worker.{worker_id}"
                 wake = [] if channel in self.quiet else [pg_channel(channel)]
-                for part in _slices(job_ids):
+                for part in worker_parts:
                     statements -= 1
                     rows = raw.pg(cycle_pg.DISPATCH, cycle_pg.dispatch_params(
                         raw.id_array(part), worker_id, names.get(worker_id), wake,
@@ -332,7 +333,7 @@ class CycleTx:
                 if worker_id in self.dispatched:
                     self.notify.add(f"worker.{worker_id}")
                 continue
-            for part in _slices(job_ids):
+            for part in worker_parts:
                 which, params = raw.member("id", part)
                 # "IS TRUE": PostgreSQL would otherwise walk the partial index of
                 # pending jobs (all of them) instead of looking the ids up.
