@@ -133,7 +133,7 @@ class Raw:
 
     def copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """PostgreSQL only: ``COPY`` the rows into ``table`` (in this transaction; the
-        table's constraints, foreign keys and indexes apply as to an INSERT). Values
+        table's constraints, triggers and indexes apply as to an INSERT). Values
         are plain Python str, int, float, bool or None."""
         assert not self.sqlite
         with self._cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sqlalchemy import (
+    DDL,
     BigInteger,
     Boolean,
     CheckConstraint,
     Column,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -27,10 +29,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    event,
     text,
 )
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.store import pg_references
 
 metadata = MetaData(
     naming_convention={
@@ -148,7 +152,7 @@ jobs = Table(
     "jobs",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column("type", String(200), ForeignKey("task_types.name"), nullable=False),
+    Column("type", String(200), nullable=False),
     Column("args", Text, nullable=False, server_default="{}"),
     Column("state", String(20), nullable=False),
     Column("priority", Integer, nullable=False, server_default="0"),
@@ -172,7 +176,7 @@ jobs = Table(
     Column("worker_id", Id, ForeignKey("workers.id")),
     Column("deadline", Time),
     Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
-    Column("graph_id", Id, ForeignKey("graphs.id")),
+    Column("graph_id", Id),
     Column("label", String(200)),
     Column("routing", String(200), nullable=False, server_default=""),
     Column("launch_type", String(20), nullable=False, server_default="manual"),
@@ -188,6 +192,10 @@ jobs = Table(
     # the job was submitted with once aging has raised ``priority`` (NULL: not aged).
     Column("max_worker_losses", Integer, nullable=False, server_default="3"),
     Column("base_priority", Integer),
+    # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
+    # (migration 0004, see pg_references): a per-row check dominated large submits.
+    ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
+    ForeignKeyConstraint(["graph_id"], ["graphs.id"]).ddl_if(dialect="sqlite"),
     CheckConstraint(f"state IN ({_JOB_STATES_SQL})", name="state_known"),
     CheckConstraint(
         f"(state IN ({_ACTIVE_SQL})) = (worker_id IS NOT NULL)", name="worker_iff_active"
@@ -283,11 +291,15 @@ stages = Table(
 dependencies = Table(
     "dependencies",
     metadata,
-    Column("job_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
-    Column("requires_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("job_id", Id, nullable=False),
+    Column("requires_id", Id, nullable=False),
     Column("condition", String(20), nullable=False, server_default="success"),
     Column("satisfied", Boolean),
     PrimaryKeyConstraint("job_id", "requires_id"),
+    # As for jobs.type: foreign keys on SQLite, per-statement checks on PostgreSQL.
+    ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE").ddl_if(dialect="sqlite"),
+    ForeignKeyConstraint(["requires_id"], ["jobs.id"], ondelete="CASCADE")
+    .ddl_if(dialect="sqlite"),
     CheckConstraint("condition IN ('success', 'failure', 'always')", name="condition_known"),
     CheckConstraint("job_id <> requires_id", name="not_self"),
     # Completion finds dependents through this index: O(dependents), no scan.
@@ -353,3 +365,11 @@ scheduler_state = Table(
     Column("last_cycle_finished_at", Time),
     CheckConstraint("id = 1", name="single_row"),
 )
+
+# PostgreSQL's per-statement reference checks (see pg_references), created with the
+# tables by ``metadata.create_all`` as migration 0004 creates them.
+for _event, _statements in (("after_create", pg_references.create_statements()),
+                            ("before_drop", pg_references.drop_statements())):
+    for _statement in _statements:
+        event.listen(metadata, _event,
+                     DDL(_statement).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]

@@ -1,0 +1,143 @@
+"""PostgreSQL: the references between jobs, edges, task types and graphs, checked once
+per statement instead of once per row.
+
+PostgreSQL 15 checks a foreign key with a query per inserted row. A 100,000-job graph
+with 300,000 edges made 800,000 of them: 5 of the 7.6 seconds its submit took. The
+triggers below keep the same rules with one query per statement (a set-based join
+over the statement's new or old rows, its *transition table*):
+
+- ``jobs.type`` names a task type, ``jobs.graph_id`` a graph (or is NULL), and both
+  ends of an edge (``dependencies.job_id``, ``requires_id``) name jobs. The rows
+  referred to are locked ``FOR KEY SHARE``, as a foreign key check locks them: a
+  concurrent delete of one waits for our commit, or we wait for its and then find
+  the row gone and refuse.
+- Deleting a job deletes its edges, both ways (the foreign keys' ``ON DELETE CASCADE``).
+- Deleting a task type or a graph that jobs still name is refused (``NO ACTION``). The
+  check runs after the rows are deleted and locked: in READ COMMITTED (every store
+  transaction) it sees any job committed meanwhile.
+- The columns that tie rows together never change: an update that would change one
+  is refused.
+
+A refusal raises SQLSTATE 23503 (``foreign_key_violation``), as a foreign key would,
+saying which row is missing or still in use. SQLite keeps ordinary foreign keys
+(``schema.py`` creates them there only): its checks are cheap in-process lookups.
+"""
+
+from __future__ import annotations
+
+# No % characters below: the statements also go through DB-API drivers that read
+# them as parameter markers.
+_REFER = """
+CREATE FUNCTION taskyard_{name}() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE refused text;
+BEGIN
+  SELECT {probe} INTO refused;
+  IF refused IS NOT NULL THEN
+    RAISE foreign_key_violation USING MESSAGE = '{table}: ' || refused,
+      TABLE = '{table}';
+  END IF;
+  RETURN NULL;
+END
+$body$
+"""
+
+# The first id (or name) the new rows refer to that has no row, after locking the ones
+# that do.
+_MISSING = """(SELECT {label} FROM (SELECT DISTINCT {column} AS key FROM {rows}
+      WHERE {column} IS NOT NULL) n
+    LEFT JOIN LATERAL (SELECT true AS found FROM {parent} p WHERE p.{parent_key} = n.key
+      FOR KEY SHARE) l ON true
+    WHERE l.found IS NULL LIMIT 1)"""
+
+_JOBS_MISSING = f"""coalesce({_MISSING.format(
+    label="'no task type ' || quote_literal(n.key)", column="type", rows="new_jobs",
+    parent="task_types", parent_key="name")}, {_MISSING.format(
+    label="'no graph ' || n.key", column="graph_id", rows="new_jobs",
+    parent="graphs", parent_key="id")})"""
+
+_EDGES_MISSING = _MISSING.format(
+    label="'an edge names job ' || n.key || ', which does not exist'",
+    column="id", rows="(SELECT job_id AS id FROM new_edges "
+                      "UNION SELECT requires_id FROM new_edges) e",
+    parent="jobs", parent_key="id")
+
+_STILL_USED = """(SELECT {label} FROM {old} o
+    WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.{column} = o.{key}) LIMIT 1)"""
+
+_KEYS_FIXED = """
+CREATE FUNCTION taskyard_keys_fixed() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  RAISE foreign_key_violation USING
+    MESSAGE = TG_TABLE_NAME || ': the columns that tie rows together cannot change',
+    TABLE = TG_TABLE_NAME;
+END
+$body$
+"""
+
+_JOBS_GONE = """
+CREATE FUNCTION taskyard_jobs_gone() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  DELETE FROM dependencies WHERE job_id IN (SELECT id FROM old_jobs);
+  DELETE FROM dependencies WHERE requires_id IN (SELECT id FROM old_jobs);
+  RETURN NULL;
+END
+$body$
+"""
+
+# (trigger, table, when, transition table or None, function)
+_TRIGGERS = (
+    ("jobs_refer", "jobs", "AFTER INSERT", "NEW TABLE AS new_jobs", "jobs_refer"),
+    ("edges_refer", "dependencies", "AFTER INSERT", "NEW TABLE AS new_edges", "edges_refer"),
+    ("jobs_gone", "jobs", "AFTER DELETE", "OLD TABLE AS old_jobs", "jobs_gone"),
+    ("types_gone", "task_types", "AFTER DELETE", "OLD TABLE AS old_types", "types_gone"),
+    ("graphs_gone", "graphs", "AFTER DELETE", "OLD TABLE AS old_graphs", "graphs_gone"),
+)
+
+# (trigger, table, key columns): refuse an update that changes one of them.
+_FIXED = (
+    ("jobs_keys_fixed", "jobs", ("id", "type", "graph_id")),
+    ("edges_keys_fixed", "dependencies", ("job_id", "requires_id")),
+    ("types_keys_fixed", "task_types", ("name",)),
+    ("graphs_keys_fixed", "graphs", ("id",)),
+)
+
+FUNCTIONS = ("jobs_refer", "edges_refer", "jobs_gone", "types_gone", "graphs_gone",
+             "keys_fixed")
+
+
+def create_statements() -> list[str]:
+    """The DDL that installs the checks (the tables must exist)."""
+    statements = [
+        _REFER.format(name="jobs_refer", table="jobs", probe=_JOBS_MISSING),
+        _REFER.format(name="edges_refer", table="dependencies", probe=_EDGES_MISSING),
+        _JOBS_GONE,
+        _REFER.format(name="types_gone", table="task_types", probe=_STILL_USED.format(
+            label="'jobs still use task type ' || quote_literal(o.name)", old="old_types",
+            column="type", key="name")),
+        _REFER.format(name="graphs_gone", table="graphs", probe=_STILL_USED.format(
+            label="'graph ' || o.id || ' still has jobs'", old="old_graphs",
+            column="graph_id", key="id")),
+        _KEYS_FIXED,
+    ]
+    statements += [
+        f"CREATE TRIGGER taskyard_{trigger} {when} ON {table} REFERENCING {rows} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION taskyard_{function}()"
+        for trigger, table, when, rows, function in _TRIGGERS
+    ]
+    statements += [
+        f"CREATE TRIGGER taskyard_{trigger} BEFORE UPDATE OF {', '.join(keys)} ON {table} "
+        f"FOR EACH ROW WHEN ({' OR '.join(f'OLD.{k} IS DISTINCT FROM NEW.{k}' for k in keys)}) "
+        "EXECUTE FUNCTION taskyard_keys_fixed()"
+        for trigger, table, keys in _FIXED
+    ]
+    return statements
+
+
+def drop_statements() -> list[str]:
+    """The DDL that removes them again (the tables stay)."""
+    triggers = [(trigger, table) for trigger, table, *_ in (*_TRIGGERS, *_FIXED)]
+    return [
+        *(f"DROP TRIGGER IF EXISTS taskyard_{trigger} ON {table}"
+          for trigger, table in triggers),
+        *(f"DROP FUNCTION IF EXISTS taskyard_{name}()" for name in FUNCTIONS),
+    ]
