@@ -449,3 +449,41 @@ def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
     tasks["last"]["args"] = {"p": "x"}
     gid = store_g.submit_graph({"tasks": tasks})  # the store is still usable
     assert store_g.get_graph(gid, jobs=False).jobs_total == BULK_MIN_ROWS + 11
+
+
+def test_pg_two_parents_ending_at_once_release_their_child(store_g: Store) -> None:
+    # c requires a and b. While a's completion holds c (its counter written, not yet
+    # committed), b's completion must wait and then read c's counter as a's left it:
+    # reading it earlier, it would see two open edges, keep c waiting, and then take
+    # the last one away: c would wait forever with nothing left to wait for.
+    import threading
+
+    from sqlalchemy import text
+
+    from taskyard.scheduler.cycle import schedule
+    from taskyard.store.records import Outcome
+
+    if store_g.sqlite:
+        pytest.skip("SQLite runs one write transaction at a time")
+    graph = store_g.submit_graph({"tasks": {
+        "a": {"type": "step"}, "b": {"type": "step"},
+        "c": {"type": "step", "requires": ["a", "b"]}}})
+    ids = {j.label: j.id for j in store_g.get_graph(graph).jobs}
+    worker = store_g.register_worker("w", ["default"], 4, lease_seconds=60).id
+    schedule(store_g)
+    claimed = {j.label: j for j in store_g.claim_dispatched(worker, 4)}
+    assert set(claimed) == {"a", "b"}
+    with store_g.engine.connect() as other:
+        # a's completion, half done: c's counter taken down by one, c locked.
+        other.execute(text("UPDATE jobs SET unmet_deps = unmet_deps - 1 WHERE id = :c"),
+                      {"c": ids["c"]})
+        b = claimed["b"]
+        done = threading.Thread(target=store_g.complete_attempts, args=(
+            worker, [Outcome(b.job_id, b.attempt, "succeeded", 0)]))
+        done.start()
+        done.join(0.5)
+        assert done.is_alive()  # waiting for c's lock
+        other.commit()
+    done.join(30)
+    job = store_g.get_job(ids["c"])
+    assert job is not None and (job.state, job.unmet_deps) == ("pending", 0)

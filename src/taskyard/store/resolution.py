@@ -1,11 +1,12 @@
 """What a job's end means for the jobs that require it (seed 003, option 3).
 
 Each dependent keeps counters: unresolved parent edges (``unmet_deps``) and
-edges that failed (``dep_failures``). When jobs end, their dependents'
-counters change by one atomic ``UPDATE … RETURNING`` per group of equal
-changes, and :mod:`taskyard.core.edges` decides who becomes pending, skipped
-or dependency_failed; those that end propagate in turn, breadth first. Cost:
-O(dependents) rows in O(1) statements per step — never a scan.
+edges that failed (``dep_failures``). When jobs end, their waiting dependents
+are read and locked, :mod:`taskyard.core.edges` decides who becomes pending,
+skipped or dependency_failed, and one ``UPDATE`` per group of equal changes
+writes counters and state together; those that end propagate in turn, breadth
+first. Cost: O(dependents) rows, each written once, in O(1) statements per
+step (per 500 rows) — never a scan.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _still_waiting() -> ColumnElement[bool]:
     every waiting job for each 500-id chunk: releasing the 100,000 children of a
     fan-out's root took 28 s."""
     return (_J.c.state == JobState.WAITING.value).is_(true())
+
+
+_STILL_WAITING_SQL = "(state = 'waiting') IS TRUE"
+""":func:`_still_waiting` for :class:`Raw` statements."""
 
 
 def _ids(sqlite: bool, ids: Sequence[int]) -> ColumnElement[bool]:
@@ -189,45 +194,47 @@ class ResolutionMixin(StoreBase):
                 tally.fails += outcome is EdgeOutcome.FAIL
         if not tallies:
             return []
-        groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for child, tally in tallies.items():
-            groups[(tally.resolved, tally.fails)].append(child)
-        decided: dict[JobState, list[int]] = defaultdict(list)
-        for (resolved, fails), children in groups.items():
-            for part in chunks(sorted(children)):
-                rows = conn.execute(
-                    update(_J)
-                    .where(_ids(self.sqlite, part), _still_waiting())
-                    .values(unmet_deps=_J.c.unmet_deps - resolved,
-                            dep_failures=_J.c.dep_failures + fails)
-                    .returning(_J.c.id, _J.c.unmet_deps, _J.c.dep_failures, _J.c.convergence)
-                ).all()
-                for job_id, unmet, failures, convergence in rows:
-                    new = _decide(convergence, tallies[job_id], unmet, failures)
-                    if new is not None:
-                        decided[new].append(job_id)
+        # The children's counters as they are now, locked as the UPDATE below would lock
+        # them: a concurrent completion of another of their parents waits for our
+        # commit (or we for its, and read what it wrote). SQLite's write transactions
+        # run one at a time. Then one UPDATE per group of equal changes sets counters
+        # and state together: one write per child, not one for the counters and a
+        # second for its new state.
+        groups: dict[tuple[JobState | None, int, int], list[int]] = defaultdict(list)
+        lock = "" if self.sqlite else " FOR NO KEY UPDATE"
+        for part in chunks(sorted(tallies)):
+            which, params = raw.member("id", part)
+            for job_id, unmet, failures, convergence in raw.all(
+                    "SELECT id, unmet_deps, dep_failures, convergence FROM jobs "
+                    f"WHERE {which} AND {_STILL_WAITING_SQL}{lock}", params):
+                tally = tallies[job_id]
+                new = _decide(convergence, tally, unmet - tally.resolved,
+                              failures + tally.fails)
+                groups[(new, tally.resolved, tally.fails)].append(job_id)
         ended: list[Ended] = []
-        for state, ids in decided.items():
+        for (state, resolved, fails), ids in groups.items():
+            values: dict[str, object] = {"unmet_deps": _J.c.unmet_deps - resolved,
+                                         "dep_failures": _J.c.dep_failures + fails}
+            if state in TERMINAL:
+                values.update(state=state, finished_at=self._now, error=_WHY.get(state))
+            elif state is not None:
+                # Pending with edges still open (convergence 'any'): satisfy the
+                # waiting-has-deps invariant by clearing the counter.
+                values.update(state=state, unmet_deps=0)
             for part in chunks(ids):
-                values: dict[str, object] = {"state": state}
-                if state in TERMINAL:
-                    values.update(finished_at=self._now, error=_WHY.get(state))
-                else:
-                    # Pending with edges still open (convergence 'any'): satisfy the
-                    # waiting-has-deps invariant by clearing the counter.
-                    values.update(unmet_deps=0)
+                statement = update(_J).where(_ids(self.sqlite, part), _still_waiting())
+                if state is None:
+                    conn.execute(statement.values(**values))
+                    continue
                 rows = conn.execute(
-                    update(_J)
-                    .where(_ids(self.sqlite, part), _still_waiting())
-                    .values(**values)
-                    .returning(_J.c.id, _J.c.graph_id, _J.c.routing)
+                    statement.values(**values).returning(_J.c.id, _J.c.graph_id, _J.c.routing)
                 ).all()
                 if state in TERMINAL:
                     ended.extend(Ended(r.id, state, r.graph_id) for r in rows)
                 else:
                     self._events(conn, (
                         ("job-pending", job_key(r.graph_id, r.routing),
-                         {"job_id": r.id}, r.id, r.graph_id)
+                         '{"job_id":' + str(r.id) + "}", r.id, r.graph_id)
                         for r in rows
                     ))
         return ended
