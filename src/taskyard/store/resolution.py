@@ -230,13 +230,17 @@ class ResolutionMixin(StoreBase):
                     statement.values(**values).returning(_J.c.id, _J.c.graph_id, _J.c.routing)
                 ).all()
                 if state in TERMINAL:
-                    ended.extend(Ended(r.id, state, r.graph_id) for r in rows)
-                else:
-                    self._events(conn, (
-                        ("job-pending", job_key(r.graph_id, r.routing),
-                         '{"job_id":' + str(r.id) + "}", r.id, r.graph_id)
-                        for r in rows
-                    ))
+                    ended.extend(Ended(job_id, state, graph_id) for job_id, graph_id, _ in rows)
+                    continue
+                keys: dict[tuple[int | None, str], str] = {}  # one per graph and routing
+                events = []
+                for job_id, graph_id, routing in rows:
+                    key = keys.get((graph_id, routing))
+                    if key is None:
+                        key = keys[(graph_id, routing)] = job_key(graph_id, routing)
+                    events.append(("job-pending", key, f'{{"job_id":{job_id}}}', job_id,
+                                   graph_id))
+                self._events(conn, events)
         return ended
 
     def _graph_bookkeeping(self, conn: Connection, ended: Sequence[Ended]) -> None:
