@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -144,22 +146,44 @@ class Raw:
     def values(self, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
         """SQLite only: ``head VALUES row`` for each of ``rows`` (``row`` is ``(?, …)``,
         with any other SQL besides its placeholders), in order. A bulk of rows goes in
-        statements of :data:`BULK_STATEMENT_ROWS` rows: SQLite then opens the cursors
-        of the table and of each of its indexes once per statement, not once per row
-        (about twice as fast for jobs and edges); the rest in one statement executed
-        per row in C, as are smaller inserts (one statement text: prepared once)."""
+        statements of up to :data:`BULK_STATEMENT_ROWS` rows: SQLite then opens the
+        cursors of the table and of each of its indexes once per statement, not once
+        per row (about twice as fast for jobs and edges). Smaller inserts run one
+        statement per row in C (one statement text: prepared once)."""
         assert self.sqlite
-        done = 0
-        if len(rows) >= BULK_MIN_ROWS:
-            limit = self._dbapi.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-            per = max(1, min(BULK_STATEMENT_ROWS, limit // max(1, row.count("?"))))
-            done = len(rows) - len(rows) % per
-            sql = dialect_sql(f"{head} VALUES {', '.join([row] * per)}", self.dialect)
-            for start in range(0, done, per):
-                self._cursor.execute(sql, [x for r in rows[start:start + per] for x in r])
-        if done < len(rows):
-            self._cursor.executemany(dialect_sql(f"{head} VALUES {row}", self.dialect),
-                                     rows[done:])
+        if len(rows) < BULK_MIN_ROWS:
+            self._cursor.executemany(dialect_sql(f"{head} VALUES {row}", self.dialect), rows)
+            return
+        columns = list(zip(*rows, strict=True))
+        # A value every row shares (a graph's jobs have the same type, retry policy,
+        # graph…) is bound once per statement, not once per row: binding was a third
+        # of inserting a graph's jobs. Shared: the same object in every row (so of one
+        # type: 1, 1.0 and True are equal, yet stored apart in a column without
+        # affinity).
+        shared = [all(map(operator.is_, c, repeat(c[0]))) for c in columns]
+        pieces = row.strip()[1:-1].split("?")
+        if all(shared) or not any(shared) or len(pieces) != len(columns) + 1:
+            shared = [False] * len(columns)
+        varying = [c for c, same in zip(columns, shared, strict=True) if not same]
+        fixed = [c[0] for c, same in zip(columns, shared, strict=True) if same]
+        one = "(" + ", ".join("?" * len(varying)) + ")"
+        if fixed:  # head SELECT ?, column1, … FROM (VALUES (…), …)
+            names = iter(range(1, len(varying) + 1))
+            selected = pieces[0] + "".join(
+                ("?" if same else f"column{next(names)}") + piece
+                for same, piece in zip(shared, pieces[1:], strict=True))
+            template = f"{head} SELECT {selected} FROM (VALUES {{rows}})"
+        else:
+            template, one = f"{head} VALUES {{rows}}", row
+        per_row = list(zip(*varying, strict=True))
+        limit = self._dbapi.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - len(fixed)
+        per = max(1, min(BULK_STATEMENT_ROWS, limit // len(varying)))
+        for start in range(0, len(per_row), per):
+            part = per_row[start:start + per]
+            self._cursor.execute(
+                dialect_sql(template.replace("{rows}", ", ".join([one] * len(part))),
+                            self.dialect),
+                [*fixed, *(x for r in part for x in r)])
 
     def pg(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """PostgreSQL only: ``sql`` with ``%(name)s`` parameters (a parameter may be used
