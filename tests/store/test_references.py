@@ -144,49 +144,45 @@ def test_pg_bulk_copy_of_edges_is_checked(chain: tuple[Store, int, int, int]) ->
     assert (c, a) not in _edges(store)
 
 
-def _session(store: Store) -> Connection:
-    conn = store.engine.connect()
-    conn.execute(text("SET lock_timeout = '300ms'"))
-    return conn
+@pytest.fixture
+def sessions(chain: tuple[Store, int, int, int]) -> Iterator[tuple[Connection, Connection]]:
+    """Two connections of the chain's PostgreSQL store that give up a lock after 300 ms."""
+    _pg_only(chain[0])
+    pair = (chain[0].engine.connect(), chain[0].engine.connect())
+    for conn in pair:
+        conn.execute(text("SET lock_timeout = '300ms'"))
+    yield pair
+    for conn in pair:
+        conn.close()
+
+
+_EDGE = "INSERT INTO dependencies (job_id, requires_id) VALUES (:c, :a)"
 
 
 def test_pg_an_edge_being_written_holds_off_the_delete_of_its_jobs(
-        chain: tuple[Store, int, int, int]) -> None:
+        chain: tuple[Store, int, int, int], sessions: tuple[Connection, Connection]) -> None:
     store, a, _, c = chain
-    _pg_only(store)
-    writer, deleter = _session(store), _session(store)
-    try:
-        writer.execute(text("INSERT INTO dependencies (job_id, requires_id) VALUES (:c, :a)"),
-                       {"c": c, "a": a})
-        with pytest.raises(DBAPIError, match="lock timeout"):
-            deleter.execute(text("DELETE FROM jobs WHERE id = :a"), {"a": a})
-        deleter.rollback()
-        writer.commit()
-        assert (c, a) in _edges(store)
-    finally:
-        writer.close()
-        deleter.close()
+    writer, deleter = sessions
+    writer.execute(text(_EDGE), {"c": c, "a": a})
+    with pytest.raises(DBAPIError, match="lock timeout"):
+        deleter.execute(text("DELETE FROM jobs WHERE id = :a"), {"a": a})
+    deleter.rollback()
+    writer.commit()
+    assert (c, a) in _edges(store)
 
 
 def test_pg_an_edge_to_a_job_deleted_meanwhile_is_refused(
-        chain: tuple[Store, int, int, int]) -> None:
+        chain: tuple[Store, int, int, int], sessions: tuple[Connection, Connection]) -> None:
     store, a, b, c = chain
-    _pg_only(store)
-    writer, deleter = _session(store), _session(store)
-    try:
-        deleter.execute(text("DELETE FROM jobs WHERE id = :a"), {"a": a})
-        # The delete is not committed: the writer's check waits for it...
-        with pytest.raises(DBAPIError, match="lock timeout"):
-            writer.execute(text("INSERT INTO dependencies (job_id, requires_id) "
-                                "VALUES (:c, :a)"), {"c": c, "a": a})
-        writer.rollback()
-        deleter.commit()
-        # ...and once it is, finds the job gone.
-        with pytest.raises(IntegrityError, match=f"an edge names job {a}"):
-            writer.execute(text("INSERT INTO dependencies (job_id, requires_id) "
-                                "VALUES (:c, :a)"), {"c": c, "a": a})
-        writer.rollback()
-        assert _edges(store) == {(c, b)}
-    finally:
-        writer.close()
-        deleter.close()
+    writer, deleter = sessions
+    deleter.execute(text("DELETE FROM jobs WHERE id = :a"), {"a": a})
+    # The delete is not committed: the writer's check waits for it...
+    with pytest.raises(DBAPIError, match="lock timeout"):
+        writer.execute(text(_EDGE), {"c": c, "a": a})
+    writer.rollback()
+    deleter.commit()
+    # ...and once it is, finds the job gone.
+    with pytest.raises(IntegrityError, match=f"an edge names job {a}"):
+        writer.execute(text(_EDGE), {"c": c, "a": a})
+    writer.rollback()
+    assert _edges(store) == {(c, b)}

@@ -101,8 +101,7 @@ _FIXED = (
     ("graphs_keys_fixed", "graphs", ("id",)),
 )
 
-FUNCTIONS = ("jobs_refer", "edges_refer", "jobs_gone", "types_gone", "graphs_gone",
-             "keys_fixed")
+FUNCTIONS = (*(function for *_, function in _TRIGGERS), "keys_fixed")
 
 
 def create_statements() -> list[str]:
