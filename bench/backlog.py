@@ -21,9 +21,9 @@ from sqlalchemy import text
 
 from bench import rss
 from bench.peers.common import settle_pg
+from taskyard.model.records import Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store, open_store
-from taskyard.store.records import Outcome, TaskTypeSpec
 
 WORKERS, CAPACITY = 5, 10
 
@@ -35,7 +35,7 @@ def fill(store: Store, n: int) -> float:
     values = ("SELECT 'noop', '{}', 'pending', 0, '[\"default\"]', 1, '[]', :now")
     columns = "INSERT INTO jobs (type, args, state, priority, pools, cost, locks, created_at) "
     with store.engine.begin() as conn:
-        if store.dialect == "postgresql":
+        if store.backend == "postgresql":
             conn.execute(text(f"{columns}{values} FROM generate_series(1, :n)"),
                          {"now": store.now(), "n": n})
         else:
@@ -48,11 +48,11 @@ def fill(store: Store, n: int) -> float:
 def measure(url: str, n: int, cycles: int) -> dict[str, Any]:
     store = open_store(url)
     store.init_schema()
-    store.put_task_type(TaskTypeSpec("noop", "python:bench.handlers:noop"))
+    store.task_types.put(TaskTypeSpec("noop", "python:bench.handlers:noop"))
     fill_s = fill(store, n)
-    if store.dialect == "postgresql":  # as every system's backlog (untimed)
+    if store.backend == "postgresql":  # as every system's backlog (untimed)
         settle_pg(url)
-    workers = [store.register_worker(f"bench-{i}", ["default"], CAPACITY, lease_seconds=3600)
+    workers = [store.workers.register(f"bench-{i}", ["default"], CAPACITY, lease_seconds=3600)
                for i in range(WORKERS)]
     times, placed = [], []
     rss.reset_peak()  # W5: the cycles' peak, not the bulk fill's
@@ -62,8 +62,8 @@ def measure(url: str, n: int, cycles: int) -> dict[str, Any]:
         times.append(report.seconds)
         placed.append(len(report.placed))
         for w in workers:  # free the slots again, through the real transitions
-            claimed = store.claim_dispatched(w.id, CAPACITY)
-            store.complete_attempts(w.id, [Outcome(c.job_id, c.attempt, "succeeded")
+            claimed = store.attempts.claim(w.id, CAPACITY)
+            store.attempts.complete(w.id, [Outcome(c.job_id, c.attempt, "succeeded")
                                            for c in claimed])
     peak = rss.hwm_kb("self")
     store.close()

@@ -21,8 +21,8 @@ from sqlalchemy import event
 from bench.graphs import build
 from bench.throughput import fresh
 from taskyard.api.yard import Yard
+from taskyard.model.records import Outcome
 from taskyard.scheduler.cycle import schedule
-from taskyard.store.records import Outcome
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     yard.submit_graph(build("fanout", args.jobs))
     submit_s = time.perf_counter() - started
     store = yard.store
-    worker = store.register_worker("release", ["default"], 1, lease_seconds=600)
+    worker = store.workers.register("release", ["default"], 1, lease_seconds=600)
     schedule(store)
-    (root,) = store.claim_dispatched(worker.id, 1)
+    (root,) = store.attempts.claim(worker.id, 1)
     statements: Counter[str] = Counter()
 
     @event.listens_for(store.engine, "before_cursor_execute")
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = cProfile.Profile()
     started = time.perf_counter()
     with profile:
-        store.complete_attempts(worker.id, [Outcome(root.job_id, root.attempt, "succeeded", 0)])
+        store.attempts.complete(worker.id, [Outcome(root.job_id, root.attempt, "succeeded", 0)])
     release_s = time.perf_counter() - started
     print(json.dumps({"jobs": args.jobs, "submit_s": round(submit_s, 3),
                       "release_s": round(release_s, 3),

@@ -20,7 +20,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from taskyard.store import Store, open_store
-from taskyard.store.engine import make_engine
+from taskyard.store.dialects import make_engine
 from taskyard.store.migrate import upgrade
 
 # No per-example deadline: a time limit on a loaded 2-core machine is a timed assertion,

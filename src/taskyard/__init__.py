@@ -13,33 +13,33 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard as Yard
     from taskyard.core.states import JobState as JobState
-    from taskyard.store.errors import Conflict as Conflict
-    from taskyard.store.errors import InvalidInput as InvalidInput
-    from taskyard.store.errors import NotFound as NotFound
-    from taskyard.store.errors import StoreError as StoreError
-    from taskyard.store.records import GraphRecord as GraphRecord
-    from taskyard.store.records import JobRecord as JobRecord
-    from taskyard.store.records import Prerequisite as Prerequisite
-    from taskyard.store.records import TaskTypeSpec as TaskTypeSpec
-    from taskyard.store.records import WorkerRecord as WorkerRecord
+    from taskyard.model.errors import Conflict as Conflict
+    from taskyard.model.errors import InvalidInput as InvalidInput
+    from taskyard.model.errors import NotFound as NotFound
+    from taskyard.model.errors import StoreError as StoreError
+    from taskyard.model.records import GraphRecord as GraphRecord
+    from taskyard.model.records import JobRecord as JobRecord
+    from taskyard.model.records import Prerequisite as Prerequisite
+    from taskyard.model.records import TaskTypeSpec as TaskTypeSpec
+    from taskyard.model.records import WorkerRecord as WorkerRecord
     from taskyard.worker.context import Fenced as Fenced
     from taskyard.worker.context import JobContext as JobContext
     from taskyard.worker.context import current_job as current_job
     from taskyard.worker.context import stage as stage
 
 _WHERE = {
-    "Conflict": "taskyard.store.errors",
+    "Conflict": "taskyard.model.errors",
     "Fenced": "taskyard.worker.context",
-    "GraphRecord": "taskyard.store.records",
-    "InvalidInput": "taskyard.store.errors",
+    "GraphRecord": "taskyard.model.records",
+    "InvalidInput": "taskyard.model.errors",
     "JobContext": "taskyard.worker.context",
-    "JobRecord": "taskyard.store.records",
+    "JobRecord": "taskyard.model.records",
     "JobState": "taskyard.core.states",
-    "NotFound": "taskyard.store.errors",
-    "Prerequisite": "taskyard.store.records",
-    "StoreError": "taskyard.store.errors",
-    "TaskTypeSpec": "taskyard.store.records",
-    "WorkerRecord": "taskyard.store.records",
+    "NotFound": "taskyard.model.errors",
+    "Prerequisite": "taskyard.model.records",
+    "StoreError": "taskyard.model.errors",
+    "TaskTypeSpec": "taskyard.model.records",
+    "WorkerRecord": "taskyard.model.records",
     "Yard": "taskyard.api.yard",
     "current_job": "taskyard.worker.context",
     "stage": "taskyard.worker.context",

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from taskyard.api.yard import Yard
-from taskyard.store.errors import InvalidInput
+from taskyard.model.errors import InvalidInput
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from typing import Any
 from acceptance_cli import Cli
 
 from taskyard.cli.supervise import WorkerSupervisor
+from taskyard.model.records import WorkerRecord
 from taskyard.store import open_store
-from taskyard.store.records import WorkerRecord
 
 
 def _wait_for(what: str, probe: Callable[[], Any], timeout: float = 60) -> Any:
@@ -33,7 +33,7 @@ def test_up_restarts_a_killed_worker_and_stops_on_sigterm(cli: Cli, db_url: str)
     try:
         def live() -> list[WorkerRecord]:
             assert up.poll() is None, up.communicate()
-            return [w for w in store.list_workers() if w.state == "active"]
+            return [w for w in store.workers.list() if w.state == "active"]
 
         (first,) = _wait_for("the first worker", live)
         assert first.pid is not None
@@ -47,7 +47,7 @@ def test_up_restarts_a_killed_worker_and_stops_on_sigterm(cli: Cli, db_url: str)
         cli("task-type", "add", "hello", "--handler", "shell:echo hi").ok()
         job_id = int(cli("submit", "hello", "--pool", "default").ok().out)
         _wait_for("the job to succeed",
-                  lambda: store.get_job(job_id).state == "succeeded",  # type: ignore[union-attr]
+                  lambda: store.jobs.get(job_id).state == "succeeded",  # type: ignore[union-attr]
                   timeout=90)
         up.send_signal(signal.SIGTERM)
         _, err = up.communicate(timeout=60)
@@ -63,7 +63,7 @@ def test_up_restarts_a_killed_worker_and_stops_on_sigterm(cli: Cli, db_url: str)
     # Stopped cleanly: no worker left registered as active.
     check = open_store(db_url)
     try:
-        assert check.list_workers() == []
+        assert check.workers.list() == []
     finally:
         check.close()
 

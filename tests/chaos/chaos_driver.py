@@ -39,8 +39,8 @@ from sqlalchemy.engine import make_url
 from taskyard.api.yard import Yard
 from taskyard.core.locks import decode_claim
 from taskyard.core.states import ACTIVE
+from taskyard.model.records import loads
 from taskyard.store import schema as t
-from taskyard.store.records import loads
 from taskyard.worker.daemon import DEFAULT_PREFETCH
 
 try:  # python -m tests.chaos.chaos_driver
@@ -402,7 +402,8 @@ class Monitor(threading.Thread):
                                                 j.c.locks != "[]")
         while not self.stop.wait(0.2):
             try:
-                with store._read() as conn:
+                with store.read() as tx:
+                    conn = tx.conn
                     rows = conn.execute(load).all()
                     holders: dict[str, list[int]] = defaultdict(list)
                     for job_id, locks in conn.execute(held):
@@ -443,7 +444,8 @@ class Submitter:
 
     def _landed_jobs(self, keys: list[str]) -> list[int] | None:
         j = t.jobs
-        with self.yard.store._read() as conn:
+        with self.yard.store.read() as tx:
+            conn = tx.conn
             rows = conn.execute(select(j.c.id, j.c.args).where(j.c.id > self._max_job)).all()
         found = {loads(args).get("k"): int(i) for i, args in rows}
         ids = [found[k] for k in keys if k in found]
@@ -453,7 +455,8 @@ class Submitter:
 
     def _landed_graph(self, routing: str) -> int | None:
         g = t.graphs
-        with self.yard.store._read() as conn:
+        with self.yard.store.read() as tx:
+            conn = tx.conn
             return conn.execute(select(g.c.id).where(g.c.id > self._max_graph,
                                                      g.c.routing == routing)).scalar()
 
@@ -496,7 +499,7 @@ class Submitter:
 
     def _backlog(self) -> int | None:
         try:
-            return self.yard.store.unfinished_count()
+            return self.yard.store.jobs.unfinished_count()
         except Exception:  # the server is restarting
             return None
 
@@ -545,7 +548,8 @@ class Snapshot:
     @classmethod
     def read(cls, yard: Yard) -> Snapshot:
         j, a, e, w, g = t.jobs, t.attempts, t.events, t.workers, t.graphs
-        with yard.store._read() as conn:
+        with yard.store.read() as tx:
+            conn = tx.conn
             jobs = {
                 r.id: checks.JobRow(r.id, r.type, r.state, r.attempt, loads(r.result),
                                     r.graph_id, r.label)
@@ -659,7 +663,7 @@ class ChaosRun:
         self.unfinished = -1
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
-                self.unfinished = self.yard.store.unfinished_count()
+                self.unfinished = self.yard.store.jobs.unfinished_count()
             if self.unfinished == 0:
                 break
             time.sleep(0.25)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from taskyard.store.records import ClaimedJob, Outcome
+from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.executor import Executor
 from taskyard.worker.processes import PythonChild
 

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from tcp_proxy import TcpProxy
 
 from conftest import Cluster
-from taskyard.store.cycle_lock import write_lock_path_for
+from taskyard.store.dialects.sqlite_locks import write_lock_path_for
 
 LEASE = 3.0
 
@@ -95,7 +95,7 @@ def test_a_worker_that_cannot_renew_its_lease_kills_its_children(
             time.sleep(LEASE / 2)  # a few heartbeats went through
             cut()
             # The lease the worker last obtained, read past the outage.
-            expires = next(w for w in yard.store.list_workers()
+            expires = next(w for w in yard.store.workers.list()
                            if w.name == "cut-off").lease_expires_at
             while _alive(child):
                 assert yard.store.now() < expires + 5, "the child outlived the lease"
@@ -134,7 +134,7 @@ def test_a_short_outage_that_fences_a_worker_fails_no_job(
             child = _started_child(pidfile)
             time.sleep(LEASE / 2)
             cut()
-            expires = next(w for w in yard.store.list_workers()
+            expires = next(w for w in yard.store.workers.list()
                            if w.name == "brief").lease_expires_at
             while _alive(child):  # the worker fences itself and kills its child
                 assert yard.store.now() < expires + 5, "the worker did not fence itself"

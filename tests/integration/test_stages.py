@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from conftest import Cluster
-from taskyard.store.errors import InvalidInput
+from taskyard.model.errors import InvalidInput
 
 SHELL_STAGES = r"""
 log={log}
@@ -73,17 +73,17 @@ def test_stage_reports_are_fenced(cluster: Cluster) -> None:
     y = cluster.yard
     y.add_task_type("t", "shell:true")
     job_id = y.submit("t")
-    worker = store.register_worker("manual", ["default"], 1, lease_seconds=30)
+    worker = store.workers.register("manual", ["default"], 1, lease_seconds=30)
     y.schedule()
-    (claimed,) = store.claim_dispatched(worker.id, 1)
-    assert store.report_stage(worker.id, job_id, 1, "a", "running")
-    assert not store.report_stage(worker.id, job_id, 2, "a", "succeeded", result=1)
-    other = store.register_worker("other", ["default"], 1, lease_seconds=30)
-    assert not store.report_stage(other.id, job_id, 1, "a", "succeeded", result=1)
-    assert store.report_stage(worker.id, job_id, 1, "a", "succeeded", result={"k": 1})
+    (claimed,) = store.attempts.claim(worker.id, 1)
+    assert store.stages.report(worker.id, job_id, 1, "a", "running")
+    assert not store.stages.report(worker.id, job_id, 2, "a", "succeeded", result=1)
+    other = store.workers.register("other", ["default"], 1, lease_seconds=30)
+    assert not store.stages.report(other.id, job_id, 1, "a", "succeeded", result=1)
+    assert store.stages.report(worker.id, job_id, 1, "a", "succeeded", result={"k": 1})
     for bad, why in (("", "stage name"), ("a b", "stage name")):
         try:
-            store.report_stage(worker.id, job_id, 1, bad, "running")
+            store.stages.report(worker.id, job_id, 1, bad, "running")
         except InvalidInput as exc:
             assert why in str(exc)
         else:
@@ -91,7 +91,7 @@ def test_stage_reports_are_fenced(cluster: Cluster) -> None:
     stored = y.get_job(job_id).stages
     assert [(s.attempt, s.name, s.state, s.result) for s in stored] == [(1, "a", "succeeded",
                                                                           {"k": 1})]
-    store.cancel_job(job_id)
-    assert not store.report_stage(worker.id, job_id, 1, "b", "running")
+    store.jobs.cancel(job_id)
+    assert not store.stages.report(worker.id, job_id, 1, "b", "running")
     assert json.dumps(y.get_job(job_id).to_json()["stages"])
     assert claimed.stages == {}

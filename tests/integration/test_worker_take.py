@@ -9,9 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from taskyard.model.records import Assignment, ClaimedJob
 from taskyard.store import Store
-from taskyard.store.batches import Assignment
-from taskyard.store.records import ClaimedJob
 from taskyard.worker.daemon import WorkerDaemon
 
 

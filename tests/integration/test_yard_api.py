@@ -24,7 +24,7 @@ def test_decorated_functions_become_task_types_and_run(cluster: Cluster) -> None
     job_id = yard.submit(handlers_decorated.shout, {"text": "hi"})
     job = yard.wait(job_id, 30)
     assert (job.state, job.result, job.type) == ("succeeded", "HI", "shout")
-    spec = yard.store.get_task_type("shout")
+    spec = yard.store.task_types.get("shout")
     assert spec is not None and spec.handler == "python:handlers_decorated:shout"
 
 
@@ -34,7 +34,7 @@ def test_decorator_policies_are_stored(db_url: str) -> None:
     yard = Yard(db_url)
     yard.task_type("multiply", retries=1, timeout=30)(handlers_decorated.multiply)
     yard.init()
-    spec = yard.store.get_task_type("multiply")
+    spec = yard.store.task_types.get("multiply")
     assert spec is not None and (spec.retries, spec.timeout) == (1, 30)
     yard.close()
 
@@ -45,7 +45,7 @@ def test_unknown_handler_module_is_refused_and_writes_nothing(db_url: str) -> No
         yard.add_task_type("x", "python:no_such_module:run")
     with pytest.raises(InvalidInput, match="has no function 'nope'"):
         yard.add_task_type("y", "python:handlers_for_tests:nope")
-    assert yard.store.list_task_types() == []
+    assert yard.store.task_types.list() == []
     with pytest.raises(InvalidInput, match="unknown task type 'x'"):
         yard.submit("x")
     assert yard.jobs() == []

@@ -8,7 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
-from taskyard.store.engine import make_engine
+from taskyard.store.dialects import make_engine
 from taskyard.store.migrate import current_revision, downgrade, upgrade
 from taskyard.store.schema import metadata
 

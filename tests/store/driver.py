@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
-from taskyard.store.records import ClaimedJob, Outcome
 
 Decide = Callable[[ClaimedJob], tuple[str, Any]]
 
@@ -24,13 +24,13 @@ def succeed(job: ClaimedJob) -> tuple[str, Any]:
 def drive(store: Store, decide: Decide = succeed, *, capacity: int = 4, rounds: int = 500,
           worker: str = "driver") -> list[ClaimedJob]:
     """Run jobs until nothing is placeable; returns every claimed attempt in order."""
-    existing = [w for w in store.list_workers() if w.name == worker]
-    worker_id = existing[0].id if existing else store.register_worker(
+    existing = [w for w in store.workers.list() if w.name == worker]
+    worker_id = existing[0].id if existing else store.workers.register(
         worker, ["default"], capacity, lease_seconds=300).id
     seen: list[ClaimedJob] = []
     for _ in range(rounds):
         schedule(store)
-        claimed = store.claim_dispatched(worker_id, capacity)
+        claimed = store.attempts.claim(worker_id, capacity)
         if not claimed:
             return seen
         seen.extend(claimed)
@@ -39,7 +39,7 @@ def drive(store: Store, decide: Decide = succeed, *, capacity: int = 4, rounds: 
             state, result = decide(job)
             outcomes.append(Outcome(job.job_id, job.attempt, state,
                                     0 if state == "succeeded" else 1, result))
-        store.complete_attempts(worker_id, outcomes)
+        store.attempts.complete(worker_id, outcomes)
     raise AssertionError("jobs kept coming after many rounds")
 
 
@@ -50,7 +50,7 @@ report within it (a few tenths of a second did not)."""
 
 def wait_out_lease(store: Store, worker_id: int) -> None:
     """Wait until the worker's lease has run out on the database's clock."""
-    expires = next(w for w in store.list_workers(include_gone=True)
+    expires = next(w for w in store.workers.list(include_gone=True)
                    if w.id == worker_id).lease_expires_at
     deadline = time.monotonic() + 30
     while store.now() <= expires:

@@ -7,9 +7,9 @@ import os
 import time
 from pathlib import Path
 
+from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store, open_store
-from taskyard.store.records import JobSubmission, TaskTypeSpec
 
 PROCESSES = 8
 
@@ -59,10 +59,10 @@ def test_schedule_returns_none_while_another_holds_the_lock(store: Store) -> Non
 
 
 def test_concurrent_schedulers_never_double_dispatch(store: Store) -> None:
-    store.put_task_type(TaskTypeSpec("noop", "shell:true"))
-    store.submit_jobs([JobSubmission("noop") for _ in range(200)])
+    store.task_types.put(TaskTypeSpec("noop", "shell:true"))
+    store.jobs.submit([JobSubmission("noop") for _ in range(200)])
     for i in range(3):
-        store.register_worker(f"w{i}", ["default"], 10, lease_seconds=60)
+        store.workers.register(f"w{i}", ["default"], 10, lease_seconds=60)
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_cycles, args=(store.url,)) for _ in range(4)]
     for p in procs:
@@ -70,7 +70,7 @@ def test_concurrent_schedulers_never_double_dispatch(store: Store) -> None:
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    workers = store.list_workers()
+    workers = store.workers.list()
     assert sum(w.used for w in workers) == 30
     assert all(w.used == 10 for w in workers)
 

@@ -6,11 +6,12 @@ import pytest
 from driver import SHORT_LEASE, wait_out_lease
 from sqlalchemy import func, select
 
+from taskyard.model.errors import Conflict, InvalidInput, NotFound
+from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
+from taskyard.scheduler.explain import explain_job
 from taskyard.store import Store
 from taskyard.store import schema as t
-from taskyard.store.errors import Conflict, InvalidInput, NotFound
-from taskyard.store.records import JobSubmission, Outcome, TaskTypeSpec
 
 
 def _count(store: Store, table: t.Table) -> int:  # type: ignore[name-defined]
@@ -20,27 +21,27 @@ def _count(store: Store, table: t.Table) -> int:  # type: ignore[name-defined]
 
 @pytest.fixture
 def echo(store: Store) -> Store:
-    store.put_task_type(TaskTypeSpec("echo", "shell:echo {x}", retries=0))
+    store.task_types.put(TaskTypeSpec("echo", "shell:echo {x}", retries=0))
     return store
 
 
 def test_lifecycle_pending_dispatched_running_succeeded(echo: Store) -> None:
     store = echo
-    (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1})])
-    assert store.get_job(job_id).state == "pending"  # type: ignore[union-attr]
-    worker = store.register_worker("w1", ["default"], 2, lease_seconds=30)
+    (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
+    assert store.jobs.get(job_id).state == "pending"  # type: ignore[union-attr]
+    worker = store.workers.register("w1", ["default"], 2, lease_seconds=30)
     report = schedule(store)
     assert report is not None and [p.job_id for p in report.placed] == [job_id]
-    job = store.get_job(job_id)
+    job = store.jobs.get(job_id)
     assert job is not None and (job.state, job.attempt, job.worker) == ("dispatched", 1, "w1")
-    (claimed,) = store.claim_dispatched(worker.id, 10)
+    (claimed,) = store.attempts.claim(worker.id, 10)
     assert (claimed.job_id, claimed.attempt, claimed.handler) == (job_id, 1, "shell:echo {x}")
-    assert store.get_job(job_id).state == "running"  # type: ignore[union-attr]
-    ok = store.complete_attempts(
+    assert store.jobs.get(job_id).state == "running"  # type: ignore[union-attr]
+    ok = store.attempts.complete(
         worker.id, [Outcome(job_id, 1, "succeeded", 0, {"n": 1}, stdout_tail="1\n")]
     )
     assert ok == [True]
-    job = store.get_job(job_id)
+    job = store.jobs.get(job_id)
     assert job is not None
     assert (job.state, job.result, job.exit_code) == ("succeeded", {"n": 1}, 0)
     assert job.finished_at is not None and job.started_at is not None
@@ -51,27 +52,27 @@ def test_lifecycle_pending_dispatched_running_succeeded(echo: Store) -> None:
 
 def test_failure_keeps_exit_code_and_stderr_tail(echo: Store) -> None:
     store = echo
-    (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1})])
-    worker = store.register_worker("w1", ["default"], 1, lease_seconds=30)
+    (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
+    worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.claim_dispatched(worker.id, 1)
-    store.complete_attempts(
+    store.attempts.claim(worker.id, 1)
+    store.attempts.complete(
         worker.id, [Outcome(job_id, 1, "failed", 3, error="exit 3", stderr_tail="boom\n")]
     )
-    job = store.get_job(job_id)
+    job = store.jobs.get(job_id)
     assert job is not None
     assert (job.state, job.exit_code) == ("failed", 3)
     assert job.attempts[0].stderr_tail == "boom\n"
 
 
 def test_retry_goes_back_to_pending_after_its_delay(store: Store) -> None:
-    store.put_task_type(TaskTypeSpec("flaky", "shell:false", retries=1, retry_delay=60))
-    (job_id,) = store.submit_jobs([JobSubmission("flaky")])
-    worker = store.register_worker("w1", ["default"], 1, lease_seconds=30)
+    store.task_types.put(TaskTypeSpec("flaky", "shell:false", retries=1, retry_delay=60))
+    (job_id,) = store.jobs.submit([JobSubmission("flaky")])
+    worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.claim_dispatched(worker.id, 1)
-    store.complete_attempts(worker.id, [Outcome(job_id, 1, "failed", 1)])
-    job = store.get_job(job_id)
+    store.attempts.claim(worker.id, 1)
+    store.attempts.complete(worker.id, [Outcome(job_id, 1, "failed", 1)])
+    job = store.jobs.get(job_id)
     assert job is not None and job.state == "pending"
     assert job.run_after is not None and job.run_after >= store.now() + 29  # jitter ≥ half
     report = schedule(store)
@@ -80,130 +81,130 @@ def test_retry_goes_back_to_pending_after_its_delay(store: Store) -> None:
 
 def test_stale_attempt_completion_is_refused_and_changes_nothing(echo: Store) -> None:
     store = echo
-    (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1})])
-    worker = store.register_worker("w1", ["default"], 1, lease_seconds=30)
+    (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
+    worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.claim_dispatched(worker.id, 1)
-    assert store.complete_attempts(worker.id, [Outcome(job_id, 2, "succeeded", 0, "x")]) == [
+    store.attempts.claim(worker.id, 1)
+    assert store.attempts.complete(worker.id, [Outcome(job_id, 2, "succeeded", 0, "x")]) == [
         False
     ]
-    other = store.register_worker("w2", ["default"], 1, lease_seconds=30)
-    assert store.complete_attempts(other.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
-    job = store.get_job(job_id)
+    other = store.workers.register("w2", ["default"], 1, lease_seconds=30)
+    assert store.attempts.complete(other.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
+    job = store.jobs.get(job_id)
     assert job is not None and (job.state, job.result) == ("running", None)
-    assert store.complete_attempts(worker.id, [Outcome(job_id, 1, "succeeded", 0, "ok")]) == [
+    assert store.attempts.complete(worker.id, [Outcome(job_id, 1, "succeeded", 0, "ok")]) == [
         True
     ]
     # A second report of the same attempt is refused too: no double completion.
-    assert store.complete_attempts(worker.id, [Outcome(job_id, 1, "failed", 1)]) == [False]
-    assert store.get_job(job_id).state == "succeeded"  # type: ignore[union-attr]
+    assert store.attempts.complete(worker.id, [Outcome(job_id, 1, "failed", 1)]) == [False]
+    assert store.jobs.get(job_id).state == "succeeded"  # type: ignore[union-attr]
 
 
 def test_one_slot_runs_by_priority_then_creation_order(echo: Store) -> None:
     store = echo
-    ids = store.submit_jobs(
+    ids = store.jobs.submit(
         [JobSubmission("echo", {"x": i}, priority=p) for i, p in enumerate([0, 5, 0, 5, 9])]
     )
-    worker = store.register_worker("w1", ["default"], 1, lease_seconds=30)
+    worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     order = []
     for _ in ids:
         schedule(store)
-        (claimed,) = store.claim_dispatched(worker.id, 1)
+        (claimed,) = store.attempts.claim(worker.id, 1)
         order.append(claimed.job_id)
-        store.complete_attempts(worker.id, [Outcome(claimed.job_id, claimed.attempt, "succeeded")])
+        store.attempts.complete(worker.id, [Outcome(claimed.job_id, claimed.attempt, "succeeded")])
     assert order == [ids[4], ids[1], ids[3], ids[0], ids[2]]
 
 
 def test_cycle_never_exceeds_capacity(echo: Store) -> None:
     store = echo
-    store.submit_jobs([JobSubmission("echo", {"x": i}) for i in range(50)])
-    workers = [store.register_worker(f"w{i}", ["default"], 3, lease_seconds=30) for i in range(4)]
+    store.jobs.submit([JobSubmission("echo", {"x": i}) for i in range(50)])
+    workers = [store.workers.register(f"w{i}", ["default"], 3, lease_seconds=30) for i in range(4)]
     schedule(store)
     schedule(store)
-    listed = store.list_workers()
+    listed = store.workers.list()
     assert sum(w.used for w in listed) == 12
     assert all(w.used <= w.capacity for w in listed)
-    assert len(store.claim_dispatched(workers[0].id, 100)) == 3
+    assert len(store.attempts.claim(workers[0].id, 100)) == 3
 
 
 def test_bad_input_is_rejected_and_writes_nothing(echo: Store) -> None:
     store = echo
     before = _count(store, t.jobs)
     with pytest.raises(InvalidInput, match="unknown task type 'nope'"):
-        store.submit_jobs([JobSubmission("echo", {"x": 1}), JobSubmission("nope")])
+        store.jobs.submit([JobSubmission("echo", {"x": 1}), JobSubmission("nope")])
     with pytest.raises(InvalidInput, match="args"):
-        store.submit_jobs([JobSubmission("echo", {"x": float("nan")})])
+        store.jobs.submit([JobSubmission("echo", {"x": float("nan")})])
     with pytest.raises(InvalidInput, match="'x'"):
-        store.put_task_type(TaskTypeSpec("locked", "shell:true", locks=("p:{x}",)))
-        store.submit_jobs([JobSubmission("locked", {})])
+        store.task_types.put(TaskTypeSpec("locked", "shell:true", locks=("p:{x}",)))
+        store.jobs.submit([JobSubmission("locked", {})])
     assert _count(store, t.jobs) == before
     with pytest.raises(InvalidInput, match="handler"):
-        store.put_task_type(TaskTypeSpec("bad", "ruby:x"))
-    assert store.get_task_type("bad") is None
+        store.task_types.put(TaskTypeSpec("bad", "ruby:x"))
+    assert store.task_types.get("bad") is None
 
 
 def test_expired_lease_suspends_and_requeues_with_next_attempt(echo: Store) -> None:
     store = echo
-    (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1})])
-    dead = store.register_worker("dead", ["default"], 1, lease_seconds=SHORT_LEASE)
+    (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
+    dead = store.workers.register("dead", ["default"], 1, lease_seconds=SHORT_LEASE)
     schedule(store)
-    assert store.claim_dispatched(dead.id, 1)
+    assert store.attempts.claim(dead.id, 1)
     wait_out_lease(store, dead.id)
-    store.register_worker("alive", ["default"], 1, lease_seconds=30)
+    store.workers.register("alive", ["default"], 1, lease_seconds=30)
     report = schedule(store)
     assert report is not None and report.expelled == [dead.id]
-    job = store.get_job(job_id)
+    job = store.jobs.get(job_id)
     assert job is not None and (job.state, job.attempt, job.worker) == ("dispatched", 2, "alive")
     assert [a.state for a in job.attempts] == ["lost", "dispatched"]
     # The expelled worker's late report is fenced off.
-    assert store.complete_attempts(dead.id, [Outcome(job_id, 1, "succeeded")]) == [False]
-    assert not store.renew_lease(dead.id, 30, [(job_id, 1)]).renewed
+    assert store.attempts.complete(dead.id, [Outcome(job_id, 1, "succeeded")]) == [False]
+    assert not store.workers.renew_lease(dead.id, 30, [(job_id, 1)]).renewed
 
 
 def test_graceful_stop_suspends_jobs_for_requeue(echo: Store) -> None:
     store = echo
-    (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1})])
-    worker = store.register_worker("w", ["default"], 1, lease_seconds=30)
+    (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.claim_dispatched(worker.id, 1)
-    assert store.stop_worker(worker.id) == 1
-    assert store.get_job(job_id).state == "suspended"  # type: ignore[union-attr]
+    store.attempts.claim(worker.id, 1)
+    assert store.workers.stop(worker.id) == 1
+    assert store.jobs.get(job_id).state == "suspended"  # type: ignore[union-attr]
     schedule(store)
-    assert store.get_job(job_id).state == "pending"  # type: ignore[union-attr]
+    assert store.jobs.get(job_id).state == "pending"  # type: ignore[union-attr]
 
 
 def test_cancel_pending_and_running(echo: Store) -> None:
     store = echo
-    a, b = store.submit_jobs([JobSubmission("echo", {"x": 1}), JobSubmission("echo", {"x": 2})])
-    worker = store.register_worker("w", ["default"], 1, lease_seconds=30)
+    a, b = store.jobs.submit([JobSubmission("echo", {"x": 1}), JobSubmission("echo", {"x": 2})])
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.claim_dispatched(worker.id, 1)
-    assert store.cancel_job(b).state == "canceled"
-    assert store.cancel_job(a).state == "canceled"
-    assert store.renew_lease(worker.id, 30, [(a, 1)]).stop == ((a, 1),)
-    assert store.complete_attempts(worker.id, [Outcome(a, 1, "succeeded")]) == [False]
+    store.attempts.claim(worker.id, 1)
+    assert store.jobs.cancel(b).state == "canceled"
+    assert store.jobs.cancel(a).state == "canceled"
+    assert store.workers.renew_lease(worker.id, 30, [(a, 1)]).stop == ((a, 1),)
+    assert store.attempts.complete(worker.id, [Outcome(a, 1, "succeeded")]) == [False]
     with pytest.raises(Conflict):
-        store.cancel_job(a)
+        store.jobs.cancel(a)
     with pytest.raises(NotFound):
-        store.cancel_job(10_000)
-    assert store.retry_job(a).state == "pending"
+        store.jobs.cancel(10_000)
+    assert store.retries.retry(a).state == "pending"
 
 
 def test_live_worker_names_are_unique(store: Store) -> None:
-    w = store.register_worker("same", ["default"], 1, lease_seconds=30)
+    w = store.workers.register("same", ["default"], 1, lease_seconds=30)
     with pytest.raises(Conflict, match="same"):
-        store.register_worker("same", ["default"], 1, lease_seconds=30)
-    store.stop_worker(w.id)
-    store.register_worker("same", ["default"], 1, lease_seconds=30)
+        store.workers.register("same", ["default"], 1, lease_seconds=30)
+    store.workers.stop(w.id)
+    store.workers.register("same", ["default"], 1, lease_seconds=30)
 
 
 def test_jobs_in_pools_without_workers_stay_pending(echo: Store) -> None:
     store = echo
-    (job_id,) = store.submit_jobs([JobSubmission("echo", {"x": 1}, pools=("gpu",))])
-    store.register_worker("w", ["default"], 4, lease_seconds=30)
+    (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1}, pools=("gpu",))])
+    store.workers.register("w", ["default"], 4, lease_seconds=30)
     report = schedule(store)
     # The cycle does not even read jobs whose pools no worker serves (or has room in).
     assert report is not None and report.placed == [] and report.scanned == 0
-    assert [r.code for r in store.explain_job(job_id)] == ["no_worker"]
-    job = store.get_job(job_id)
+    assert [r.code for r in explain_job(store, job_id)] == ["no_worker"]
+    job = store.jobs.get(job_id)
     assert job is not None and job.state == "pending"

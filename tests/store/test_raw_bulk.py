@@ -8,12 +8,19 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from taskyard.store.engine import make_engine
+from taskyard.store.dialects import dialect_for, make_engine
+from taskyard.store.dialects.sqlite import NOW_SQL
+from taskyard.store.dialects.sqlite_rows import insert_values
 from taskyard.store.raw import BULK_MIN_ROWS, Raw
 
 
+def _raw(conn: object, url: str) -> Raw:
+    return Raw(conn, dialect_for(url), NOW_SQL)  # type: ignore[arg-type]
+
+
 def test_bulk_rows_keep_their_order_values_and_types(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'bulk.db'}")
+    url = f"sqlite:///{tmp_path / 'bulk.db'}"
+    engine = make_engine(url)
     n = BULK_MIN_ROWS * 2 + 7  # full statements and a shorter last one
     shared_text = "same for all"
     rows = [
@@ -23,8 +30,8 @@ def test_bulk_rows_keep_their_order_values_and_types(tmp_path: Path) -> None:
     ]
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE t (seq INTEGER, s TEXT, c, empty, r REAL, at REAL)"))
-        Raw(conn).values("INSERT INTO t (seq, s, c, empty, r, at)",
-                         "(?, ?, ?, ?, ?, {now})", rows)
+        insert_values(_raw(conn, url), "INSERT INTO t (seq, s, c, empty, r, at)",
+                      "(?, ?, ?, ?, ?, {now})", rows)
     with engine.connect() as conn:
         got = conn.execute(text(
             "SELECT seq, s, typeof(c), c, empty, r, at > 0 FROM t ORDER BY rowid")).all()
@@ -36,11 +43,12 @@ def test_bulk_rows_keep_their_order_values_and_types(tmp_path: Path) -> None:
 
 
 def test_rows_that_share_empty_still_go_in(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'bulk.db'}")
+    url = f"sqlite:///{tmp_path / 'bulk.db'}"
+    engine = make_engine(url)
     rows = [(i, f"row {i}") for i in range(BULK_MIN_ROWS + 1)]
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE t (seq INTEGER, s TEXT)"))
-        Raw(conn).values("INSERT INTO t (seq, s)", "(?, ?)", rows)
+        insert_values(_raw(conn, url), "INSERT INTO t (seq, s)", "(?, ?)", rows)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT seq, s FROM t ORDER BY rowid")).all() == rows
     engine.dispose()

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from taskyard.api.yard import Yard
+from taskyard.model.records import Outcome
 from taskyard.scheduler.cycle import schedule
-from taskyard.store.records import Outcome
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "recurring"
 
@@ -33,14 +33,14 @@ def visit(yard: Yard) -> dict[str, Any]:
     import feeds
 
     store = yard.store
-    worker = next((w for w in store.list_workers() if w.name == "w"), None) or \
-        store.register_worker("w", ["default"], 10, lease_seconds=300)
+    worker = next((w for w in store.workers.list() if w.name == "w"), None) or \
+        store.workers.register("w", ["default"], 10, lease_seconds=300)
     schedule(store)
     results: dict[str, Any] = {}
-    for job in store.claim_dispatched(worker.id, 10):
+    for job in store.attempts.claim(worker.id, 10):
         result = feeds.check(**job.args) if job.type == "check-feed" else "ok"
         results[job.type] = result
-        store.complete_attempts(worker.id, [Outcome(job.job_id, job.attempt, "succeeded", 0,
+        store.attempts.complete(worker.id, [Outcome(job.job_id, job.attempt, "succeeded", 0,
                                                     result)])
     return results
 
@@ -59,7 +59,7 @@ def test_example_schedules_apply_and_adapt(yard: Yard) -> None:
         assert "check-feed" in got
         intervals.append(yard.get_schedule("news-feed").current_interval)
         # Jump the clock to the next run (the database clock cannot be moved).
-        yard.store.run_due_schedules(now=yard.get_schedule("news-feed").next_run)
+        yard.store.schedule_runs.create_due_jobs(now=yard.get_schedule("news-feed").next_run)
     # First visit is eventful (never seen): 60/2 = 30 (the min); then nothing new
     # doubles it; the appended line brings it back down.
     assert intervals == [30.0, 60.0, 120.0, 60.0, 120.0]

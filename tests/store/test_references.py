@@ -10,19 +10,19 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store import Store
-from taskyard.store.records import TaskTypeSpec
 
 
 @pytest.fixture
 def chain(store: Store) -> Iterator[tuple[Store, int, int, int]]:
     """A graph a -> b -> c (c requires b, b requires a), none of it run."""
-    store.put_task_type(TaskTypeSpec("t", "shell:true"))
-    store.put_task_type(TaskTypeSpec("unused", "shell:true"))
-    graph_id = store.submit_graph({"tasks": {
+    store.task_types.put(TaskTypeSpec("t", "shell:true"))
+    store.task_types.put(TaskTypeSpec("unused", "shell:true"))
+    graph_id = store.graphs.submit({"tasks": {
         "a": {"type": "t"}, "b": {"type": "t", "requires": ["a"]},
         "c": {"type": "t", "requires": ["b"]}}})
-    ids = {j.label: j.id for j in store.get_graph(graph_id).jobs}
+    ids = {j.label: j.id for j in store.graphs.get(graph_id).jobs}
     yield store, ids["a"], ids["b"], ids["c"]
 
 
@@ -57,12 +57,12 @@ def test_a_job_names_a_task_type_and_a_graph_that_exist(
         chain: tuple[Store, int, int, int]) -> None:
     store = chain[0]
     message = _refused(store, _JOB, {"type": "nope", "graph": None})
-    if not store.sqlite:
+    if store.backend != "sqlite":
         assert "jobs: no task type 'nope'" in message
     message = _refused(store, _JOB, {"type": "t", "graph": 987654})
-    if not store.sqlite:
+    if store.backend != "sqlite":
         assert "jobs: no graph 987654" in message
-    graph = store.get_graph(store.get_job(chain[1]).graph_id)  # type: ignore[union-attr]
+    graph = store.graphs.get(store.jobs.get(chain[1]).graph_id)  # type: ignore[union-attr]
     with store.engine.begin() as conn:  # both exist: accepted
         conn.execute(text(_JOB), {"type": "t", "graph": graph.id})
 
@@ -71,7 +71,7 @@ def test_an_edge_names_two_jobs_that_exist(chain: tuple[Store, int, int, int]) -
     store, a, _, c = chain
     sql = "INSERT INTO dependencies (job_id, requires_id) VALUES (:job, :requires)"
     message = _refused(store, sql, {"job": c, "requires": 987654})
-    if not store.sqlite:
+    if store.backend != "sqlite":
         assert "dependencies: an edge names job 987654, which does not exist" in message
     _refused(store, sql, {"job": 987654, "requires": a})
     with store.engine.begin() as conn:
@@ -92,11 +92,11 @@ def test_a_task_type_or_graph_still_in_use_cannot_be_deleted(
         chain: tuple[Store, int, int, int]) -> None:
     store, a, _, _ = chain
     message = _refused(store, "DELETE FROM task_types WHERE name = 't'")
-    if not store.sqlite:
+    if store.backend != "sqlite":
         assert "task_types: jobs still use task type 't'" in message
-    graph_id = store.get_job(a).graph_id  # type: ignore[union-attr]
+    graph_id = store.jobs.get(a).graph_id  # type: ignore[union-attr]
     message = _refused(store, "DELETE FROM graphs WHERE id = :id", {"id": graph_id})
-    if not store.sqlite:
+    if store.backend != "sqlite":
         assert f"graphs: graph {graph_id} still has jobs" in message
     with store.engine.begin() as conn:  # nothing uses it: it goes
         conn.execute(text("DELETE FROM task_types WHERE name = 'unused'"))
@@ -115,7 +115,7 @@ def test_the_columns_that_tie_rows_together_do_not_change_to_a_missing_row(
 
 
 def _pg_only(store: Store) -> None:
-    if store.sqlite:
+    if (store.backend == "sqlite"):
         pytest.skip("PostgreSQL checks references with triggers; SQLite has foreign keys")
 
 

@@ -10,16 +10,16 @@ import pytest
 from taskyard.cli.main import main
 from taskyard.cli.schedules import format_duration, humanize
 from taskyard.core.durations import Interval
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store import Store
-from taskyard.store.records import TaskTypeSpec
 
 Run = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
 def cli(store: Store, db_url: str, capsys: pytest.CaptureFixture[str]) -> Run:
-    store.put_task_type(TaskTypeSpec("sync", "shell:true"))
-    store.put_task_type(TaskTypeSpec("load-git", "shell:true", backoff_factor=2.0,
+    store.task_types.put(TaskTypeSpec("sync", "shell:true"))
+    store.task_types.put(TaskTypeSpec("load-git", "shell:true", backoff_factor=2.0,
                                      interval=Interval(86400, 43200, 64 * 86400)))
 
     def run(*args: str) -> tuple[int, str, str]:

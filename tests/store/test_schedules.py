@@ -15,13 +15,14 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import select
 
+from taskyard.api.yard import Yard
 from taskyard.core.durations import Interval
 from taskyard.core.recurrence import adaptive_next_run
+from taskyard.model.errors import Conflict, InvalidInput, NotFound
+from taskyard.model.records import Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store, open_store
 from taskyard.store import schema as t
-from taskyard.store.errors import Conflict, InvalidInput, NotFound
-from taskyard.store.records import Outcome, TaskTypeSpec
 
 T0 = 2_000_000_000.0  # 2033: always in the future of the database clock
 HOUR = 3600.0
@@ -29,8 +30,8 @@ HOUR = 3600.0
 
 @pytest.fixture
 def typed(store: Store) -> Store:
-    store.put_task_type(TaskTypeSpec("sync", "shell:true"))
-    store.put_task_type(TaskTypeSpec(
+    store.task_types.put(TaskTypeSpec("sync", "shell:true"))
+    store.task_types.put(TaskTypeSpec(
         "load-git", "python:loaders:load", interval=Interval(HOUR, HOUR / 2, 4 * HOUR),
         backoff_factor=2.0, max_queue_length=5000, retries=0, retry_delay=30.0))
     return store
@@ -45,17 +46,17 @@ def keys(store: Store, name: str) -> list[str]:
 
 def run_one(store: Store, *, state: str = "succeeded", result: Any = None) -> int:
     """Place, claim and end one job through the real cycle and worker path."""
-    worker = next((w for w in store.list_workers() if w.name == "w"), None) or \
-        store.register_worker("w", ["default"], 10, lease_seconds=300)
+    worker = next((w for w in store.workers.list() if w.name == "w"), None) or \
+        store.workers.register("w", ["default"], 10, lease_seconds=300)
     schedule(store)
-    (claimed,) = store.claim_dispatched(worker.id, 1)
-    store.complete_attempts(worker.id, [Outcome(claimed.job_id, claimed.attempt, state,
+    (claimed,) = store.attempts.claim(worker.id, 1)
+    store.attempts.complete(worker.id, [Outcome(claimed.job_id, claimed.attempt, state,
                                                 0 if state == "succeeded" else 1, result)])
     return claimed.job_id
 
 
 def test_task_type_interval_policy_round_trips(typed: Store) -> None:
-    spec = typed.get_task_type("load-git")
+    spec = typed.task_types.get("load-git")
     assert spec is not None
     assert spec.interval == Interval(HOUR, HOUR / 2, 4 * HOUR)
     assert (spec.backoff_factor, spec.max_queue_length, spec.retries, spec.retry_delay) == (
@@ -64,13 +65,13 @@ def test_task_type_interval_policy_round_trips(typed: Store) -> None:
 
 
 def test_add_list_get_and_json(typed: Store) -> None:
-    rec = typed.add_schedule("tick", "sync", every="10s", args={"x": 1}, priority=3, now=T0 + 0.7)
+    rec = typed.schedules.add("tick", "sync", every="10s", args={"x": 1}, priority=3, now=T0 + 0.7)
     assert (rec.kind, rec.every, rec.interval, rec.next_run, rec.paused) == (
         "every", 10.0, 10.0, T0, False)
-    cron = typed.add_schedule("nightly", "sync", cron="0 3 * * *", timezone="Europe/Paris",
+    cron = typed.schedules.add("nightly", "sync", cron="0 3 * * *", timezone="Europe/Paris",
                               now=T0)
-    adaptive = typed.add_schedule("git", "load-git", now=T0)
-    assert [s.name for s in typed.list_schedules()] == ["git", "nightly", "tick"]
+    adaptive = typed.schedules.add("git", "load-git", now=T0)
+    assert [s.name for s in typed.schedules.list()] == ["git", "nightly", "tick"]
     doc = cron.to_json()
     assert {"name", "type", "next_run", "interval", "cron", "paused", "timezone", "args",
             "last_run_at", "last_outcome", "current_interval"} <= set(doc)
@@ -78,9 +79,9 @@ def test_add_list_get_and_json(typed: Store) -> None:
     assert datetime.fromtimestamp(cron.next_run, ZoneInfo("Europe/Paris")).hour == 3
     assert doc["next_run"].endswith("Z")
     assert (adaptive.kind, adaptive.interval, adaptive.next_run) == ("adaptive", HOUR, T0)
-    assert typed.get_schedule("nope") is None
+    assert typed.schedules.get("nope") is None
     with pytest.raises(Conflict, match="already exists"):
-        typed.add_schedule("tick", "sync", every=5)
+        typed.schedules.add("tick", "sync", every=5)
 
 
 @pytest.mark.parametrize(
@@ -101,127 +102,127 @@ def test_add_list_get_and_json(typed: Store) -> None:
     ],
 )
 def test_bad_definitions_are_refused_with_the_reason(typed, kwargs, message) -> None:
-    typed.put_task_type(TaskTypeSpec("locked", "shell:true", locks=("p:{project_id}",)))
+    typed.task_types.put(TaskTypeSpec("locked", "shell:true", locks=("p:{project_id}",)))
     with pytest.raises(InvalidInput, match="schedule 'bad'") as info:
         options = dict(kwargs)
-        typed.add_schedule("bad", options.pop("type"), **options)
+        typed.schedules.add("bad", options.pop("type"), **options)
     assert message in str(info.value)
-    assert typed.get_schedule("bad") is None
+    assert typed.schedules.get("bad") is None
 
 
 def test_every_creates_one_job_per_tick_with_its_key(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=10, args={"x": 1}, priority=4, now=T0)
-    assert typed.run_due_schedules(now=T0 - 1) == []
-    (first,) = typed.run_due_schedules(now=T0)
-    assert typed.run_due_schedules(now=T0 + 9.9) == []  # same tick: nothing more
-    (second,) = typed.run_due_schedules(now=T0 + 10)
-    job = typed.get_job(first)
+    typed.schedules.add("tick", "sync", every=10, args={"x": 1}, priority=4, now=T0)
+    assert typed.schedule_runs.create_due_jobs(now=T0 - 1) == []
+    (first,) = typed.schedule_runs.create_due_jobs(now=T0)
+    assert typed.schedule_runs.create_due_jobs(now=T0 + 9.9) == []  # same tick: nothing more
+    (second,) = typed.schedule_runs.create_due_jobs(now=T0 + 10)
+    job = typed.jobs.get(first)
     assert job is not None
     assert (job.state, job.args, job.priority, job.launch_type) == (
         "pending", {"x": 1}, 4, "schedule")
     assert keys(typed, "tick") == [f"schedule:tick:{int(T0)}", f"schedule:tick:{int(T0) + 10}"]
-    rec = typed.get_schedule("tick")
+    rec = typed.schedules.get("tick")
     assert rec is not None and (rec.next_run, rec.last_job_id) == (T0 + 20, second)
-    events = [e for e in typed.list_events(topic="job-pending") if e.payload.get("schedule")]
+    events = [e for e in typed.events.list(topic="job-pending") if e.payload.get("schedule")]
     assert [e.payload["job_id"] for e in events] == [first, second]
 
 
 def test_catchup_one_is_the_default_a_single_run_after_downtime(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=10, now=T0)
-    created = typed.run_due_schedules(now=T0 + 86_400 + 5)  # down for a day
+    typed.schedules.add("tick", "sync", every=10, now=T0)
+    created = typed.schedule_runs.create_due_jobs(now=T0 + 86_400 + 5)  # down for a day
     assert len(created) == 1
     assert keys(typed, "tick") == [f"schedule:tick:{int(T0)}"]
-    assert typed.get_schedule("tick").next_run == T0 + 86_410  # type: ignore[union-attr]
+    assert typed.schedules.get("tick").next_run == T0 + 86_410  # type: ignore[union-attr]
 
 
 def test_catchup_all_is_bounded_per_cycle(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=10, catchup="all", now=T0)
+    typed.schedules.add("tick", "sync", every=10, catchup="all", now=T0)
     now = T0 + 2495  # 250 missed ticks
-    batches = [len(typed.run_due_schedules(now=now)) for _ in range(4)]
+    batches = [len(typed.schedule_runs.create_due_jobs(now=now)) for _ in range(4)]
     assert batches == [100, 100, 50, 0]
     assert keys(typed, "tick") == [f"schedule:tick:{int(T0) + 10 * i}" for i in range(250)]
 
 
 def test_catchup_none_skips_to_the_next_future_fire(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=HOUR, catchup="none", now=T0)
-    assert typed.run_due_schedules(now=T0 + 5.5 * HOUR) == []
-    assert typed.get_schedule("tick").next_run == T0 + 6 * HOUR  # type: ignore[union-attr]
+    typed.schedules.add("tick", "sync", every=HOUR, catchup="none", now=T0)
+    assert typed.schedule_runs.create_due_jobs(now=T0 + 5.5 * HOUR) == []
+    assert typed.schedules.get("tick").next_run == T0 + 6 * HOUR  # type: ignore[union-attr]
     # A tick only seconds late is not "missed": it runs.
-    assert len(typed.run_due_schedules(now=T0 + 6 * HOUR + 3)) == 1
+    assert len(typed.schedule_runs.create_due_jobs(now=T0 + 6 * HOUR + 3)) == 1
 
 
 def test_cron_in_a_zone_across_spring_forward(typed: Store) -> None:
     paris = ZoneInfo("Europe/Paris")
     before = datetime(2031, 3, 29, 12, tzinfo=paris).timestamp()  # DST starts 2031-03-30
-    typed.add_schedule("night", "sync", cron="30 2 * * *", timezone="Europe/Paris", now=before)
-    rec = typed.get_schedule("night")
+    typed.schedules.add("night", "sync", cron="30 2 * * *", timezone="Europe/Paris", now=before)
+    rec = typed.schedules.get("night")
     assert rec is not None
     # 02:30 does not exist that night: it fires once, at 03:00 CEST.
     fire = datetime.fromtimestamp(rec.next_run, paris)
     assert (fire.isoformat()) == "2031-03-30T03:00:00+02:00"
-    assert len(typed.run_due_schedules(now=rec.next_run + 1)) == 1
-    nxt = typed.get_schedule("night").next_run  # type: ignore[union-attr]
+    assert len(typed.schedule_runs.create_due_jobs(now=rec.next_run + 1)) == 1
+    nxt = typed.schedules.get("night").next_run  # type: ignore[union-attr]
     assert datetime.fromtimestamp(nxt, paris).isoformat() == "2031-03-31T02:30:00+02:00"
 
 
 def test_pause_resume_delete(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=10, now=T0)
-    assert typed.pause_schedule("tick").paused
-    assert typed.run_due_schedules(now=T0 + 100) == []
-    resumed = typed.resume_schedule("tick", now=T0 + 105)
+    typed.schedules.add("tick", "sync", every=10, now=T0)
+    assert typed.schedules.pause("tick").paused
+    assert typed.schedule_runs.create_due_jobs(now=T0 + 100) == []
+    resumed = typed.schedules.resume("tick", now=T0 + 105)
     # Ticks that fell while paused are skipped, the rhythm is kept.
     assert (resumed.paused, resumed.next_run) == (False, T0 + 110)
-    assert typed.resume_schedule("tick", now=T0 + 200).next_run == T0 + 110  # not paused: as is
-    typed.delete_schedule("tick")
-    assert typed.get_schedule("tick") is None
-    for call in (typed.pause_schedule, typed.resume_schedule, typed.delete_schedule):
+    assert typed.schedules.resume("tick", now=T0 + 200).next_run == T0 + 110  # not paused: as is
+    typed.schedules.delete("tick")
+    assert typed.schedules.get("tick") is None
+    for call in (typed.schedules.pause, typed.schedules.resume, typed.schedules.delete):
         with pytest.raises(NotFound, match="no schedule 'tick'"):
             call("tick")
 
 
 def test_resume_cron_and_adaptive(typed: Store) -> None:
-    typed.add_schedule("c", "sync", cron="0 * * * *", now=T0, paused=True)
-    typed.add_schedule("a", "load-git", now=T0, paused=True)
+    typed.schedules.add("c", "sync", cron="0 * * * *", now=T0, paused=True)
+    typed.schedules.add("a", "load-git", now=T0, paused=True)
     later = T0 + 10 * HOUR + 60
-    assert typed.resume_schedule("c", now=later).next_run == (later // HOUR + 1) * HOUR
-    assert typed.resume_schedule("a", now=later).next_run == later
+    assert typed.schedules.resume("c", now=later).next_run == (later // HOUR + 1) * HOUR
+    assert typed.schedules.resume("a", now=later).next_run == later
 
 
 def test_a_failed_recurring_job_is_scheduled_again(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=60)  # due now by the database clock
+    typed.schedules.add("tick", "sync", every=60)  # due now by the database clock
     job_id = run_one(typed, state="failed")
-    rec = typed.get_schedule("tick")
+    rec = typed.schedules.get("tick")
     assert rec is not None and (rec.last_outcome, rec.last_job_id) == ("failed", job_id)
     assert rec.last_run_at is not None
-    (again,) = typed.run_due_schedules(now=rec.next_run)
+    (again,) = typed.schedule_runs.create_due_jobs(now=rec.next_run)
     assert again != job_id
 
 
 def test_adaptive_interval_follows_eventful_results(typed: Store) -> None:
-    typed.add_schedule("git", "load-git")  # interval 1 h in [30 min, 4 h], factor 2
+    typed.schedules.add("git", "load-git")  # interval 1 h in [30 min, 4 h], factor 2
     first = run_one(typed, result={"eventful": False})
-    rec = typed.get_schedule("git")
-    job = typed.get_job(first)
+    rec = typed.schedules.get("git")
+    job = typed.jobs.get(first)
     assert rec is not None and job is not None and job.finished_at is not None
     assert (rec.current_interval, rec.last_outcome) == (2 * HOUR, "succeeded")
     assert rec.next_run == pytest.approx(job.finished_at + 2 * HOUR)
-    assert typed.run_due_schedules(now=rec.next_run - 1) == []
-    (second,) = typed.run_due_schedules(now=rec.next_run)
+    assert typed.schedule_runs.create_due_jobs(now=rec.next_run - 1) == []
+    (second,) = typed.schedule_runs.create_due_jobs(now=rec.next_run)
     # While it runs, no overlapping run, however late it gets.
-    assert typed.run_due_schedules(now=rec.next_run + 10 * HOUR) == []
-    worker = typed.list_workers()[0]
+    assert typed.schedule_runs.create_due_jobs(now=rec.next_run + 10 * HOUR) == []
+    worker = typed.workers.list()[0]
     schedule(typed)
-    (claimed,) = typed.claim_dispatched(worker.id, 1)
+    (claimed,) = typed.attempts.claim(worker.id, 1)
     assert claimed.job_id == second
-    typed.complete_attempts(worker.id, [Outcome(second, 1, "succeeded", 0, {"eventful": True})])
-    rec = typed.get_schedule("git")
+    typed.attempts.complete(worker.id, [Outcome(second, 1, "succeeded", 0, {"eventful": True})])
+    rec = typed.schedules.get("git")
     assert rec is not None and rec.current_interval == HOUR
     # Failure: the interval stays, the next run is end + interval.
-    (third,) = typed.run_due_schedules(now=rec.next_run)
+    (third,) = typed.schedule_runs.create_due_jobs(now=rec.next_run)
     schedule(typed)
-    typed.claim_dispatched(worker.id, 1)
-    typed.complete_attempts(worker.id, [Outcome(third, 1, "failed", 1)])
-    rec, job = typed.get_schedule("git"), typed.get_job(third)
+    typed.attempts.claim(worker.id, 1)
+    typed.attempts.complete(worker.id, [Outcome(third, 1, "failed", 1)])
+    rec, job = typed.schedules.get("git"), typed.jobs.get(third)
     assert rec is not None and job is not None and job.finished_at is not None
     assert (rec.current_interval, rec.last_outcome) == (HOUR, "failed")
     # end + interval (here the test's clock ran ahead of the database's, so the
@@ -231,54 +232,54 @@ def test_adaptive_interval_follows_eventful_results(typed: Store) -> None:
 
 
 def test_redefining_keeps_history_and_learned_interval(typed: Store) -> None:
-    typed.add_schedule("git", "load-git")
+    typed.schedules.add("git", "load-git")
     run_one(typed, result={"eventful": False})
-    before = typed.get_schedule("git")
-    after = typed.add_schedule("git", "load-git", args={"url": "x"}, replace=True)
+    before = typed.schedules.get("git")
+    after = typed.schedules.add("git", "load-git", args={"url": "x"}, replace=True)
     assert before is not None
     assert (after.current_interval, after.next_run, after.last_outcome) == (
         before.current_interval, before.next_run, "succeeded")
-    moved = typed.add_schedule("git", "load-git", every="1h", replace=True, now=T0)
+    moved = typed.schedules.add("git", "load-git", every="1h", replace=True, now=T0)
     assert (moved.kind, moved.next_run) == ("every", T0)
 
 
 def test_a_tick_that_cannot_make_a_job_is_skipped_and_said(typed: Store) -> None:
-    typed.put_task_type(TaskTypeSpec("proj", "shell:true"))
-    typed.add_schedule("p", "proj", every=10, now=T0)
-    typed.put_task_type(TaskTypeSpec("proj", "shell:true", locks=("p:{project_id}",)))
-    assert typed.run_due_schedules(now=T0) == []
-    rec = typed.get_schedule("p")
+    typed.task_types.put(TaskTypeSpec("proj", "shell:true"))
+    typed.schedules.add("p", "proj", every=10, now=T0)
+    typed.task_types.put(TaskTypeSpec("proj", "shell:true", locks=("p:{project_id}",)))
+    assert typed.schedule_runs.create_due_jobs(now=T0) == []
+    rec = typed.schedules.get("p")
     assert rec is not None and rec.next_run == T0 + 10
     assert rec.last_outcome == "skipped: invalid job"
-    (event,) = typed.list_events(topic="schedule-error")
+    (event,) = typed.events.list(topic="schedule-error")
     assert event.payload["schedule"] == "p" and "project_id" in event.payload["reason"]
 
 
 def test_apply_schedules_is_all_or_nothing(typed: Store) -> None:
-    typed.apply_schedules({"a": {"type": "sync", "every": "5m"},
+    typed.schedules.apply({"a": {"type": "sync", "every": "5m"},
                            "b": {"type": "sync", "cron": "0 3 * * *", "timezone": "UTC"}})
-    assert [s.name for s in typed.list_schedules()] == ["a", "b"]
+    assert [s.name for s in typed.schedules.list()] == ["a", "b"]
     with pytest.raises(InvalidInput, match="schedule 'c': unknown fields"):
-        typed.apply_schedules({"c": {"type": "sync", "every": 5, "color": "red"}})
+        typed.schedules.apply({"c": {"type": "sync", "every": 5, "color": "red"}})
     with pytest.raises(InvalidInput, match="unknown task type"):
-        typed.apply_schedules({"a": {"type": "sync", "every": "1h"}, "d": {"type": "nope"}})
-    assert typed.get_schedule("a").every == 300  # type: ignore[union-attr]
-    assert typed.get_schedule("d") is None
+        typed.schedules.apply({"a": {"type": "sync", "every": "1h"}, "d": {"type": "nope"}})
+    assert typed.schedules.get("a").every == 300  # type: ignore[union-attr]
+    assert typed.schedules.get("d") is None
 
 
 def test_outcome_of_a_deleted_schedule_is_ignored(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=60)
-    worker = typed.register_worker("w", ["default"], 1, lease_seconds=300)
+    typed.schedules.add("tick", "sync", every=60)
+    worker = typed.workers.register("w", ["default"], 1, lease_seconds=300)
     report = schedule(typed)
     assert report is not None and len(report.scheduled) == 1
-    (claimed,) = typed.claim_dispatched(worker.id, 1)
-    typed.delete_schedule("tick")
-    assert typed.complete_attempts(worker.id, [Outcome(claimed.job_id, 1, "succeeded")]) == [True]
+    (claimed,) = typed.attempts.claim(worker.id, 1)
+    typed.schedules.delete("tick")
+    assert typed.attempts.complete(worker.id, [Outcome(claimed.job_id, 1, "succeeded")]) == [True]
 
 
 def test_two_schedulers_make_exactly_one_job_per_tick(typed: Store, db_url: str) -> None:
-    typed.add_schedule("fast", "sync", every=1, catchup="all", now=T0)
-    typed.add_schedule("slow", "sync", every=7, catchup="one", now=T0)
+    typed.schedules.add("fast", "sync", every=1, catchup="all", now=T0)
+    typed.schedules.add("slow", "sync", every=7, catchup="one", now=T0)
     stores = [open_store(db_url), open_store(db_url)]
     steps = 60
     barrier = threading.Barrier(2)
@@ -289,7 +290,7 @@ def test_two_schedulers_make_exactly_one_job_per_tick(typed: Store, db_url: str)
             for step in range(steps):
                 barrier.wait()
                 # Their clocks disagree a little, as real hosts' do.
-                store.run_due_schedules(now=T0 + step + skew)
+                store.schedule_runs.create_due_jobs(now=T0 + step + skew)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
             barrier.abort()
@@ -312,7 +313,7 @@ def test_two_schedulers_make_exactly_one_job_per_tick(typed: Store, db_url: str)
 
 def test_a_stale_reader_creates_nothing(typed: Store, db_url: str) -> None:
     """The guarded UPDATE: a scheduler that read next_run before another advanced it."""
-    typed.add_schedule("tick", "sync", every=10, now=T0)
+    typed.schedules.add("tick", "sync", every=10, now=T0)
     with typed.engine.connect() as conn:
         stale = conn.execute(
             select(t.schedules, t.jobs.c.state.label("last_state"))
@@ -321,24 +322,24 @@ def test_a_stale_reader_creates_nothing(typed: Store, db_url: str) -> None:
         ).one()._mapping
     other = open_store(db_url)
     try:
-        assert len(other.run_due_schedules(now=T0)) == 1
+        assert len(other.schedule_runs.create_due_jobs(now=T0)) == 1
     finally:
         other.close()
-    spec = typed.get_task_type("sync")
+    spec = typed.task_types.get("sync")
     assert spec is not None
-    with typed._tx() as conn:
-        assert typed._claim(conn, stale, spec, T0) == []
+    with typed.write() as tx:
+        assert tx.schedule_runs._claim(stale, spec, T0) == []
     assert len(keys(typed, "tick")) == 1
 
 
 def test_a_tick_key_already_taken_is_not_run_twice(typed: Store) -> None:
     """The unique dedup key: a re-created schedule does not repeat a tick that ran."""
-    typed.add_schedule("tick", "sync", every=10, now=T0)
-    assert len(typed.run_due_schedules(now=T0)) == 1
-    typed.delete_schedule("tick")
-    typed.add_schedule("tick", "sync", every=10, now=T0)
-    assert typed.run_due_schedules(now=T0) == []
-    assert typed.get_schedule("tick").next_run == T0 + 10  # type: ignore[union-attr]
+    typed.schedules.add("tick", "sync", every=10, now=T0)
+    assert len(typed.schedule_runs.create_due_jobs(now=T0)) == 1
+    typed.schedules.delete("tick")
+    typed.schedules.add("tick", "sync", every=10, now=T0)
+    assert typed.schedule_runs.create_due_jobs(now=T0) == []
+    assert typed.schedules.get("tick").next_run == T0 + 10  # type: ignore[union-attr]
     assert len(keys(typed, "tick")) == 1
 
 
@@ -350,53 +351,56 @@ def test_a_tick_key_already_taken_is_not_run_twice(typed: Store) -> None:
 )
 def test_apply_field_types_are_checked(typed: Store, body, message) -> None:
     with pytest.raises(InvalidInput, match=message):
-        typed.apply_schedules({"x": body})
+        typed.schedules.apply({"x": body})
 
 
 def test_redefining_with_the_same_timing_keeps_next_run(typed: Store) -> None:
-    typed.add_schedule("tick", "sync", every=10, now=T0)
-    typed.run_due_schedules(now=T0)
-    again = typed.add_schedule("tick", "sync", every=10, args={"v": 2}, replace=True,
+    typed.schedules.add("tick", "sync", every=10, now=T0)
+    typed.schedule_runs.create_due_jobs(now=T0)
+    again = typed.schedules.add("tick", "sync", every=10, args={"v": 2}, replace=True,
                                now=T0 + 3)
     assert (again.next_run, again.args) == (T0 + 10, {"v": 2})
 
 
 def test_a_zone_gone_from_the_host_pauses_the_schedule_and_says_why(typed: Store) -> None:
-    typed.add_schedule("night", "sync", cron="0 3 * * *", now=T0)
-    with typed._tx() as conn:  # as if the zone vanished from the tz database
-        conn.execute(t.schedules.update().values(timezone="Gone/Zone", next_run=T0))
-    assert typed.run_due_schedules(now=T0 + 1) == []
-    rec = typed.get_schedule("night")
+    typed.schedules.add("night", "sync", cron="0 3 * * *", now=T0)
+    with typed.write() as tx:  # as if the zone vanished from the tz database
+        tx.conn.execute(t.schedules.update().values(timezone="Gone/Zone", next_run=T0))
+    assert typed.schedule_runs.create_due_jobs(now=T0 + 1) == []
+    rec = typed.schedules.get("night")
     assert rec is not None and (rec.paused, rec.last_outcome) == (True, "paused: cron error")
-    (event,) = typed.list_events(topic="schedule-error")
+    (event,) = typed.events.list(topic="schedule-error")
     assert "Gone/Zone" in event.payload["reason"]
 
 
 def test_scheduled_jobs_launch_their_prerequisites(typed: Store) -> None:
-    from taskyard.store.records import Prerequisite
+    from taskyard.model.records import Prerequisite
 
-    typed.put_task_type(TaskTypeSpec("report", "shell:true",
+    typed.task_types.put(TaskTypeSpec("report", "shell:true",
                                      prerequisites=(Prerequisite("sync", {}, 0),)))
-    typed.add_schedule("nightly", "report", every=10, now=T0)
-    (job_id,) = typed.run_due_schedules(now=T0)
-    job = typed.get_job(job_id)
+    typed.schedules.add("nightly", "report", every=10, now=T0)
+    (job_id,) = typed.schedule_runs.create_due_jobs(now=T0)
+    job = typed.jobs.get(job_id)
     assert job is not None and job.state == "waiting"
-    (update,) = typed.list_jobs(type="sync")
+    (update,) = typed.jobs.list(type="sync")
     assert update.launch_type == "dependent"
-    pending = [e.payload["job_id"] for e in typed.list_events(topic="job-pending")]
+    pending = [e.payload["job_id"] for e in typed.events.list(topic="job-pending")]
     assert update.id in pending and job_id not in pending  # it waits: not pending yet
     assert run_one(typed) == update.id
-    job = typed.get_job(job_id)
+    job = typed.jobs.get(job_id)
     assert job is not None and job.state == "pending"
 
 
-def test_apply_config_is_all_or_nothing(store: Store) -> None:
-    good = TaskTypeSpec("sync", "shell:true")
-    with pytest.raises(InvalidInput, match="unknown task type 'nope'"):
-        store.apply_config([good], {"east": "the east pool"},
-                           {"nightly": {"type": "nope", "cron": "0 3 * * *"}})
-    assert store.get_task_type("sync") is None  # nothing was written
-    assert store.list_schedules() == []
-    (record,) = store.apply_config([good], {"east": ""},
-                                   {"nightly": {"type": "sync", "cron": "0 3 * * *"}})
-    assert record.name == "nightly" and store.get_task_type("sync") is not None
+def test_apply_config_is_all_or_nothing(db_url: str) -> None:
+    good = {"sync": {"handler": "shell:true"}}
+    with Yard(db_url) as yard:
+        store = yard.store
+        with pytest.raises(InvalidInput, match="unknown task type 'nope'"):
+            yard.apply({"task_types": good, "pools": {"east": "the east pool"},
+                        "schedules": {"nightly": {"type": "nope", "cron": "0 3 * * *"}}})
+        assert store.task_types.get("sync") is None  # nothing was written
+        assert store.schedules.list() == []
+        yard.apply({"task_types": good, "pools": {"east": ""},
+                    "schedules": {"nightly": {"type": "sync", "cron": "0 3 * * *"}}})
+        (record,) = store.schedules.list()
+        assert record.name == "nightly" and store.task_types.get("sync") is not None

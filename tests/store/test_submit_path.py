@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.store import Store, open_store
-from taskyard.store.errors import InvalidInput
-from taskyard.store.records import JobSubmission, Outcome, Started, TaskTypeSpec
+from taskyard.worker.reports import report_batch
 
 HANDLER = "python:tests.handlers_for_tests:echo"
 
@@ -23,28 +24,28 @@ def spec(name: str, **policy: Any) -> TaskTypeSpec:
 
 
 def submit(store: Store, type_: str, **args: Any) -> int:
-    (job_id,) = store.submit_jobs([JobSubmission(type_, dict(args))])
+    (job_id,) = store.jobs.submit([JobSubmission(type_, dict(args))])
     return job_id
 
 
 def test_a_changed_task_type_is_seen_by_the_next_submit(db_url: str) -> None:
     submitter, admin = open_store(db_url), open_store(db_url)  # two processes' stores
     try:
-        admin.put_task_type(spec("t", cost=1, pools=("a",)))
-        first = submitter.get_job(submit(submitter, "t"))
+        admin.task_types.put(spec("t", cost=1, pools=("a",)))
+        first = submitter.jobs.get(submit(submitter, "t"))
         assert first is not None and (first.cost, first.pools) == (1, ("a",))
         # Changed elsewhere once the submitter has read (and kept) it.
-        admin.put_task_type(spec("t", cost=3, pools=("b", "c"), retries=2,
+        admin.task_types.put(spec("t", cost=3, pools=("b", "c"), retries=2,
                                  locks=("res:{x}",)))
-        second = submitter.get_job(submit(submitter, "t", x=7))
+        second = submitter.jobs.get(submit(submitter, "t", x=7))
         assert second is not None
         assert (second.cost, second.pools, second.retries) == (3, ("b", "c"), 2)
         assert len(second.locks) == 1 and "res:7" in second.locks[0]
         # The new lock template needs its argument: refused, as without any cache.
         with pytest.raises(InvalidInput):
             submit(submitter, "t")
-        admin.put_task_type(spec("t", cost=1, pools=("a",)))
-        third = submitter.get_job(submit(submitter, "t"))
+        admin.task_types.put(spec("t", cost=1, pools=("a",)))
+        third = submitter.jobs.get(submit(submitter, "t"))
         assert third is not None and (third.cost, third.pools, third.locks) == (1, ("a",), ())
     finally:
         submitter.close()
@@ -52,36 +53,37 @@ def test_a_changed_task_type_is_seen_by_the_next_submit(db_url: str) -> None:
 
 
 def test_an_unknown_type_is_refused_and_writes_nothing(store: Store) -> None:
-    store.put_task_type(spec("known"))
+    store.task_types.put(spec("known"))
     submit(store, "known")
     with pytest.raises(InvalidInput, match="unknown"):
         submit(store, "unknown")
-    assert [j.type for j in store.list_jobs()] == ["known"]
+    assert [j.type for j in store.jobs.list()] == ["known"]
 
 
 def test_the_pending_event_is_written_with_the_job(store: Store) -> None:
-    store.put_task_type(spec("t"))
+    store.task_types.put(spec("t"))
     job_id = submit(store, "t", n=1)
-    events = [e for e in store.list_events() if e.topic == "job-pending"]
+    events = [e for e in store.events.list() if e.topic == "job-pending"]
     assert [(e.routing_key, e.payload) for e in events] == [
         ("taskyard._._._", {"job_id": job_id, "type": "t"})]
 
 
 def test_a_cycle_leaves_the_planner_settings_as_it_found_them(store: Store) -> None:
-    store.put_task_type(spec("t"))
+    store.task_types.put(spec("t"))
     for name in ("w1", "w2"):
-        store.register_worker(name, ["default"], 300, lease_seconds=60)
+        store.workers.register(name, ["default"], 300, lease_seconds=60)
     # A cycle that dispatches to both workers (a statement each: the scans stay off
     # until the last), then one with nothing to place.
     for placing in (True, False):
         if placing:
-            store.submit_jobs([JobSubmission("t", {"i": i}) for i in range(600)])
-        with store._tx() as conn:
-            with store.cycle(conn) as tx:
-                assert tx is not None
-                report = run_cycle(store, tx, record=False)
+            store.jobs.submit([JobSubmission("t", {"i": i}) for i in range(600)])
+        with store.write() as tx:
+            conn = tx.conn
+            with tx.cycle() as cycle:
+                assert cycle is not None
+                report = run_cycle(cycle, record=False)
             assert len(report.placed) == (600 if placing else 0)
-            if not store.sqlite:
+            if store.backend != "sqlite":
                 # Every statement of the cycle found the jobs through an index: a
                 # dispatch of half the table would otherwise be planned as a scan of
                 # all of it.
@@ -93,19 +95,19 @@ def test_a_cycle_leaves_the_planner_settings_as_it_found_them(store: Store) -> N
 
 
 def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> None:
-    store.put_task_type(spec("t"))
-    worker = store.register_worker("w", ["default"], 1, lease_seconds=60).id
+    store.task_types.put(spec("t"))
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=60).id
     first = submit(store, "t")
-    with store._tx() as conn, store.cycle(conn) as tx:
-        assert tx is not None
-        run_cycle(store, tx, record=False)
-    assert [j.job_id for j in store.fetch_dispatched(worker).jobs] == [first]
+    with store.write() as tx, tx.cycle() as cycle:
+        assert cycle is not None
+        run_cycle(cycle, record=False)
+    assert [j.job_id for j in store.attempts.fetch(worker).jobs] == [first]
     second = submit(store, "t")  # waits for room: placed once the first one ends
     listener = store.listener(f"worker.{worker}")
     try:
-        report = store.record_attempts(
+        report = report_batch(store,
             worker, [Started(first, 1, 0.0)], [Outcome(first, 1, "succeeded", 0)],
-            place=lambda tx: run_cycle(store, tx, record=False))
+            place=lambda tx: run_cycle(tx, record=False))
         assert report.accepted == [True]
         assert [j.job_id for j in report.assignment.jobs] == [second]
         # Nothing to wake it for: the jobs came back with its report.

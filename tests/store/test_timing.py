@@ -8,15 +8,15 @@ from datetime import UTC, datetime
 import pytest
 
 from taskyard.api.yard import Yard
+from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
-from taskyard.store.records import JobSubmission, Outcome, TaskTypeSpec
 
 
 @pytest.fixture
 def echo(store: Store) -> Store:
-    store.put_task_type(TaskTypeSpec("echo", "shell:echo {x}"))
-    store.put_task_type(TaskTypeSpec("other", "shell:true"))
+    store.task_types.put(TaskTypeSpec("echo", "shell:echo {x}"))
+    store.task_types.put(TaskTypeSpec("other", "shell:true"))
     return store
 
 
@@ -27,16 +27,16 @@ def placed(store: Store) -> list[int]:
 
 
 def test_a_delayed_job_is_not_placed_before_its_time(echo: Store) -> None:
-    echo.register_worker("w", ["default"], 4, lease_seconds=300)
+    echo.workers.register("w", ["default"], 4, lease_seconds=300)
     assert placed(echo) == []  # warm the connections: the first cycle is the slowest
     due = echo.now() + 0.5
-    (job_id,) = echo.submit_jobs([JobSubmission("echo", {"x": 1}, run_after=due)])
+    (job_id,) = echo.jobs.submit([JobSubmission("echo", {"x": 1}, run_after=due)])
     early = 0
     for _ in range(200):
         got = placed(echo)
         finished = echo.now()
         if not got:
-            assert echo.get_job(job_id).state == "pending"  # type: ignore[union-attr]
+            assert echo.jobs.get(job_id).state == "pending"  # type: ignore[union-attr]
             early += finished < due
             time.sleep(0.05)
             continue
@@ -49,7 +49,7 @@ def test_a_delayed_job_is_not_placed_before_its_time(echo: Store) -> None:
 
 
 def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str) -> None:
-    echo.register_worker("w", ["default"], 4, lease_seconds=300)
+    echo.workers.register("w", ["default"], 4, lease_seconds=300)
     with Yard(db_url, inline_cycle=False) as yard:
         before = echo.now()
         soon = yard.submit("echo", {"x": 1}, run_after="0.5s")
@@ -67,12 +67,12 @@ def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str) -> Non
 
 
 def test_a_flood_of_low_priority_jobs_cannot_delay_a_high_priority_one(echo: Store) -> None:
-    worker = echo.register_worker("w", ["default"], 1, lease_seconds=300)
-    echo.submit_jobs([JobSubmission("echo", {"x": i}) for i in range(5000)])
+    worker = echo.workers.register("w", ["default"], 1, lease_seconds=300)
+    echo.jobs.submit([JobSubmission("echo", {"x": i}) for i in range(5000)])
     (first,) = placed(echo)  # the slot is busy with the oldest low-priority job
-    (urgent,) = echo.submit_jobs([JobSubmission("echo", {"x": "urgent"}, priority=10)])
-    echo.claim_dispatched(worker.id, 1)
-    echo.complete_attempts(worker.id, [Outcome(first, 1, "succeeded", 0)])
+    (urgent,) = echo.jobs.submit([JobSubmission("echo", {"x": "urgent"}, priority=10)])
+    echo.attempts.claim(worker.id, 1)
+    echo.attempts.complete(worker.id, [Outcome(first, 1, "succeeded", 0)])
     report = schedule(echo)
     assert report is not None and [p.job_id for p in report.placed] == [urgent]
     # The cycle read one candidate, not the backlog of 4,999.
@@ -80,8 +80,8 @@ def test_a_flood_of_low_priority_jobs_cannot_delay_a_high_priority_one(echo: Sto
 
 
 def test_same_priority_runs_oldest_first_and_priority_beats_age(echo: Store) -> None:
-    echo.register_worker("w", ["default"], 3, lease_seconds=300)
-    old_low, mid, new_high = echo.submit_jobs([
+    echo.workers.register("w", ["default"], 3, lease_seconds=300)
+    old_low, mid, new_high = echo.jobs.submit([
         JobSubmission("echo", {"x": 1}, priority=-1),
         JobSubmission("echo", {"x": 2}),
         JobSubmission("echo", {"x": 3}, priority=5),
@@ -92,11 +92,11 @@ def test_same_priority_runs_oldest_first_and_priority_beats_age(echo: Store) -> 
 
 
 def test_list_pending_is_that_types_pending_jobs_oldest_first(echo: Store) -> None:
-    ids = echo.submit_jobs([JobSubmission("echo", {"x": i}, priority=i % 3) for i in range(7)])
-    echo.submit_jobs([JobSubmission("other")])
-    echo.cancel_job(ids[1])
-    got = echo.list_pending("echo", limit=4)
+    ids = echo.jobs.submit([JobSubmission("echo", {"x": i}, priority=i % 3) for i in range(7)])
+    echo.jobs.submit([JobSubmission("other")])
+    echo.jobs.cancel(ids[1])
+    got = echo.jobs.pending("echo", limit=4)
     assert [j.id for j in got] == [ids[0], ids[2], ids[3], ids[4]]
     assert all(j.state == "pending" and j.type == "echo" for j in got)
-    assert [j.id for j in echo.list_pending("other")] != []
-    assert echo.list_pending("nope") == []
+    assert [j.id for j in echo.jobs.pending("other")] != []
+    assert echo.jobs.pending("nope") == []

@@ -13,9 +13,9 @@ from driver import SHORT_LEASE, drive, wait_out_lease
 from sqlalchemy import text
 
 from taskyard.core.states import JOB_TRANSITIONS, JobState
+from taskyard.model.records import ClaimedJob, JobSubmission, Prerequisite, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
-from taskyard.store.records import ClaimedJob, JobSubmission, Prerequisite, TaskTypeSpec
 
 SQLITE_TRIGGER = [
     "CREATE TABLE transition_log (old TEXT, new TEXT)",
@@ -34,46 +34,46 @@ PG_TRIGGER = [
 
 def _install(store: Store) -> None:
     with store.engine.begin() as conn:
-        for stmt in SQLITE_TRIGGER if store.sqlite else PG_TRIGGER:
+        for stmt in SQLITE_TRIGGER if (store.backend == "sqlite") else PG_TRIGGER:
             conn.execute(text(stmt))
 
 
 def _workload(store: Store) -> None:
-    store.put_task_type(TaskTypeSpec("step", "shell:true", retries=1))
-    store.put_task_type(TaskTypeSpec("update", "shell:true"))
-    store.put_task_type(TaskTypeSpec("launch", "shell:true",
+    store.task_types.put(TaskTypeSpec("step", "shell:true", retries=1))
+    store.task_types.put(TaskTypeSpec("update", "shell:true"))
+    store.task_types.put(TaskTypeSpec("launch", "shell:true",
                                      prerequisites=(Prerequisite("update", {"p": "{p}"}, 0),)))
 
     def decide(job: ClaimedJob) -> tuple[str, Any]:
         fails = job.label == "bad" or (job.label == "flaky" and job.attempt == 1)
         return ("failed", None) if fails else ("succeeded", 1)
 
-    store.submit_graph({"tasks": {
+    store.graphs.submit({"tasks": {
         "a": {"type": "step"}, "bad": {"type": "step", "reruns": 0},
         "after-bad": {"type": "step", "requires": ["bad"]},
         "on-fail": {"type": "step", "requires": [{"label": "a", "on": "failure"}]},
         "flaky": {"type": "step"}, "always": {"type": "step", "requires_mode": "all-resolved",
                                               "requires": ["bad"]},
     }})
-    store.submit_jobs([JobSubmission("launch", {"p": 1})])
+    store.jobs.submit([JobSubmission("launch", {"p": 1})])
     drive(store, decide)
     # cancel pending, waiting and running; retry a failure
-    gid = store.submit_graph({"tasks": {"x": {"type": "step"},
+    gid = store.graphs.submit({"tasks": {"x": {"type": "step"},
                                         "y": {"type": "step", "requires": ["x"]}}})
-    w = store.register_worker("w", ["default"], 1, lease_seconds=300)
+    w = store.workers.register("w", ["default"], 1, lease_seconds=300)
     schedule(store)
-    store.claim_dispatched(w.id, 1)
-    pending = store.submit_jobs([JobSubmission("step")])[0]
-    store.cancel_job(pending)
-    store.cancel_graph(gid)
-    failed = next(j.id for j in store.list_jobs(state="failed"))
-    store.retry_job(failed)
+    store.attempts.claim(w.id, 1)
+    pending = store.jobs.submit([JobSubmission("step")])[0]
+    store.jobs.cancel(pending)
+    store.graphs.cancel(gid)
+    failed = next(j.id for j in store.jobs.list(state="failed"))
+    store.retries.retry(failed)
     # worker loss and graceful stop
-    store.stop_worker(w.id)
-    lost = store.register_worker("lost", ["default"], 2, lease_seconds=SHORT_LEASE)
-    store.submit_jobs([JobSubmission("step"), JobSubmission("step")])
+    store.workers.stop(w.id)
+    lost = store.workers.register("lost", ["default"], 2, lease_seconds=SHORT_LEASE)
+    store.jobs.submit([JobSubmission("step"), JobSubmission("step")])
     schedule(store)
-    assert store.claim_dispatched(lost.id, 1)
+    assert store.attempts.claim(lost.id, 1)
     wait_out_lease(store, lost.id)
     schedule(store)
     drive(store)

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import create_engine, text
 
 from taskyard.api.yard import Yard
+from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle, schedule
 from taskyard.store import Store, open_store
-from taskyard.store.base import TX_SCOPED
-from taskyard.store.engine import normalize_url
-from taskyard.store.records import JobSubmission, Outcome, Started, TaskTypeSpec
+from taskyard.store.dialects import normalize_url
+from taskyard.worker.reports import report_batch
 
 HANDLER = "python:tests.handlers_for_tests:echo"
 
@@ -40,13 +40,13 @@ def test_a_wakeup_carries_the_jobs_it_places(db_url: str) -> None:
     try:
         yard.init()
         yard.add_task_type("t", HANDLER, timeout=30)
-        worker = yard.store.register_worker("w", ["default"], 2, lease_seconds=60).id
+        worker = yard.store.workers.register("w", ["default"], 2, lease_seconds=60).id
         box: list[int] = []
         payloads = _payloads(yard.store, worker, lambda: box.append(
             yard.submit("t", {"n": 1, "s": "é"}, priority=3)))
-        read = yard.store.fetch_dispatched(worker).jobs
+        read = yard.store.attempts.fetch(worker).jobs
         assert [j.job_id for j in read] == box
-        if yard.store.sqlite:
+        if (yard.store.backend == "sqlite"):
             assert payloads == []  # SQLite wake-ups carry nothing: the worker reads
             return
         assert len(payloads) == 1
@@ -56,28 +56,26 @@ def test_a_wakeup_carries_the_jobs_it_places(db_url: str) -> None:
 
 
 def test_a_retried_attempt_is_not_carried(store: Store) -> None:
-    if store.sqlite:
+    if (store.backend == "sqlite"):
         pytest.skip("wake-ups carry jobs on PostgreSQL only")
-    store.put_task_type(TaskTypeSpec("t", HANDLER, retries=1))
-    worker = store.register_worker("w", ["default"], 1, lease_seconds=60).id
-    (job,) = store.submit_jobs([JobSubmission("t", {})])
+    store.task_types.put(TaskTypeSpec("t", HANDLER, retries=1))
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=60).id
+    (job,) = store.jobs.submit([JobSubmission("t", {})])
     assert schedule(store) is not None
-    store.record_attempts(worker, [Started(job, 1, 0.0)], [Outcome(job, 1, "failed", 1)])
+    report_batch(store, worker, [Started(job, 1, 0.0)], [Outcome(job, 1, "failed", 1)])
     # Attempt 2 must read the results of the stages attempt 1 finished: not carried.
     (payload,) = _payloads(store, worker, lambda: schedule(store))
     assert payload == "" and store.jobs_in_wakeups([payload]) is None
-    assert [(j.job_id, j.attempt) for j in store.fetch_dispatched(worker).jobs] == [(job, 2)]
+    assert [(j.job_id, j.attempt) for j in store.attempts.fetch(worker).jobs] == [(job, 2)]
 
 
 @contextlib.contextmanager
 def _holding_the_cycle(other: Store) -> Iterator[None]:
-    if other.sqlite:  # the lock alone: its cycle's write transaction would block the submit
-        lock = other._cycle_file_lock()
-        assert lock.acquire()
-        try:
+    if other.backend == "sqlite":
+        # The lock alone: its cycle's write transaction would block the submit.
+        with other.dialect.cycle_lock(None) as held:
+            assert held
             yield
-        finally:
-            lock.release()
         return
     with other.cycle() as tx:
         assert tx is not None
@@ -90,7 +88,7 @@ def test_a_submit_that_cannot_have_the_cycle_leaves_the_job_to_the_scheduler(
     try:
         yard.init()
         yard.add_task_type("t", HANDLER)
-        yard.store.register_worker("w", ["default"], 1, lease_seconds=60)
+        yard.store.workers.register("w", ["default"], 1, lease_seconds=60)
         other = open_store(db_url)
         scheduler = yard.store.listener("scheduler")
         with _holding_the_cycle(other):  # another process is in its cycle
@@ -109,31 +107,29 @@ def test_a_submit_that_cannot_have_the_cycle_leaves_the_job_to_the_scheduler(
 
 
 def test_reads_ahead_of_a_cycle_are_made_again_after_its_maintenance(store: Store) -> None:
-    store.put_task_type(TaskTypeSpec("t", HANDLER))
-    store.register_worker("lost", ["default"], 1, lease_seconds=0.5)
-    (first,) = store.submit_jobs([JobSubmission("t", {})])
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    store.workers.register("lost", ["default"], 1, lease_seconds=0.5)
+    (first,) = store.jobs.submit([JobSubmission("t", {})])
     assert schedule(store) is not None
-    assert store.get_job(first).worker == "lost"  # type: ignore[union-attr]
+    assert store.jobs.get(first).worker == "lost"  # type: ignore[union-attr]
     time.sleep(0.7)  # its lease runs out
-    store.register_worker("alive", ["default"], 2, lease_seconds=60)
+    store.workers.register("alive", ["default"], 2, lease_seconds=60)
 
-    def place(conn: Connection) -> bool:
+    with store.write() as tx:
+        (second,) = tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
         # The submit's cycle: its maintenance expels the lost worker and requeues the
         # first job, which the reads made with the insert (PostgreSQL) did not see.
-        with store.cycle(conn) as tx:
-            assert tx is not None
-            report = run_cycle(store, tx, record=False, maintenance_every=0)
-        assert report.requeued == 1
-        return True
-
-    (second,) = store.submit_jobs([JobSubmission("t", {})], place=place)
+        with tx.cycle() as cycle:
+            assert cycle is not None
+            report = run_cycle(cycle, record=False, maintenance_every=0)
+    assert report.requeued == 1
     for job in (first, second):
-        record = store.get_job(job)
+        record = store.jobs.get(job)
         assert record is not None and (record.state, record.worker) == ("dispatched", "alive")
 
 
 def test_a_pooled_connection_the_server_closed_is_replaced(store: Store) -> None:
-    if store.sqlite:
+    if (store.backend == "sqlite"):
         pytest.skip("a PostgreSQL server closes connections")
     before = store.now()
     database = store.engine.url.database
@@ -151,24 +147,29 @@ def test_a_pooled_connection_the_server_closed_is_replaced(store: Store) -> None
 
 
 def test_a_workers_own_cycle_returns_the_jobs_as_it_would_read_them(store: Store) -> None:
-    store.put_task_type(TaskTypeSpec("t", HANDLER, timeout=9))
-    worker = store.register_worker("w", ["default"], 1, lease_seconds=60).id
-    (first,) = store.submit_jobs([JobSubmission("t", {"n": 1})])
+    store.task_types.put(TaskTypeSpec("t", HANDLER, timeout=9))
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=60).id
+    (first,) = store.jobs.submit([JobSubmission("t", {"n": 1})])
     assert schedule(store) is not None
-    (second,) = store.submit_jobs([JobSubmission("t", {"n": [2, "x"]}, priority=4)])
-    report = store.record_attempts(
+    (second,) = store.jobs.submit([JobSubmission("t", {"n": [2, "x"]}, priority=4)])
+    report = report_batch(store,
         worker, [Started(first, 1, 0.0)], [Outcome(first, 1, "succeeded", 0)],
-        place=lambda tx: run_cycle(store, tx, record=False))
+        place=lambda tx: run_cycle(tx, record=False))
     assert [j.job_id for j in report.assignment.jobs] == [second]
-    assert report.assignment.jobs == store.fetch_dispatched(worker).jobs
+    assert report.assignment.jobs == store.attempts.fetch(worker).jobs
 
 
-def test_a_transactions_scratch_state_does_not_outlive_it(store: Store) -> None:
-    # Per-transaction state (buffered events, graph writes left to the end, reads made
-    # ahead of a cycle) lives in the pooled connection's info: a failed transaction
-    # must not hand it to the next one on that connection.
-    with pytest.raises(RuntimeError), store._tx() as conn:
-        conn.info[TX_SCOPED + "graph_work"] = "stale"
+def test_a_failed_unit_of_work_leaves_nothing_behind(store: Store) -> None:
+    # What a unit of work buffers (events, wake-ups, reads made ahead of a cycle) lives
+    # in it: a failed one writes none of it, and the next starts clean.
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    before = len(store.events.list())
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
+        tx.notify("scheduler")
         raise RuntimeError("the transaction fails")
-    with store._tx() as conn:
-        assert [k for k in conn.info if str(k).startswith(TX_SCOPED)] == [TX_SCOPED + "events"]
+    assert store.jobs.list() == [] and len(store.events.list()) == before
+    with store.write() as tx:
+        assert tx.ahead is None and tx.events.buffer == []
+        (job,) = tx.jobs.submit([JobSubmission("t", {})])
+    assert [j.id for j in store.jobs.list()] == [job]

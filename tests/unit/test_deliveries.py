@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taskyard.store.records import ClaimedJob
+from taskyard.model.records import ClaimedJob
 from taskyard.worker.deliveries import Deliveries
 
 

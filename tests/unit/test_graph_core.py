@@ -18,7 +18,7 @@ from taskyard.core.graph import (
     substitute_ids,
     substitute_results,
 )
-from taskyard.store.graphs import definition_hash
+from taskyard.store.graph_rows import definition_hash
 
 
 def known(name: str) -> bool:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.core.durations import DurationError, parse_duration, parse_interval
-from taskyard.store.errors import InvalidInput
-from taskyard.store.records import Prerequisite, TaskTypeSpec
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import Prerequisite, TaskTypeSpec
 
 TASK_TYPE_FIELDS = {
     "handler", "description", "pools", "cost", "timeout", "retries", "retry_delay",

@@ -10,17 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection
-
 from taskyard.api.apply import Declarations, parse_config
 from taskyard.core.durations import DurationError, parse_duration, parse_when
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
-from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
-from taskyard.store import Store, open_store
-from taskyard.store.errors import InvalidInput, NotFound
-from taskyard.store.records import (
+from taskyard.model.errors import InvalidInput, NotFound
+from taskyard.model.records import (
     EventRecord,
     GraphRecord,
     JobRecord,
@@ -28,7 +24,10 @@ from taskyard.store.records import (
     TaskTypeSpec,
     WorkerRecord,
 )
-from taskyard.store.schedules import ScheduleRecord  # recurring:
+from taskyard.model.schedules import ScheduleRecord, definition_from_mapping
+from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
+from taskyard.scheduler.explain import explain_job
+from taskyard.store import Store, Tx, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 EVENT_MAINTENANCE = 0.25
@@ -122,7 +121,7 @@ class Yard:
             policy["locks"] = tuple(policy["locks"])
         if verify:
             verify_handler(handler)
-        return self.store.put_task_type(TaskTypeSpec(name=name, handler=handler, **policy))
+        return self.store.task_types.put(TaskTypeSpec(name=name, handler=handler, **policy))
 
     def apply(self, doc: Any, *, verify: bool = True) -> Declarations:
         """Create or update what a configuration document declares (``taskyard apply``):
@@ -132,7 +131,11 @@ class Yard:
         if verify:
             for spec in decl.task_types:
                 verify_handler(spec.handler)
-        self.store.apply_config(decl.task_types, decl.pools, decl.schedules)
+        schedules = [definition_from_mapping(str(n), body)
+                     for n, body in (decl.schedules or {}).items()]
+        with self.store.write() as tx:  # one bad entry changes nothing
+            tx.task_types.put_many(decl.task_types, decl.pools)
+            tx.schedules.put_many(schedules)
         return decl
 
     def task_type(self, name: str | None = None, **policy: Any) -> Callable[[F], F]:
@@ -165,7 +168,7 @@ class Yard:
     def _sync_declared(self) -> None:
         while self._declared:
             _, spec = self._declared.popitem()
-            self.store.put_task_type(replace(spec, pools=tuple(spec.pools)))
+            self.store.task_types.put(replace(spec, pools=tuple(spec.pools)))
 
     def submit(
         self,
@@ -202,10 +205,7 @@ class Yard:
             locks=tuple(locks),
             timeout=seconds,
         )
-        # Seed 000 runs schedule() on job creation: in the submit's own transaction,
-        # so that the job reaches its worker with one commit.
-        (job_id,) = self.store.submit_jobs(
-            [sub], place=self._place if self.inline_cycle else None)
+        (job_id,) = self._submit([sub])
         return job_id
 
     def submit_many(
@@ -219,13 +219,22 @@ class Yard:
             raise InvalidInput(f"submit: {type!r} is not a task type name")
         self._sync_declared()
         chosen = tuple(pools) if pools else None
-        return self.store.submit_jobs([
+        return self._submit([
             JobSubmission(type=type_name, args=dict(a), priority=priority, pools=chosen)
             for a in args_list
-        ], place=self._place if self.inline_cycle else None)
+        ])
+
+    def _submit(self, subs: Sequence[JobSubmission]) -> list[int]:
+        """Seed 000 runs schedule() on job creation: in the submit's own transaction,
+        so that a job reaches its worker with one commit."""
+        with self.store.write() as tx:
+            ids = tx.jobs.submit(subs, cycle_next=self.inline_cycle)
+            if self.inline_cycle and not self._place(tx):
+                tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+            return ids
 
     def get_job(self, job_id: int) -> JobRecord:
-        job = self.store.get_job(job_id)
+        job = self.store.jobs.get(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         return job
@@ -245,50 +254,50 @@ class Yard:
 
     def explain(self, job_id: int) -> list[Reason]:
         """Why the job is not running yet: dependencies, locks, capacity, queue, run_after."""
-        return self.store.explain_job(job_id)
+        return explain_job(self.store, job_id)
 
     def jobs(
         self, *, state: str | None = None, type: str | None = None, limit: int = 100
     ) -> list[JobRecord]:
-        return self.store.list_jobs(state=state, type=type, limit=limit)
+        return self.store.jobs.list(state=state, type=type, limit=limit)
 
     def cancel(self, job_id: int) -> JobRecord:
-        return self.store.cancel_job(job_id)
+        return self.store.jobs.cancel(job_id)
 
     def retry(self, job_id: int) -> JobRecord:
-        job = self.store.retry_job(job_id)
+        job = self.store.retries.retry(job_id)
         self._cycle()
         return job
 
     def submit_graph(self, doc: Mapping[str, Any]) -> int:
         """Submit a task graph (TaskCluster's format, as a mapping); returns the graph id."""
-        graph_id = self.store.submit_graph(doc)
+        graph_id = self.store.graphs.submit(doc)
         self._cycle()
         return graph_id
 
     def add_graph_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
         """Add tasks (``{"tasks": {...}}``) to a graph; returns the new job ids."""
-        ids = self.store.add_graph_tasks(graph_id, doc)
+        ids = self.store.graphs.add_tasks(graph_id, doc)
         self._cycle()
         return ids
 
     def graph(self, graph_id: int) -> GraphRecord:
-        return self.store.get_graph(graph_id)
+        return self.store.graphs.get(graph_id)
 
     def graphs(self, *, state: str | None = None, limit: int = 100) -> list[GraphRecord]:
-        return self.store.list_graphs(state=state, limit=limit)
+        return self.store.graphs.list(state=state, limit=limit)
 
     def cancel_graph(self, graph_id: int) -> GraphRecord:
-        return self.store.cancel_graph(graph_id)
+        return self.store.graphs.cancel(graph_id)
 
     def wait_graph(self, graph_id: int, timeout: float | None = None) -> GraphRecord:
         """Block until the graph is finished, blocked or canceled."""
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = 0.005
         while True:
-            graph = self.store.get_graph(graph_id, jobs=False)
+            graph = self.store.graphs.get(graph_id, jobs=False)
             if graph.state != "running":
-                return self.store.get_graph(graph_id)
+                return self.store.graphs.get(graph_id)
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"graph {graph_id} still running after {timeout}s")
             time.sleep(delay)
@@ -297,58 +306,56 @@ class Yard:
     def events(
         self, *, after_id: int | None = None, topic: str | None = None, limit: int = 1000
     ) -> list[EventRecord]:
-        return self.store.list_events(after_id=after_id, topic=topic, limit=limit)
+        return self.store.events.list(after_id=after_id, topic=topic, limit=limit)
 
     def _cycle(self) -> None:
         if self.inline_cycle:
             schedule(self.store, holder="inline", maintenance_every=EVENT_MAINTENANCE)
 
-    def _place(self, conn: Connection) -> bool:
+    def _place(self, tx: Tx) -> bool:
         """The cycle inside a submit's transaction; False when it could not run."""
-        if not self.inline_cycle:
-            return False
-        with self.store.cycle(conn) as tx:
-            if tx is None:
+        with tx.cycle() as cycle:
+            if cycle is None:
                 return False
-            run_cycle(self.store, tx, holder="inline", maintenance_every=EVENT_MAINTENANCE,
+            run_cycle(cycle, holder="inline", maintenance_every=EVENT_MAINTENANCE,
                       record=False)
         return True
 
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
-        return self.store.list_workers(include_gone=include_gone)
+        return self.store.workers.list(include_gone=include_gone)
 
     def schedule(self) -> CycleReport | None:
         """Run one scheduling cycle now (None if another is running)."""
         return schedule(self.store, holder="api")
 
-    # recurring: schedules (store/schedules.py); the CLI's `schedule` group calls these.
+    # Schedules (store/schedules.py); the CLI's `schedule` group calls these.
     def add_schedule(self, name: str, type: str, **options: Any) -> ScheduleRecord:
         """Create (or with ``replace=True`` redefine) a schedule. Options as
-        :meth:`Store.add_schedule`: every, cron, args, timezone, priority, catchup, paused."""
-        record = self.store.add_schedule(name, type, **options)
+        :meth:`Schedules.add`: every, cron, args, timezone, priority, catchup, paused."""
+        record = self.store.schedules.add(name, type, **options)
         self._cycle()
         return record
 
     def list_schedules(self) -> list[ScheduleRecord]:
-        return self.store.list_schedules()
+        return self.store.schedules.list()
 
     def get_schedule(self, name: str) -> ScheduleRecord:
-        found = self.store.get_schedule(name)
+        found = self.store.schedules.get(name)
         if found is None:
             raise NotFound(f"no schedule {name!r}")
         return found
 
     def pause_schedule(self, name: str) -> ScheduleRecord:
-        return self.store.pause_schedule(name)
+        return self.store.schedules.pause(name)
 
     def resume_schedule(self, name: str) -> ScheduleRecord:
-        record = self.store.resume_schedule(name)
+        record = self.store.schedules.resume(name)
         self._cycle()
         return record
 
     def delete_schedule(self, name: str) -> None:
-        self.store.delete_schedule(name)
+        self.store.schedules.delete(name)
 
     def apply_schedules(self, decls: Mapping[str, Mapping[str, Any]]) -> list[ScheduleRecord]:
         """Create or update schedules from an ``apply`` file's ``schedules`` section."""
-        return self.store.apply_schedules(decls)
+        return self.store.schedules.apply(decls)

@@ -42,7 +42,7 @@ def _preflight(state: State) -> None:
     """Fail at start, in one line, when the database cannot be used (unreachable, not
     initialised): once running, a daemon rides out database failures by retrying, and a
     worker would start its handler processes for nothing."""
-    state.yard.store.list_workers()
+    state.yard.store.workers.list()
 
 
 @click.command("init")
@@ -100,9 +100,8 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
     ctx.obj.close()  # the worker opens its own connections: hold none idle meanwhile
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
                        lease_seconds=lease, prefetch=prefetch,
-                       placer=lambda store, tx: run_cycle(store, tx, holder="worker",
-                                                          maintenance_every=0.25,
-                                                          record=False))
+                       placer=lambda cycle: run_cycle(cycle, holder="worker",
+                                                      maintenance_every=0.25, record=False))
     ctx.exit(code)
 
 
@@ -172,11 +171,11 @@ def _release(state: State, name: str, pid: int) -> None:
     """
     host = socket.gethostname()
     try:
-        for worker in state.yard.store.list_workers():
+        for worker in state.yard.store.workers.list():
             if worker.pid == pid and worker.hostname == host and worker.name.startswith(name):
                 # Expelled, not stopped: it died, and each running job counts the loss
                 # (a job that kills its worker must not do so for ever).
-                suspended = state.yard.store.expel_worker(worker.id, "worker process exited")
+                suspended = state.yard.store.workers.expel(worker.id, "worker process exited")
                 log.warning("event=worker-released worker=%s suspended=%d", worker.name,
                             suspended)
     except Exception as exc:  # its lease runs out all the same
@@ -187,7 +186,7 @@ def _release(state: State, name: str, pid: int) -> None:
 def _idle_since(state: State, since: float | None) -> float | None:
     """When the database was first seen without unfinished jobs (None: there are some)."""
     try:
-        busy = state.yard.store.unfinished_count()
+        busy = state.yard.store.jobs.unfinished_count()
     except Exception as exc:  # a database hiccup must not end `up`: count it as busy
         log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
         return None

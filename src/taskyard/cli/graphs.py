@@ -12,7 +12,7 @@ import yaml
 
 from taskyard.cli.main import State
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
-from taskyard.store.records import GraphRecord
+from taskyard.model.records import GraphRecord
 
 
 class _Mapping(dict[Any, Any]):

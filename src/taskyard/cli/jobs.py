@@ -13,7 +13,7 @@ from taskyard.cli.output import duration, json_option, print_json, print_table, 
 from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.routing import topic_matches
 from taskyard.core.states import JobState
-from taskyard.store.records import EventRecord, JobRecord
+from taskyard.model.records import EventRecord, JobRecord
 
 
 @click.command("submit")
@@ -87,7 +87,7 @@ def jobs_list(state: State, state_filter: str | None, type_name: str | None, lim
 @click.pass_obj
 def jobs_pending(state: State, type_name: str, limit: int, as_json: bool) -> None:
     """That type's pending jobs, oldest first (swh's `task list-pending`)."""
-    found = state.yard.store.list_pending(type_name, limit)
+    found = state.yard.store.jobs.pending(type_name, limit)
     if as_json:
         print_json([j.to_json() for j in found])
         return

@@ -12,16 +12,16 @@ from typing import Any
 import click
 
 from taskyard.api.yard import Yard, default_url
-from taskyard.cli.errors import (
+from taskyard.core.durations import DurationError, parse_duration
+from taskyard.model.errors import StoreError
+from taskyard.store.diagnosis import (
     DatabaseUrlError,
     NoDatabase,
     check_url,
     describe_database_error,
     is_database_error,
 )
-from taskyard.core.durations import DurationError, parse_duration
-from taskyard.store.engine import UnsupportedDatabase
-from taskyard.store.errors import StoreError
+from taskyard.store.dialects import UnsupportedDatabase
 
 log = logging.getLogger("taskyard.cli")
 

@@ -16,7 +16,7 @@ from taskyard.api.yard import Yard
 from taskyard.cli.output import json_option, print_json, print_table
 from taskyard.core.durations import iso
 from taskyard.core.recurrence import Catchup
-from taskyard.store.schedules import ScheduleRecord
+from taskyard.model.schedules import ScheduleRecord
 
 # (unit, its length in seconds, the distance from which it is used): past 45
 # seconds people say "a minute", past 22 hours "a day" (moment.js's thresholds).

@@ -11,7 +11,7 @@ import yaml
 from taskyard.cli.main import DURATION, POSITIVE_DURATION, State
 from taskyard.cli.output import json_option, print_json, print_table
 from taskyard.core.durations import DurationError, parse_interval
-from taskyard.store.records import TaskTypeSpec
+from taskyard.model.records import TaskTypeSpec
 
 
 @click.group("task-type")
@@ -92,7 +92,7 @@ def _human(seconds: float) -> str:
 @click.pass_obj
 def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> None:
     """List task types (like swh's `task-type list`)."""
-    specs = [s for s in state.yard.store.list_task_types() if not only or s.name in only]
+    specs = [s for s in state.yard.store.task_types.list() if not only or s.name in only]
     if as_json:
         print_json([s.to_json() for s in specs])
         return
@@ -145,9 +145,9 @@ def pools() -> None:
 def pools_list(state: State, as_json: bool) -> None:
     """Pools with their live workers and capacity."""
     store = state.yard.store
-    workers = store.list_workers()
+    workers = store.workers.list()
     rows: list[dict[str, Any]] = []
-    for name in store.list_pools():
+    for name in store.task_types.pools():
         members = [w for w in workers if name in w.pools]
         rows.append({"name": name, "workers": [w.name for w in members],
                      "capacity": sum(w.capacity for w in members),

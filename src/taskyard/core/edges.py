@@ -98,3 +98,19 @@ def reopened(convergence: str,
     if fails or any(o is EdgeOutcome.SKIP for o in outcomes):
         return None
     return (JobState.WAITING, unresolved, 0) if unresolved else (JobState.PENDING, 0, 0)
+
+
+def step_outcome(convergence: str, holds: int, skips: int, fails: int) -> EdgeOutcome:
+    """The outcome that counts when several of a dependent's edges resolve at once
+    (one step of propagation): for ``all`` the worst one, for ``any`` the best one."""
+    if convergence == "any":
+        return EdgeOutcome.HOLDS if holds else (EdgeOutcome.FAIL if fails else EdgeOutcome.SKIP)
+    return EdgeOutcome.FAIL if fails else (EdgeOutcome.SKIP if skips else EdgeOutcome.HOLDS)
+
+
+def decide_dependent(convergence: str, holds: int, skips: int, fails: int, *,
+                     unmet_after: int, failures_after: int) -> JobState | None:
+    """A waiting dependent's new state once ``holds + skips + fails`` of its edges
+    resolved together (None: keep waiting); see :func:`dependent_state`."""
+    return dependent_state(convergence, step_outcome(convergence, holds, skips, fails),
+                           unmet_after, failures_after)

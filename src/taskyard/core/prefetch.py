@@ -42,3 +42,13 @@ class PaceTracker:
     def observe(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
         self.mean = seconds if self.mean is None else self.mean + ALPHA * (seconds - self.mean)
+
+
+def worth_declaring(window: int, declared: int) -> bool:
+    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
+    every declaration is a write, and the window follows a moving average."""
+    if window == declared:
+        return False
+    if window == 0 or declared == 0:
+        return True
+    return abs(window - declared) * 4 >= declared

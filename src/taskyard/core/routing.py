@@ -1,6 +1,22 @@
-"""AMQP topic matching for event routing keys (``*`` one word, ``#`` any number)."""
+"""Event routing keys (TaskCluster's layout) and AMQP topic matching (``*`` one word,
+``#`` any number)."""
 
 from __future__ import annotations
+
+SCHEDULER_ID = "taskyard"
+"""First word of every event routing key (TaskCluster's schedulerId)."""
+
+
+def job_key(graph_id: int | None, routing: str) -> str:
+    """A job event's routing key; ``routing`` is the job's stored ``graph.job`` routing."""
+    return f"{SCHEDULER_ID}.{graph_id or '_'}.{routing or '_._'}"
+
+
+def routing_key(graph_id: int | None, graph_routing: str, job_routing: str) -> str:
+    """``<scheduler-id>.<graph-id>.<graph routing>.<job routing>``; empty parts are ``_``."""
+    return ".".join(
+        (SCHEDULER_ID, str(graph_id) if graph_id else "_", graph_routing or "_", job_routing or "_")
+    )
 
 
 def topic_matches(pattern: str, key: str) -> bool:

@@ -66,21 +66,20 @@ def schedule(
     (its worker normally does so at the deadline).
     """
     started = time.perf_counter()
-    with store.cycle() as tx:
-        if tx is None:
+    with store.cycle() as cycle:
+        if cycle is None:
             return None
-        report = run_cycle(store, tx, holder=holder, scan_limit=scan_limit,
+        report = run_cycle(cycle, holder=holder, scan_limit=scan_limit,
                            stall_after=stall_after, maintenance_every=maintenance_every,
                            timeout_grace=timeout_grace)
     report.seconds = time.perf_counter() - started
     if cancel_stalled:
         for graph_id in report.stalled:
-            store.cancel_graph(graph_id)
+            store.graphs.cancel(graph_id)
     return report
 
 
 def run_cycle(
-    store: Store,
     tx: CycleTx,
     *,
     holder: str = "",
@@ -90,18 +89,18 @@ def run_cycle(
     timeout_grace: float = TIMEOUT_GRACE,
     record: bool = True,
 ) -> CycleReport:
-    """The cycle's steps inside ``tx``, whose caller holds the global lock (see
-    :func:`schedule`; a worker runs this inside its batch of completions).
+    """The cycle's steps inside ``tx`` (a unit of work whose caller holds the global lock:
+    see :func:`schedule`; a worker runs this inside its batch of completions).
     ``record``: count it in ``scheduler_state`` (inline cycles, run on every submit
     and report, do not: one row written by every process would serialise them)."""
     started = time.perf_counter()
     report = CycleReport()
-    maintain = _maintenance_due(store, maintenance_every)
+    maintain = _maintenance_due(tx.tx.store, maintenance_every)
     if maintain:
         report.expelled = tx.expel_expired_workers()
         report.timed_out = tx.time_out_attempts(timeout_grace)
         report.requeued = tx.requeue_suspended()
-        report.scheduled = store.create_due_jobs(tx.conn)  # recurring: step 3
+        report.scheduled = tx.tx.schedule_runs.create_due_jobs()  # step 3
         if report.expelled or report.timed_out or report.requeued or report.scheduled:
             tx.forget_ahead()
     workers, active, limits = tx.snapshot()

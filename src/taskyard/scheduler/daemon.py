@@ -10,6 +10,7 @@ import time
 
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
+from taskyard.store.retention import prune
 
 log = logging.getLogger("taskyard.scheduler")
 AGING_PERIOD = 600.0
@@ -48,7 +49,7 @@ class SchedulerDaemon:
             return
         self._last_aging = time.monotonic()
         try:
-            aged = self.store.age_pending(self.aging)
+            aged = self.store.aging.age_pending(self.aging)
             if aged:
                 log.info("event=aged jobs=%d", aged)
         except Exception:
@@ -60,7 +61,7 @@ class SchedulerDaemon:
             return
         self._last_prune = time.monotonic()
         try:
-            report = self.store.prune(self.retain)
+            report = prune(self.store, self.retain)
             if report.jobs or report.events or report.graphs:
                 log.info("event=pruned jobs=%d graphs=%d events=%d", report.jobs,
                          report.graphs, report.events)

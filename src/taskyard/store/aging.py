@@ -9,31 +9,38 @@ the backlog; the oldest jobs are the ones that starve first.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Integer, bindparam, case, cast, func, select, update
 
 from taskyard.core.states import JobState
+from taskyard.model.errors import InvalidInput
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase, lit
-from taskyard.store.errors import InvalidInput
+from taskyard.store.sql import lit
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
 
 _J = t.jobs
 
 
-class AgingMixin(StoreBase):
+class Aging:
+    """Anti-starvation aging, in one transaction."""
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+
     def age_pending(self, period: float, limit: int = 1000) -> int:
         """Raise the priority of the oldest pending jobs by their full periods waited;
         returns how many jobs changed. ``period`` is in seconds (> 0)."""
         if period <= 0 or limit <= 0:
             raise InvalidInput("aging: period and limit must be > 0")
-        with self._tx() as conn:
-            return int(conn.execute(self._q("aging.update", self._age_stmt),
-                                    {"period": period, "n": limit}).rowcount)
+        return int(self.tx.conn.execute(self.tx.statement("aging.update", self._age_stmt),
+                                        {"period": period, "n": limit}).rowcount)
 
     def _age_stmt(self) -> object:
         since = case((_J.c.run_after > _J.c.created_at, _J.c.run_after), else_=_J.c.created_at)
-        periods = (self._now - since) / bindparam("period")
-        if not self.sqlite:  # PostgreSQL rounds on CAST; SQLite truncates (floor for >= 0)
-            periods = func.floor(periods)
+        periods = self.tx.dialect.floor((self.tx.now - since) / bindparam("period"))
         base = func.coalesce(_J.c.base_priority, _J.c.priority)
         target = base + cast(periods, Integer)
         oldest = (select(_J.c.id).where(_J.c.state == lit(JobState.PENDING))

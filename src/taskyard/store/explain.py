@@ -1,73 +1,60 @@
-"""Why a job is where it is: replays the cycle's placement up to that job."""
+"""What ``explain`` reads about one job, besides what the cycle reads (see
+``scheduler/explain.py``, which replays the cycle's placement with these)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from sqlalchemy import select
 
-from taskyard.core.durations import iso
-from taskyard.core.explain import Reason, from_decision
-from taskyard.core.placement import Planner
-from taskyard.core.states import ACTIVE, TERMINAL, JobState
+from taskyard.core.states import TERMINAL
+from taskyard.model.errors import NotFound
 from taskyard.store import schema as t
-from taskyard.store.cycle import SCAN_LIMIT, CycleStore, CycleTx, pools_of
-from taskyard.store.errors import NotFound
+from taskyard.store.candidates import pools_of
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
 
 _J, _D = t.jobs, t.dependencies
 
 
-class ExplainMixin(CycleStore):
-    def explain_job(self, job_id: int) -> list[Reason]:
-        """Reasons a job is not running (empty once it runs or ended)."""
-        with self._read() as conn:
-            job = conn.execute(
-                select(_J.c.state, _J.c.run_after, _J.c.priority, _J.c.worker_id, _J.c.pools)
-                .where(_J.c.id == job_id)
-            ).first()
-            if job is None:
-                raise NotFound(f"no job {job_id}")
-            state = JobState(job.state)
-            if state in TERMINAL or state in ACTIVE:
-                return []
-            if state is JobState.SUSPENDED:
-                return [Reason("suspended", "its worker was lost; the next cycle requeues it")]
-            if state is JobState.WAITING:
-                return [
-                    Reason("dependency", f"waits for job {r.id}"
-                           f"{f' ({r.label})' if r.label else ''} of type {r.type}, "
-                           f"which is {r.state}", r.id, r.condition)
-                    for r in conn.execute(
-                        select(_J.c.id, _J.c.label, _J.c.type, _J.c.state, _D.c.condition)
-                        .join(_D, _D.c.requires_id == _J.c.id)
-                        .where(_D.c.job_id == job_id, _J.c.state.not_in(TERMINAL))
-                        .order_by(_J.c.id)
-                    )
-                ]
-            now = float(conn.execute(select(self._now)).scalar_one())
-            if job.run_after is not None and job.run_after > now:
-                return [Reason("run_after", f"not due before {iso(job.run_after)} "
-                               f"(in {job.run_after - now:.0f}s)")]
-            # Replay the cycle's placement, with its stopping rules, up to this job.
-            tx = CycleTx(self, conn)
-            workers = tx.workers()
-            limits = tx.queue_limits()
-            planner = Planner.from_snapshot(workers, tx.active_jobs(), limits)
-            names = {w.id: w.name for w in workers}
-            pools = pools_of(job.pools)
-            ahead = 0
-            if not planner.exhausted():
-                for candidate in tx.ordered_candidates(planner.has_room, 1000, SCAN_LIMIT):
-                    decision = planner.offer(candidate)
-                    if candidate.id == job_id:
-                        return [from_decision(decision, ahead=ahead, worker_names=names,
-                                              queue_limit=limits.get(candidate.type))]
-                    ahead += 1
-                    if planner.exhausted():
-                        break
-        if not any(pool in w.pools for w in workers for pool in pools):
-            return [Reason("no_worker", f"no live worker serves its pools ({', '.join(pools)})",
-                           detail=",".join(pools))]
-        if not planner.has_room(pools) or planner.exhausted():
-            return [Reason("no_capacity", f"no worker in its pools ({', '.join(pools)}) has "
-                           f"room for it; {ahead} job(s) ahead in line are placed first",
-                           detail=",".join(pools))]
-        return [Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line")]
+@dataclass(frozen=True, slots=True)
+class JobPlace:
+    """Where a job stands, as the database sees it now."""
+
+    state: str
+    run_after: float | None
+    pools: tuple[str, ...]
+    now: float
+    """The database clock when read."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenParent:
+    """A job another waits for, which has not ended."""
+
+    id: int
+    label: str | None
+    type: str
+    state: str
+    condition: str
+
+
+def job_place(tx: Tx, job_id: int) -> JobPlace:
+    """The job's state, due time and pools (NotFound if there is no such job)."""
+    row = tx.conn.execute(
+        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now).where(_J.c.id == job_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"no job {job_id}")
+    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]))
+
+
+def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
+    """The jobs ``job_id`` waits for that have not ended, oldest first."""
+    return [OpenParent(*r) for r in tx.conn.execute(
+        select(_J.c.id, _J.c.label, _J.c.type, _J.c.state, _D.c.condition)
+        .join(_D, _D.c.requires_id == _J.c.id)
+        .where(_D.c.job_id == job_id, _J.c.state.not_in(TERMINAL))
+        .order_by(_J.c.id))]

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
-import hashlib
 import json
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from taskyard.core.graph import (
-    CONDITIONS,
-    Edge,
     GraphError,
     GraphSpec,
     TaskNode,
@@ -23,155 +16,48 @@ from taskyard.core.graph import (
     references,
     substitute_ids,
 )
-from taskyard.core.locks import LockTemplateError
+from taskyard.core.routing import job_key, routing_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.model.errors import Conflict, InvalidInput, NotFound
+from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
 from taskyard.store import schema as t
-from taskyard.store.base import job_key, routing_key
-from taskyard.store.errors import Conflict, InvalidInput, NotFound
-from taskyard.store.jobs import (
-    JOB_COLUMNS,
-    JOB_FROM,
-    JobStore,
-    attempt_record,
-    locks_text,
-    pools_text,
-    to_record,
-)
-from taskyard.store.raw import insert_edges
-from taskyard.store.records import GraphRecord, JobRecord, JobSubmission, TaskTypeSpec
+from taskyard.store.graph_rows import COLUMNS, definition_hash, gc_paused, graph_rows
+from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
+from taskyard.store.marks import reads
 from taskyard.store.resolution import Ended, chunks
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
 
 _J, _D, _G, _A = t.jobs, t.dependencies, t.graphs, t.attempts
 
 
-_gc_lock = threading.Lock()
-_gc_pauses = [0, False]  # graphs being written now; was collection on before the first
+class Graphs:
+    """Task graphs in one transaction."""
 
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a graph is parsed and written: its hundreds of
-    thousands of new objects (none of them cyclic garbage) would trigger full
-    collections over the whole heap again and again (a third of a 100,000-task submit).
-    Counted across threads: collection resumes when the last concurrent submit ends, and
-    only if it was on before the first began."""
-    with _gc_lock:
-        if _gc_pauses[0] == 0:
-            _gc_pauses[1] = gc.isenabled()
-            gc.disable()
-        _gc_pauses[0] += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses[0] -= 1
-            if _gc_pauses[0] == 0 and _gc_pauses[1]:
-                gc.enable()
-
-
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=list).encode
-
-
-def definition_hash(node: TaskNode) -> str:
-    """SHA-256 of the task's canonical definition: the JSON of ``definition()`` with
-    sorted keys, its args spliced in as already encoded ("args" sorts first)."""
-    return hashlib.sha256(definition_text(node).encode()).hexdigest()
-
-
-def definition_text(node: TaskNode) -> str:
-    """The canonical JSON that :func:`definition_hash` hashes. Its keys sort as args,
-    convergence, locks, pools, priority, requires, reruns, routing, timeout, type: the
-    parts before and after requires repeat from task to task, and are encoded once."""
-    return ('{"args":' + node.args_text + "," + _head(node.convergence, node.locks, node.pools,
-                                                      node.priority)
-            + ',"requires":' + _requires_text(node.requires) + ","
-            + _tail(node.reruns, node.routing, node.timeout, node.type))
-
-
-_string = json.encoder.encode_basestring_ascii  # as _canonical encodes a string
-_ON = {on: "," + _string(on) + "]" for on in CONDITIONS}
-
-
-def _requires_text(edges: tuple[Edge, ...]) -> str:
-    """``_canonical(edges)`` (each edge, a named tuple, as [label, on]), built directly:
-    about twice as fast, once per task of a graph."""
-    return "[" + ",".join(["[" + _string(label) + _ON[on] for label, on in edges]) + "]"
-
-
-@functools.lru_cache(maxsize=1024, typed=True)
-def _head(convergence: str, locks: tuple[str, ...], pools: tuple[str, ...] | None,
-          priority: int) -> str:
-    return _canonical({"convergence": convergence, "locks": locks, "pools": pools,
-                       "priority": priority})[1:-1]
-
-
-@functools.lru_cache(maxsize=1024, typed=True)
-def _tail(reruns: int | None, routing: str, timeout: float | None, type_: str) -> str:
-    return _canonical({"reruns": reruns, "routing": routing, "timeout": timeout,
-                       "type": type_})[1:]
-
-
-COLUMNS = (
-    "type", "args", "priority", "pools", "cost", "locks", "retries", "retry_delay",
-    "retry_backoff", "retry_max_delay", "max_worker_losses", "timeout", "run_after", "label",
-    "graph_id", "routing", "launch_type", "schedule_name", "dedup_key", "state", "unmet_deps",
-    "convergence", "definition_hash",
-)
-"""The keys of :func:`job_row`, in the order of :func:`graph_rows`' tuples."""
-
-
-def graph_rows(graph_id: int, spec: GraphSpec,
-               specs: Mapping[str, TaskTypeSpec]) -> Iterator[tuple[Any, ...]]:
-    """The jobs rows of a validated graph's tasks, as :func:`job_row` makes them for a
-    submission, built as tuples: the per-type part once, the per-task part per task.
-    A generator: PostgreSQL inserts the first rows while the next are computed."""
-    types = {
-        name: (ts.cost, ts.retries, ts.retry_delay, ts.retry_backoff, ts.retry_max_delay,
-               ts.max_worker_losses, ts.timeout, pools_text(tuple(ts.pools)))
-        for name, ts in specs.items()
-    }
-    routings: dict[str, str] = {}
-    for label, node in spec.tasks.items():
-        ts = specs[node.type]
-        cost, retries, delay, backoff, max_delay, losses, timeout, pools = types[node.type]
-        try:
-            locks = locks_text(ts, node.args, node.locks)
-        except LockTemplateError as exc:
-            raise InvalidInput(f"task {label!r}: {exc}") from None
-        routing = routings.get(node.routing)
-        if routing is None:
-            # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
-            routing = routings[node.routing] = f"{spec.routing or '_'}.{node.routing or '_'}"
-        yield (
-            node.type, node.args_text, node.priority,
-            pools if node.pools is None else pools_text(node.pools), cost, locks,
-            retries if node.reruns is None else node.reruns, delay, backoff, max_delay,
-            losses, timeout if node.timeout is None else node.timeout, None, label, graph_id,
-            routing, "graph", None, None,
-            JobState.WAITING if node.requires else JobState.PENDING, len(node.requires),
-            node.convergence, definition_hash(node),
-        )
-
-
-class GraphStore(JobStore):
-    def submit_graph(self, doc: Mapping[str, Any]) -> int:
-        """Validate the whole graph, then write it in one transaction; returns its id."""
-        with gc_paused(), self._tx() as conn:
-            spec = self._parse(conn, doc, existing=())
+    def submit(self, doc: Mapping[str, Any]) -> int:
+        """Validate the whole graph, then write it; returns its id."""
+        conn = self.tx.conn
+        with gc_paused():
+            spec = self._parse(doc, existing=())
             graph_id = int(conn.execute(
-                insert(_G).values(state="running", routing=spec.routing, created_at=self._now,
-                                  last_progress_at=self._now, jobs_total=len(spec.tasks))
+                insert(_G).values(state="running", routing=spec.routing, created_at=self.tx.now,
+                                  last_progress_at=self.tx.now, jobs_total=len(spec.tasks))
                 .returning(_G.c.id)
             ).scalar_one())
-            self._events(conn, [("graph-running", routing_key(graph_id, spec.routing, ""),
+            self.tx.events.append([("graph-running", routing_key(graph_id, spec.routing, ""),
                                  {"graph_id": graph_id, "state": "running",
                                   "routing": spec.routing}, None, graph_id)])
-            self._write_tasks(conn, graph_id, spec, existing={})
+            self._write_tasks(graph_id, spec, existing={})
         return graph_id
 
-    def add_graph_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
+    def add_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
         """Add tasks to a graph; identical re-added labels are no-ops. Returns new job ids."""
-        with gc_paused(), self._tx() as conn:
+        conn = self.tx.conn
+        with gc_paused():
             graph = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
             if graph is None:
                 raise NotFound(f"no graph {graph_id}")
@@ -179,12 +65,11 @@ class GraphStore(JobStore):
                 raise Conflict(f"graph {graph_id} is canceled")
             query = (select(_J.c.label, _J.c.id, _J.c.state, _J.c.definition_hash)
                      .where(_J.c.graph_id == graph_id).order_by(_J.c.id))
-            if not self.sqlite:
-                # New tasks may require these jobs: a concurrent completion must not
-                # read their dependents before our new edges are visible (see prereqs).
-                query = query.with_for_update()
-            existing = {r.label: (r.id, r.state, r.definition_hash) for r in conn.execute(query)}
-            spec = self._parse(conn, {"routing": graph.routing, **doc}, existing=existing)
+            # New tasks may require these jobs: a concurrent completion must not read
+            # their dependents before our new edges are visible (see prereqs).
+            existing = {r.label: (r.id, r.state, r.definition_hash)
+                        for r in conn.execute(self.tx.dialect.lock_rows(query))}
+            spec = self._parse({"routing": graph.routing, **doc}, existing=existing)
             fresh: dict[str, TaskNode] = {}
             for label, node in spec.tasks.items():
                 if label not in existing:
@@ -197,53 +82,52 @@ class GraphStore(JobStore):
                 return []
             conn.execute(
                 update(_G).where(_G.c.id == graph_id)
-                .values(jobs_total=_G.c.jobs_total + len(fresh), last_progress_at=self._now)
+                .values(jobs_total=_G.c.jobs_total + len(fresh), last_progress_at=self.tx.now)
             )
             if graph.state == "finished":
                 conn.execute(update(_G).where(_G.c.id == graph_id)
                              .values(state="running", finished_at=None))
-                self._events(conn, [("graph-running", routing_key(graph_id, graph.routing, ""),
+                self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
                                      {"graph_id": graph_id, "state": "running",
                                       "routing": graph.routing}, None, graph_id)])
-            ids = self._write_tasks(conn, graph_id, GraphSpec(spec.routing, fresh),
+            ids = self._write_tasks(graph_id, GraphSpec(spec.routing, fresh),
                                     existing={k: (v[0], v[1]) for k, v in existing.items()})
         return ids
 
-    def _parse(self, conn: Connection, doc: Mapping[str, Any], existing: Any) -> GraphSpec:
+    def _parse(self, doc: Mapping[str, Any], existing: Any) -> GraphSpec:
         tasks = doc.get("tasks") if isinstance(doc, Mapping) else None
         names = {b.get("type") for b in tasks.values() if isinstance(b, Mapping)} if isinstance(
             tasks, Mapping) else set()
-        known = set(conn.execute(
+        known = set(self.tx.conn.execute(
             select(t.task_types.c.name).where(t.task_types.c.name.in_(
                 [n for n in names if isinstance(n, str)]))
         ).scalars())
         try:
             return parse_graph(doc, known_types=known.__contains__, existing=existing,
-                               limits=self.limits)
+                               limits=self.tx.store.limits)
         except GraphError as exc:
             raise InvalidInput(str(exc)) from None
 
-    def _write_tasks(
-        self, conn: Connection, graph_id: int, spec: GraphSpec,
-        existing: Mapping[str, tuple[int, str]],
-    ) -> list[int]:
-        specs = self._specs_for(conn, {n.type for n in spec.tasks.values()})
+    def _write_tasks(self, graph_id: int, spec: GraphSpec,
+                     existing: Mapping[str, tuple[int, str]]) -> list[int]:
+        tx = self.tx
+        specs = tx.task_types.by_name({n.type for n in spec.tasks.values()})
         plan = None
         if any(ts.prerequisites for ts in specs.values()):
             # Update on launch applies to graph tasks too: a prerequisite is one more
             # parent of the task (outside the graph), spawned or reused as for a submit.
-            plan = self._plan_prerequisites(conn, [
+            plan = tx.prereqs.plan([
                 JobSubmission(type=node.type, args=node.args, priority=node.priority,
                               label=label, graph_id=graph_id, launch_type="graph")
                 for label, node in spec.tasks.items()], specs)
         if plan is not None and (plan.spawn or plan.waits):
-            ids = self._insert_with_prerequisites(
-                conn, [dict(zip(COLUMNS, row, strict=True))
+            ids = tx.jobs.insert_with_prerequisites(
+                [dict(zip(COLUMNS, row, strict=True))
                        for row in graph_rows(graph_id, spec, specs)], plan, specs)
         else:
-            ids = self._insert_rows(conn, COLUMNS, graph_rows(graph_id, spec, specs),
+            ids = tx.jobs.insert_rows(COLUMNS, graph_rows(graph_id, spec, specs),
                                     len(spec.tasks))
-            self._events(conn, [
+            self.tx.events.append([
                 ("job-pending", job_key(graph_id, routing), {"job_id": job_id, "type": node.type},
                  job_id, graph_id)
                 for job_id, node in zip(ids, spec.tasks.values(), strict=True)
@@ -260,83 +144,86 @@ class GraphStore(JobStore):
             if '"$' in node.args_text and references(node.args)
         ]
         if rewrites:
-            conn.execute(update(_J).where(_J.c.id == bindparam("jid"))
+            tx.conn.execute(update(_J).where(_J.c.id == bindparam("jid"))
                          .values(args=bindparam("new_args")), rewrites)
-        insert_edges(conn, [(id_of[label], id_of[e.label], e.on)
+        tx.dialect.insert_edges(tx.raw, [(id_of[label], id_of[e.label], e.on)
                             for label, node in spec.tasks.items() for e in node.requires])
         # Edges to tasks that already ended (add-tasks) resolve now.
         done = [Ended(job_id, JobState(state), graph_id)
                 for job_id, state in existing.values() if state in TERMINAL]
         if done:
             fresh_ids = set(ids)
-            ended = self._propagate(conn, done, only=fresh_ids)
+            ended = tx.resolution.propagate(done, only=fresh_ids)
             if ended:
-                self._jobs_ended(conn, ended)
-        self._notify(conn, ["scheduler"])
+                tx.resolution.jobs_ended(ended)
+        tx.notify("scheduler")
+        # The events now, while collection is paused (a large graph has many).
+        tx.events.flush()
         return ids
 
-    def get_graph(self, graph_id: int, *, jobs: bool = True) -> GraphRecord:
-        with self._read() as conn:
-            row = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
+    @reads
+    def get(self, graph_id: int, *, jobs: bool = True) -> GraphRecord:
+        """The graph, with its jobs unless ``jobs`` is False; NotFound if missing."""
+        row = self.tx.conn.execute(select(_G).where(_G.c.id == graph_id)).first()
         if row is None:
             raise NotFound(f"no graph {graph_id}")
         members: Sequence[JobRecord] = self._graph_jobs(graph_id) if jobs else ()
         return _graph_record(row, members)
 
     def _graph_jobs(self, graph_id: int) -> list[JobRecord]:
-        with self._read() as conn:
-            rows = conn.execute(select(*JOB_COLUMNS).select_from(JOB_FROM)
-                                .where(_J.c.graph_id == graph_id).order_by(_J.c.id)).all()
-            tries: dict[int, list[Any]] = {}
-            for r in conn.execute(
-                select(_A).join(_J, _J.c.id == _A.c.job_id)
-                .where(_J.c.graph_id == graph_id).order_by(_A.c.job_id, _A.c.attempt)
-            ):
-                tries.setdefault(r.job_id, []).append(attempt_record(r))
+        conn = self.tx.conn
+        rows = conn.execute(select(*JOB_COLUMNS).select_from(JOB_FROM)
+                            .where(_J.c.graph_id == graph_id).order_by(_J.c.id)).all()
+        tries: dict[int, list[Any]] = {}
+        for r in conn.execute(
+            select(_A).join(_J, _J.c.id == _A.c.job_id)
+            .where(_J.c.graph_id == graph_id).order_by(_A.c.job_id, _A.c.attempt)
+        ):
+            tries.setdefault(r.job_id, []).append(attempt_record(r))
         return [to_record(r, tries.get(r.id, ())) for r in rows]
 
-    def list_graphs(self, *, state: str | None = None, limit: int = 100) -> list[GraphRecord]:
+    def cancel(self, graph_id: int) -> GraphRecord:
+        """Cancel every unfinished job (running ones are stopped by their workers)."""
+        conn = self.tx.conn
+        graph = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
+        if graph is None:
+            raise NotFound(f"no graph {graph_id}")
+        if graph.state in ("canceled", "finished"):
+            raise Conflict(f"graph {graph_id} is already {graph.state}")
+        self.tx.resolution.set_graph_state(graph_id, "canceled", graph.routing, {})
+        workers = set(conn.execute(
+            select(_J.c.worker_id).where(_J.c.graph_id == graph_id, _J.c.state.in_(ACTIVE))
+        ).scalars())
+        rows = conn.execute(
+            update(_J)
+            .where(_J.c.graph_id == graph_id, _J.c.state.not_in(TERMINAL))
+            .values(state=JobState.CANCELED, worker_id=None, deadline=None,
+                    finished_at=self.tx.now, error="graph canceled",
+                    cancel_requested=_J.c.state.in_(ACTIVE))
+            .returning(_J.c.id, _J.c.attempt, _J.c.routing)
+        ).all()
+        for part in chunks([r.id for r in rows]):
+            conn.execute(
+                update(_A).where(_A.c.job_id.in_(part), _A.c.state.in_(ACTIVE))
+                .values(state=AttemptState.CANCELED, finished_at=self.tx.now)
+            )
+        self.tx.events.append([("job-exception", job_key(graph_id, r.routing),
+                             {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
+                            for r in rows])
+        # Jobs outside the graph may wait on these (a prerequisite reused by a later
+        # launch): they must end too, never wait forever.
+        self.tx.resolution.jobs_ended([Ended(r.id, JobState.CANCELED, graph_id) for r in rows])
+        conn.execute(update(_G).where(_G.c.id == graph_id)
+                     .values(jobs_done=_G.c.jobs_total))
+        self.tx.notify("scheduler", *(f"worker.{w}" for w in sorted(workers)))
+        return self.get(graph_id)
+
+    @reads
+    def list(self, *, state: str | None = None, limit: int = 100) -> list[GraphRecord]:
         query = select(_G).order_by(_G.c.id.desc()).limit(limit)
         if state is not None:
             query = query.where(_G.c.state == state)
-        with self._read() as conn:
-            return [_graph_record(r, ()) for r in conn.execute(query)]
-
-    def cancel_graph(self, graph_id: int) -> GraphRecord:
-        """Cancel every unfinished job (running ones are stopped by their workers)."""
-        with self._tx() as conn:
-            graph = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
-            if graph is None:
-                raise NotFound(f"no graph {graph_id}")
-            if graph.state in ("canceled", "finished"):
-                raise Conflict(f"graph {graph_id} is already {graph.state}")
-            self._set_graph_state(conn, graph_id, "canceled", graph.routing, {})
-            workers = set(conn.execute(
-                select(_J.c.worker_id).where(_J.c.graph_id == graph_id, _J.c.state.in_(ACTIVE))
-            ).scalars())
-            rows = conn.execute(
-                update(_J)
-                .where(_J.c.graph_id == graph_id, _J.c.state.not_in(TERMINAL))
-                .values(state=JobState.CANCELED, worker_id=None, deadline=None,
-                        finished_at=self._now, error="graph canceled",
-                        cancel_requested=_J.c.state.in_(ACTIVE))
-                .returning(_J.c.id, _J.c.attempt, _J.c.routing)
-            ).all()
-            for part in chunks([r.id for r in rows]):
-                conn.execute(
-                    update(_A).where(_A.c.job_id.in_(part), _A.c.state.in_(ACTIVE))
-                    .values(state=AttemptState.CANCELED, finished_at=self._now)
-                )
-            self._events(conn, [("job-exception", job_key(graph_id, r.routing),
-                                 {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
-                                for r in rows])
-            # Jobs outside the graph may wait on these (a prerequisite reused by a later
-            # launch): they must end too, never wait forever.
-            self._jobs_ended(conn, [Ended(r.id, JobState.CANCELED, graph_id) for r in rows])
-            conn.execute(update(_G).where(_G.c.id == graph_id)
-                         .values(jobs_done=_G.c.jobs_total))
-            self._notify(conn, ["scheduler", *(f"worker.{w}" for w in sorted(workers))])
-        return self.get_graph(graph_id)
+        return [_graph_record(r, ()) for r in self.tx.conn.execute(query)]
 
 
 def _graph_record(row: Any, jobs: Sequence[JobRecord]) -> GraphRecord:

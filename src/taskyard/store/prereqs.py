@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import select
 
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.prerequisites import (
@@ -16,10 +17,12 @@ from taskyard.core.prerequisites import (
     decide,
     render_args,
 )
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase
-from taskyard.store.errors import InvalidInput
-from taskyard.store.records import JobSubmission, TaskTypeSpec
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
 
 _J = t.jobs
 
@@ -34,10 +37,17 @@ class PrereqPlan:
     """For each spawned submission, the submission indexes that wait on it."""
 
 
-class PrereqMixin(StoreBase):
-    def _plan_prerequisites(
-        self, conn: Connection, subs: Sequence[JobSubmission], specs: Mapping[str, TaskTypeSpec]
-    ) -> PrereqPlan:
+class Prerequisites:
+    """Update on launch (seed 000), in one transaction."""
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+
+    def plan(self, subs: Sequence[JobSubmission],
+             specs: Mapping[str, TaskTypeSpec]) -> PrereqPlan:
+        """For each submission whose type has prerequisites: reuse a fresh or in-flight
+        run, or spawn one (shared by the submissions that need the same)."""
+        conn = self.tx.conn
         plan = PrereqPlan()
         spawned: dict[tuple[str, str], int] = {}
         now: float | None = None
@@ -46,7 +56,7 @@ class PrereqMixin(StoreBase):
             if not spec.prerequisites or sub.launch_type == "dependent":
                 continue
             if now is None:
-                now = float(conn.execute(select(self._now)).scalar_one())
+                now = float(conn.execute(select(self.tx.now)).scalar_one())
             for prereq in spec.prerequisites:
                 where = f"job {index} ({sub.type}) prerequisite {prereq.type!r}"
                 try:
@@ -58,8 +68,10 @@ class PrereqMixin(StoreBase):
                 if key in spawned:
                     plan.spawn_waiters[spawned[key]].append(index)
                     continue
-                self._serialize_on(conn, f"prereq:{prereq.type}:{args_text}")
-                choice = decide(self._prior_runs(conn, prereq.type, args_text, prereq.cache),
+                # Concurrent launches needing the same prerequisite decide one after
+                # the other.
+                self.tx.dialect.serialize_on(self.tx.raw, f"prereq:{prereq.type}:{args_text}")
+                choice = decide(self._prior_runs(prereq.type, args_text, prereq.cache),
                                 cache=prereq.cache, now=now)
                 if isinstance(choice, Reuse):
                     if choice.wait:
@@ -71,29 +83,20 @@ class PrereqMixin(StoreBase):
                 plan.spawn_waiters.append([index])
         return plan
 
-    def _serialize_on(self, conn: Connection, key: str) -> None:
-        """Concurrent launches needing the same prerequisite decide one after the other."""
-        if not self.sqlite:  # SQLite write transactions are serial already
-            conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
-                         {"k": key})
-
-    def _prior_runs(self, conn: Connection, type_: str, args_text: str,
-                    cache: float) -> list[PriorRun]:
+    def _prior_runs(self, type_: str, args_text: str, cache: float) -> list[PriorRun]:
         query = (
             select(_J.c.id, _J.c.state, _J.c.finished_at)
             .where(_J.c.type == type_, _J.c.state.in_(IN_FLIGHT), _J.c.args == args_text)
             .order_by(_J.c.id.desc()).limit(1)
         )
-        if not self.sqlite:
-            # Lock the run we may wait on: its completion (which reads our new edge to
-            # decrement us) must wait for this transaction, or it misses the edge and we
-            # wait forever. If it completed first, the lock returns nothing here.
-            query = query.with_for_update()
-        flying = conn.execute(query).all()
-        recent = conn.execute(
+        # Lock the run we may wait on: its completion (which reads our new edge to
+        # decrement us) must wait for this transaction, or it misses the edge and we
+        # wait forever. If it completed first, the lock returns nothing here.
+        flying = self.tx.conn.execute(self.tx.dialect.lock_rows(query)).all()
+        recent = self.tx.conn.execute(
             select(_J.c.id, _J.c.state, _J.c.finished_at)
             .where(_J.c.type == type_, _J.c.state == "succeeded",
-                   _J.c.finished_at >= self._now - cache, _J.c.args == args_text)
+                   _J.c.finished_at >= self.tx.now - cache, _J.c.args == args_text)
             .order_by(_J.c.finished_at.desc()).limit(1)
         ).all()
         return [PriorRun(r.id, r.state, r.finished_at) for r in (*flying, *recent)]

@@ -14,26 +14,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import (
-    ARRAY,
-    BigInteger,
-    ColumnElement,
-    Connection,
-    any_,
-    literal,
-    select,
-    true,
-    update,
-)
+from sqlalchemy import ColumnElement, select, true, update
 
-from taskyard.core.edges import EdgeOutcome, dependent_state, edge_outcome, failure_is_handled
-from taskyard.core.retry import RetryPolicy
+from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
+from taskyard.core.routing import job_key, routing_key
 from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.store import schema as t
-from taskyard.store.base import TX_SCOPED, StoreBase, job_key, routing_key
-from taskyard.store.raw import Raw
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
 
 CHUNK = 500
 T = TypeVar("T")
@@ -56,15 +47,6 @@ def _still_waiting() -> ColumnElement[bool]:
 
 _STILL_WAITING_SQL = "(state = 'waiting') IS TRUE"
 """:func:`_still_waiting` for :class:`Raw` statements."""
-
-
-def _ids(sqlite: bool, ids: Sequence[int]) -> ColumnElement[bool]:
-    """``jobs.id`` is one of ``ids``; on PostgreSQL one array parameter rather than an
-    expanded IN list (500 placeholders per statement cost the client more than the
-    server)."""
-    if sqlite:
-        return _J.c.id.in_(ids)
-    return _J.c.id == any_(literal(list(ids), ARRAY(BigInteger)))
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterable[Sequence[T]]:
@@ -92,9 +74,6 @@ class _GraphWork:
     progressed: set[int] = field(default_factory=set)
 
 
-_GRAPH_WORK = TX_SCOPED + "graph_work"
-
-
 @dataclass
 class _Tally:
     resolved: int = 0
@@ -103,24 +82,15 @@ class _Tally:
     fails: int = 0
 
 
-class ResolutionMixin(StoreBase):
-    def _retry_policies(self, conn: Connection,
-                        job_ids: list[int]) -> dict[int, tuple[RetryPolicy, int]]:
-        """Per job: its retry policy and how many times its handler failed before (the
-        attempts that ended failed or error; lost ones are the worker's, not its)."""
-        policies: dict[int, tuple[RetryPolicy, int]] = {}
-        raw = Raw(conn)
-        for part in chunks(job_ids):
-            which, params = raw.member("j.id", part)
-            for job, retries, delay, backoff, cap, failed in raw.all(
-                "SELECT j.id, j.retries, j.retry_delay, j.retry_backoff, j.retry_max_delay, "
-                "(SELECT COUNT(*) FROM attempts a WHERE a.job_id = j.id "
-                "AND a.state IN ('failed', 'error')) FROM jobs j "
-                f"WHERE {which}", params):
-                policies[job] = (RetryPolicy(retries, delay, backoff, cap), int(failed))
-        return policies
+class Resolution:
+    """What jobs' ends mean for their dependents and graphs, in one transaction."""
 
-    def _jobs_ended(self, conn: Connection, ended: Sequence[Ended]) -> list[Ended]:
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+        self._later: _GraphWork | None = None
+        """Graph writes deferred to the end of the transaction (see defer_graph_writes)."""
+
+    def jobs_ended(self, ended: Sequence[Ended]) -> list[Ended]:
         """Resolve dependents of ``ended`` (transitively) and update their graphs.
 
         Returns every job that ended, including dependents that ended as a result.
@@ -128,72 +98,50 @@ class ResolutionMixin(StoreBase):
         everything = list(ended)
         frontier = list(ended)
         while frontier:
-            frontier = self._propagate(conn, frontier)
+            frontier = self.propagate(frontier)
             everything.extend(frontier)
-        later = conn.info.get(_GRAPH_WORK)
-        if later is None:
-            self._graph_bookkeeping(conn, everything)
+        if self._later is None:
+            self._graph_bookkeeping(everything)
         else:
-            later.ended.extend(everything)
-        self._schedule_outcomes(conn, everything)  # recurring: last outcome, adaptive interval
+            self._later.ended.extend(everything)
+        # Schedules learn their runs' outcomes (adaptive intervals follow them).
+        self.tx.schedule_runs.record_outcomes(everything)
         return everything
 
-    def _graph_progress(self, conn: Connection, graph_ids: Iterable[int]) -> None:
+    def graph_progress(self, graph_ids: Iterable[int]) -> None:
         """Jobs of these graphs made progress (started): reset their stall clocks."""
         graphs = sorted(set(graph_ids))
         if not graphs:
             return
-        later = conn.info.get(_GRAPH_WORK)
-        if later is not None:
-            later.progressed.update(graphs)
+        if self._later is not None:
+            self._later.progressed.update(graphs)
             return
-        raw = Raw(conn)
+        raw = self.tx.raw
         which, params = raw.member("id", graphs)
         raw.run(f"UPDATE graphs SET last_progress_at = {{now}}, stalled_at = NULL "
                 f"WHERE {which}", params)
 
-    def _before_commit(self, conn: Connection) -> None:
-        """A graph's row is written by every job of it that starts or ends, from every
-        worker: its writes wait for the end of the transaction, so that its lock is
-        held for one statement and the commit, not for the rest of the transaction
-        (the scheduling cycle, ...): on PostgreSQL, workers' reports queued on it."""
-        later: _GraphWork | None = conn.info.pop(_GRAPH_WORK, None)
-        if later is None:
-            return
-        self._graph_bookkeeping(conn, later.ended)
-        self._graph_progress(conn, later.progressed - {e.graph_id for e in later.ended})
+    def defer_graph_writes(self) -> None:
+        """In this transaction, graph writes wait for its end. A graph's row is written
+        by every job of it that starts or ends, from every worker: deferred, its lock is
+        held for one statement and the commit, not for the rest of the transaction (the
+        scheduling cycle, ...): on PostgreSQL, workers' reports queued on it."""
+        if self._later is None:
+            self._later = _GraphWork()
+            self.tx.before_commit(self._write_deferred)
 
-    @staticmethod
-    def _defer_graph_writes(conn: Connection) -> None:
-        """In this write transaction, graph writes wait for its end (see
-        :meth:`_before_commit`)."""
-        conn.info.setdefault(_GRAPH_WORK, _GraphWork())
+    def _write_deferred(self) -> None:
+        later, self._later = self._later, None
+        assert later is not None
+        self._graph_bookkeeping(later.ended)
+        self.graph_progress(later.progressed - {e.graph_id for e in later.ended})
 
-    def _schedule_outcomes(self, conn: Connection, ended: Sequence[Ended]) -> None:
-        """recurring: overridden by ScheduleStore (store/schedules.py)."""
-
-    def _propagate(
-        self, conn: Connection, parents: Sequence[Ended], only: set[int] | None = None
-    ) -> list[Ended]:
+    def propagate(self, parents: Sequence[Ended], only: set[int] | None = None) -> list[Ended]:
         """Apply the parents' outcomes to their waiting dependents; return those that ended."""
-        state_of = {p.job_id: p.state for p in parents}
-        tallies: dict[int, _Tally] = defaultdict(_Tally)
-        raw = Raw(conn)
-        for part in chunks(list(state_of)):
-            which, params = raw.member("requires_id", part)
-            for child, parent, condition in raw.all(
-                "SELECT job_id, requires_id, condition FROM dependencies "
-                f"WHERE {which}", params):
-                if only is not None and child not in only:
-                    continue
-                tally = tallies[child]
-                tally.resolved += 1
-                outcome = edge_outcome(state_of[parent], condition)
-                tally.holds += outcome is EdgeOutcome.HOLDS
-                tally.skips += outcome is EdgeOutcome.SKIP
-                tally.fails += outcome is EdgeOutcome.FAIL
+        tallies = self._tallies(parents, only)
         if not tallies:
             return []
+        raw = self.tx.raw
         # The children's counters as they are now, locked as the UPDATE below would lock
         # them: a concurrent completion of another of their parents waits for our
         # commit (or we for its, and read what it wrote). SQLite's write transactions
@@ -201,32 +149,34 @@ class ResolutionMixin(StoreBase):
         # and state together: one write per child, not one for the counters and a
         # second for its new state.
         groups: dict[tuple[JobState | None, int, int], list[int]] = defaultdict(list)
-        lock = "" if self.sqlite else " FOR NO KEY UPDATE"
+        lock = self.tx.dialect.row_lock
         for part in chunks(sorted(tallies)):
             which, params = raw.member("id", part)
             for job_id, unmet, failures, convergence in raw.all(
                     "SELECT id, unmet_deps, dep_failures, convergence FROM jobs "
                     f"WHERE {which} AND {_STILL_WAITING_SQL}{lock}", params):
                 tally = tallies[job_id]
-                new = _decide(convergence, tally, unmet - tally.resolved,
-                              failures + tally.fails)
+                new = decide_dependent(convergence, tally.holds, tally.skips, tally.fails,
+                                       unmet_after=unmet - tally.resolved,
+                                       failures_after=failures + tally.fails)
                 groups[(new, tally.resolved, tally.fails)].append(job_id)
         ended: list[Ended] = []
         for (state, resolved, fails), ids in groups.items():
             values: dict[str, object] = {"unmet_deps": _J.c.unmet_deps - resolved,
                                          "dep_failures": _J.c.dep_failures + fails}
             if state in TERMINAL:
-                values.update(state=state, finished_at=self._now, error=_WHY.get(state))
+                values.update(state=state, finished_at=self.tx.now, error=_WHY.get(state))
             elif state is not None:
                 # Pending with edges still open (convergence 'any'): satisfy the
                 # waiting-has-deps invariant by clearing the counter.
                 values.update(state=state, unmet_deps=0)
             for part in chunks(ids):
-                statement = update(_J).where(_ids(self.sqlite, part), _still_waiting())
+                statement = update(_J).where(self.tx.dialect.ids_in(_J.c.id, part),
+                                             _still_waiting())
                 if state is None:
-                    conn.execute(statement.values(**values))
+                    self.tx.conn.execute(statement.values(**values))
                     continue
-                rows = conn.execute(
+                rows = self.tx.conn.execute(
                     statement.values(**values).returning(_J.c.id, _J.c.graph_id, _J.c.routing)
                 ).all()
                 if state in TERMINAL:
@@ -240,10 +190,30 @@ class ResolutionMixin(StoreBase):
                         key = keys[(graph_id, routing)] = job_key(graph_id, routing)
                     events.append(("job-pending", key, f'{{"job_id":{job_id}}}', job_id,
                                    graph_id))
-                self._events(conn, events)
+                self.tx.events.append(events)
         return ended
 
-    def _graph_bookkeeping(self, conn: Connection, ended: Sequence[Ended]) -> None:
+    def _tallies(self, parents: Sequence[Ended], only: set[int] | None) -> dict[int, _Tally]:
+        """Per dependent (among ``only``, if given): its edges that the parents resolve."""
+        state_of = {p.job_id: p.state for p in parents}
+        tallies: dict[int, _Tally] = defaultdict(_Tally)
+        raw = self.tx.raw
+        for part in chunks(list(state_of)):
+            which, params = raw.member("requires_id", part)
+            for child, parent, condition in raw.all(
+                "SELECT job_id, requires_id, condition FROM dependencies "
+                f"WHERE {which}", params):
+                if only is not None and child not in only:
+                    continue
+                tally = tallies[child]
+                tally.resolved += 1
+                outcome = edge_outcome(state_of[parent], condition)
+                tally.holds += outcome is EdgeOutcome.HOLDS
+                tally.skips += outcome is EdgeOutcome.SKIP
+                tally.fails += outcome is EdgeOutcome.FAIL
+        return tallies
+
+    def _graph_bookkeeping(self, ended: Sequence[Ended]) -> None:
         """Count finished jobs per graph; block a graph on an unhandled failure,
         finish it when every job ended and none blocked it."""
         by_graph: dict[int, list[Ended]] = defaultdict(list)
@@ -255,6 +225,7 @@ class ResolutionMixin(StoreBase):
         failed = [e.job_id for e in ended if e.graph_id is not None and e.state in (
             JobState.FAILED, JobState.ERROR, JobState.CANCELED)]
         handlers: dict[int, set[str]] = defaultdict(set)
+        conn = self.tx.conn
         for part in chunks(failed):
             for parent, condition in conn.execute(
                 select(_D.c.requires_id, _D.c.condition).where(_D.c.requires_id.in_(part))
@@ -264,7 +235,7 @@ class ResolutionMixin(StoreBase):
             row = conn.execute(
                 update(_G)
                 .where(_G.c.id == graph_id)
-                .values(jobs_done=_G.c.jobs_done + len(items), last_progress_at=self._now,
+                .values(jobs_done=_G.c.jobs_done + len(items), last_progress_at=self.tx.now,
                         stalled_at=None)
                 .returning(_G.c.jobs_done, _G.c.jobs_total, _G.c.state, _G.c.routing)
             ).first()
@@ -272,51 +243,41 @@ class ResolutionMixin(StoreBase):
                 continue
             unhandled = [e.job_id for e in items if e.job_id in set(failed)
                          and not failure_is_handled(e.state, handlers[e.job_id])]
-            unhandled += self._failed_from_outside(conn, graph_id, items)
+            unhandled += self._failed_from_outside(graph_id, items)
             if unhandled:
-                self._set_graph_state(conn, graph_id, "blocked", row.routing,
-                                      {"failed_job_ids": unhandled})
+                self.set_graph_state(graph_id, "blocked", row.routing,
+                                     {"failed_job_ids": unhandled})
             elif row.jobs_done >= row.jobs_total:
-                self._set_graph_state(conn, graph_id, "finished", row.routing, {})
+                self.set_graph_state(graph_id, "finished", row.routing, {})
 
-    def _failed_from_outside(self, conn: Connection, graph_id: int,
-                             items: Sequence[Ended]) -> list[int]:
+    def _failed_from_outside(self, graph_id: int, items: Sequence[Ended]) -> list[int]:
         """Jobs of the graph that ended dependency_failed because of a job outside it (a
         prerequisite): no edge of the graph handles that failure, so it blocks it."""
         ids = [e.job_id for e in items if e.state is JobState.DEPENDENCY_FAILED]
         if not ids:
             return []
         parent = _J.alias("parent")
-        rows = conn.execute(
+        rows = self.tx.conn.execute(
             select(_D.c.job_id).select_from(_D.join(parent, parent.c.id == _D.c.requires_id))
             .where(_D.c.job_id.in_(ids), parent.c.state.in_(sorted(FAILURES)),
                    parent.c.graph_id.is_distinct_from(graph_id))
         ).scalars()
         return sorted(set(rows))
 
-    def _set_graph_state(
-        self, conn: Connection, graph_id: int, state: str, routing: str, extra: dict[str, object]
-    ) -> bool:
+    def set_graph_state(self, graph_id: int, state: str, routing: str,
+                        extra: dict[str, object]) -> bool:
+        """Move the graph to ``state`` (guarded) and announce it; False if it was not in
+        a state it could leave for that one."""
         values: dict[str, object] = {"state": state}
         if state in ("finished", "canceled"):
-            values["finished_at"] = self._now
+            values["finished_at"] = self.tx.now
         sources = ("running", "blocked") if state == "canceled" else ("running",)
-        changed = conn.execute(
+        changed = self.tx.conn.execute(
             update(_G).where(_G.c.id == graph_id, _G.c.state.in_(sources)).values(**values)
         ).rowcount
         if changed:
-            self._events(conn, [(f"graph-{state}", routing_key(graph_id, routing, ""),
+            self.tx.events.append([(f"graph-{state}", routing_key(graph_id, routing, ""),
                                  {"graph_id": graph_id, "state": state, "routing": routing,
                                   **extra}, None, graph_id)])
         return bool(changed)
 
-
-def _decide(convergence: str, tally: _Tally, unmet: int, failures: int) -> JobState | None:
-    """A dependent's new state given this step's tally (worst outcome first for 'all')."""
-    if convergence == "any":
-        outcome = EdgeOutcome.HOLDS if tally.holds else (
-            EdgeOutcome.FAIL if tally.fails else EdgeOutcome.SKIP)
-    else:
-        outcome = EdgeOutcome.FAIL if tally.fails else (
-            EdgeOutcome.SKIP if tally.skips else EdgeOutcome.HOLDS)
-    return dependent_state(convergence, outcome, unmet, failures)

@@ -34,7 +34,7 @@ from sqlalchemy import (
 )
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
-from taskyard.store import pg_references
+from taskyard.store.dialects import pg_references
 
 metadata = MetaData(
     naming_convention={

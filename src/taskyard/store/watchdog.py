@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from taskyard.core.routing import routing_key
 from taskyard.core.states import ACTIVE, JobState
+from taskyard.model.records import loads
 from taskyard.store import schema as t
-from taskyard.store.base import routing_key
 from taskyard.store.cycle import CycleTx
-from taskyard.store.records import loads
 
 _G, _J = t.graphs, t.jobs
 MAX_GRAPHS_PER_CYCLE = 100
 
 
-def flag_stalled_graphs(tx: CycleTx, stall_after: float, served_pools: set[str]) -> list[int]:
+def flag_stalled_graphs(cycle: CycleTx, stall_after: float, served_pools: set[str]) -> list[int]:
     """Flag (once) running graphs stalled for ``stall_after`` seconds; returns their ids."""
-    conn, now = tx.conn, tx.store._now
+    conn, now = cycle.tx.conn, cycle.tx.now
     rows = conn.execute(
         select(_G.c.id, _G.c.routing)
         .where(_G.c.state == "running", _G.c.stalled_at.is_(None),
@@ -42,7 +42,7 @@ def flag_stalled_graphs(tx: CycleTx, stall_after: float, served_pools: set[str])
         if not any(set(loads(p)) & served_pools for p in pools):
             continue  # nothing a live worker could run: waiting for workers, not stalled
         conn.execute(update(_G).where(_G.c.id == graph_id).values(stalled_at=now))
-        tx.store._events(conn, [("graph-stalled", routing_key(graph_id, routing, ""),
+        cycle.tx.events.append([("graph-stalled", routing_key(graph_id, routing, ""),
                                  {"graph_id": graph_id, "stall_after": stall_after},
                                  None, graph_id)])
         flagged.append(graph_id)

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, and_, case, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, case, func, select, text, update
 
+from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.model.errors import Conflict, InvalidInput
+from taskyard.model.records import LeaseStatus, WorkerRecord, dumps, loads
 from taskyard.store import schema as t
-from taskyard.store.base import StoreBase, job_key
-from taskyard.store.errors import Conflict, InvalidInput
-from taskyard.store.records import LeaseStatus, WorkerRecord, dumps, loads
-from taskyard.store.task_types import TaskTypeStore
+from taskyard.store.marks import reads
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
 
 _W = t.workers
 _J = t.jobs
 _A = t.attempts
 
 
-class WorkerStore(TaskTypeStore, StoreBase):
-    def register_worker(
+class Workers:
+    """Workers and their leases, in one transaction."""
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+
+    def register(
         self,
         name: str,
         pools: Sequence[str],
@@ -33,94 +41,87 @@ class WorkerStore(TaskTypeStore, StoreBase):
         """Join the cluster with a lease; a live worker of the same name is a Conflict."""
         if not name or not pools or capacity < 0 or lease_seconds <= 0:
             raise InvalidInput("worker: needs a name, at least one pool, capacity >= 0, a lease")
-        try:
-            with self._tx() as conn:
-                worker_id = conn.execute(
-                    insert(_W)
-                    .values(
-                        name=name,
-                        hostname=hostname,
-                        pid=pid,
-                        pools=dumps(list(pools)),
-                        capacity=capacity,
-                        state="active",
-                        lease_expires_at=self._now + lease_seconds,
-                        started_at=self._now,
-                        last_heartbeat_at=self._now,
-                    )
-                    .returning(_W.c.id)
-                ).scalar_one()
-                self._ensure_pools(conn, pools)
-                self._notify(conn, ["scheduler"])
-        except IntegrityError:
-            raise Conflict(f"a live worker named {name!r} is already registered") from None
+        now = self.tx.now
+        # Only one live worker per name (a partial unique index): a second one inserts
+        # nothing, and the caller's transaction goes on.
+        worker_id = self.tx.conn.execute(
+            self.tx.dialect.upsert(_W).values(
+                name=name, hostname=hostname, pid=pid, pools=dumps(list(pools)),
+                capacity=capacity, state="active", lease_expires_at=now + lease_seconds,
+                started_at=now, last_heartbeat_at=now)
+            .on_conflict_do_nothing(index_elements=["name"], index_where=text("state = 'active'"))
+            .returning(_W.c.id)
+        ).scalar()
+        if worker_id is None:
+            raise Conflict(f"a live worker named {name!r} is already registered")
+        self.tx.task_types.ensure_pools(pools)
+        self.tx.notify("scheduler")
         return self._worker(int(worker_id))
 
     def _worker(self, worker_id: int) -> WorkerRecord:
         return next(w for w in self._workers(_W.c.id == worker_id))
 
-    def renew_lease(
-        self, worker_id: int, lease_seconds: float, running: Sequence[tuple[int, int]]
-    ) -> LeaseStatus:
+    def renew_lease(self, worker_id: int, lease_seconds: float,
+                    running: Sequence[tuple[int, int]]) -> LeaseStatus:
         """Extend the lease; say which of ``running`` must stop (canceled or fenced).
 
         A lease that has run out is not renewed, even before the scheduler expels the
         worker: its completions are already refused, so it must stop (``renewed``
         False) and let the scheduler requeue its jobs."""
-        with self._tx() as conn:
-            renewed = conn.execute(
-                update(_W)
-                .where(_W.c.id == worker_id, _W.c.state == "active",
-                       _W.c.lease_expires_at >= self._now)
-                .values(lease_expires_at=self._now + lease_seconds, last_heartbeat_at=self._now)
-            ).rowcount
-            current: set[tuple[int, int]] = set()
-            if running:
-                current = {
-                    (int(r.id), int(r.attempt))
-                    for r in conn.execute(
-                        select(_J.c.id, _J.c.attempt).where(
-                            _J.c.id.in_([job for job, _ in running]),
-                            _J.c.worker_id == worker_id,
-                            _J.c.state.in_(ACTIVE),
-                        )
+        conn = self.tx.conn
+        renewed = conn.execute(
+            update(_W)
+            .where(_W.c.id == worker_id, _W.c.state == "active",
+                   _W.c.lease_expires_at >= self.tx.now)
+            .values(lease_expires_at=self.tx.now + lease_seconds, last_heartbeat_at=self.tx.now)
+        ).rowcount
+        current: set[tuple[int, int]] = set()
+        if running:
+            current = {
+                (int(r.id), int(r.attempt))
+                for r in conn.execute(
+                    select(_J.c.id, _J.c.attempt).where(
+                        _J.c.id.in_([job for job, _ in running]),
+                        _J.c.worker_id == worker_id,
+                        _J.c.state.in_(ACTIVE),
                     )
-                }
+                )
+            }
         stop = tuple(pair for pair in running if pair not in current)
         return LeaseStatus(renewed=renewed == 1, stop=stop)
 
-    def stop_worker(self, worker_id: int) -> int:
+    def stop(self, worker_id: int) -> int:
         """Leave the cluster; this worker's jobs are suspended (requeued by the next cycle)."""
-        with self._tx() as conn:
-            conn.execute(
-                update(_W)
-                .where(_W.c.id == worker_id, _W.c.state == "active")
-                .values(state="stopped", stopped_at=self._now)
-            )
-            # A stop is the operator's doing, not the job's: no loss counted.
-            suspended = self._suspend_jobs_of(conn, [worker_id], "worker stopped",
-                                              count_loss=False)
-            self._notify(conn, ["scheduler"])
+        conn = self.tx.conn
+        conn.execute(
+            update(_W)
+            .where(_W.c.id == worker_id, _W.c.state == "active")
+            .values(state="stopped", stopped_at=self.tx.now)
+        )
+        # A stop is the operator's doing, not the job's: no loss counted.
+        suspended = self.suspend_jobs_of([worker_id], "worker stopped", count_loss=False)
+        self.tx.notify("scheduler")
         return suspended
 
-    def expel_worker(self, worker_id: int, why: str = "worker died") -> int:
+    def expel(self, worker_id: int, why: str = "worker died") -> int:
         """Expel a worker known to be dead (its process ended) without waiting for its
         lease: its jobs are suspended, each counting a worker loss. Returns their count."""
-        with self._tx() as conn:
-            gone = conn.execute(
-                update(_W).where(_W.c.id == worker_id, _W.c.state == "active")
-                .values(state="expelled", stopped_at=self._now)
-            ).rowcount
-            suspended = self._suspend_jobs_of(conn, [worker_id], why) if gone else 0
-            self._notify(conn, ["scheduler"])
+        conn = self.tx.conn
+        gone = conn.execute(
+            update(_W).where(_W.c.id == worker_id, _W.c.state == "active")
+            .values(state="expelled", stopped_at=self.tx.now)
+        ).rowcount
+        suspended = self.suspend_jobs_of([worker_id], why) if gone else 0
+        self.tx.notify("scheduler")
         return suspended
 
-    def _suspend_jobs_of(self, conn: Connection, worker_ids: Sequence[int], why: str, *,
-                         count_loss: bool = True) -> int:
+    def suspend_jobs_of(self, worker_ids: Sequence[int], why: str, *,
+                        count_loss: bool = True) -> int:
         """Move the workers' dispatched/running jobs to suspended; their attempts are lost.
         ``count_loss``: the running ones use up one of their worker-loss budget."""
         if not worker_ids:
             return 0
+        conn = self.tx.conn
         rows = conn.execute(
             update(_J)
             .where(_J.c.worker_id.in_(worker_ids), _J.c.state.in_(ACTIVE))
@@ -139,17 +140,13 @@ class WorkerStore(TaskTypeStore, StoreBase):
             conn.execute(
                 update(_A)
                 .where(_A.c.job_id == job_id, _A.c.attempt == attempt, _A.c.state.in_(ACTIVE))
-                .values(state=AttemptState.LOST, finished_at=self._now, error=why)
+                .values(state=AttemptState.LOST, finished_at=self.tx.now, error=why)
             )
         # TaskCluster's task-exception: the attempt ended for a reason not its own.
-        self._events(conn, [("job-exception", job_key(graph_id, routing),
+        self.tx.events.append([("job-exception", job_key(graph_id, routing),
                              {"job_id": job_id, "attempt": attempt, "reason": why},
                              job_id, graph_id) for job_id, attempt, graph_id, routing in rows])
         return len(rows)
-
-    def list_workers(self, *, include_gone: bool = False) -> list[WorkerRecord]:
-        """Live workers (and stopped/expelled ones with ``include_gone``), by name."""
-        return self._workers(None if include_gone else _W.c.state == "active")
 
     def _workers(self, where: object) -> list[WorkerRecord]:
         load = (
@@ -169,8 +166,7 @@ class WorkerStore(TaskTypeStore, StoreBase):
         )
         if where is not None:
             query = query.where(and_(where))  # type: ignore[arg-type]
-        with self._read() as conn:
-            rows = conn.execute(query).all()
+        rows = self.tx.conn.execute(query).all()
         return [
             WorkerRecord(
                 id=r.id,
@@ -188,3 +184,8 @@ class WorkerStore(TaskTypeStore, StoreBase):
             )
             for r in rows
         ]
+
+    @reads
+    def list(self, *, include_gone: bool = False) -> list[WorkerRecord]:
+        """Live workers (and stopped/expelled ones with ``include_gone``), by name."""
+        return self._workers(None if include_gone else _W.c.state == "active")

@@ -19,22 +19,21 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import FrameType
 
-from taskyard.core.prefetch import PaceTracker, prefetch_window
+from taskyard.core.prefetch import PaceTracker, prefetch_window, worth_declaring
 from taskyard.core.stages import StageReport
-from taskyard.store import CycleTx, Store, open_store
-from taskyard.store.batches import Assignment
-from taskyard.store.errors import Conflict, InvalidInput
-from taskyard.store.records import Outcome, Started
+from taskyard.model.errors import Conflict, InvalidInput
+from taskyard.model.records import Assignment, Outcome, Started
+from taskyard.store import Store, open_store
 from taskyard.worker.deliveries import Deliveries, Key
 from taskyard.worker.executor import Executor
+from taskyard.worker.reports import Placer, report_batch
 
 log = logging.getLogger("taskyard.worker")
 DEFAULT_PREFETCH = 512
 """Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
-Placer = Callable[[Store, CycleTx], object]
 GATHER = 0.010
 """Seconds a busy worker lets ends accumulate before it reports them (group commit):
 only while its queue keeps every slot busy meanwhile (see ``WorkerDaemon._gather``)."""
@@ -45,14 +44,6 @@ this short on average: one report then carries both (a start alone is a transact
 the path of the job's end, and of the next job of a chain)."""
 
 
-def _worth_declaring(window: int, declared: int) -> bool:
-    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
-    every declaration is a write, and the window follows a moving average."""
-    if window == declared:
-        return False
-    if window == 0 or declared == 0:
-        return True
-    return abs(window - declared) * 4 >= declared
 ABANDONED = "abandoned"
 """Stop state of the attempts a fenced worker kills. Their outcomes are not reported:
 the worker gave its lease up, so they end as a lost worker's do (lease expiry, then the
@@ -103,7 +94,7 @@ class WorkerDaemon:
 
     def run(self, stop: threading.Event) -> None:
         """Serve until ``stop`` is set (or the lease is lost), then leave cleanly."""
-        record = self.store.register_worker(
+        record = self.store.workers.register(
             self.name, self.pools, self.capacity, lease_seconds=self.lease_seconds,
             hostname=socket.gethostname(), pid=os.getpid(),
         )
@@ -175,7 +166,7 @@ class WorkerDaemon:
         self._unsent += self.executor.take_started()
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
-        declare = window if _worth_declaring(window, self._window) else None
+        declare = window if worth_declaring(window, self._window) else None
         if not ended and declare is None and not look and self._hold_starts(now):
             return
         self._hold_until = None
@@ -187,12 +178,10 @@ class WorkerDaemon:
             # The cycle runs when room may have opened (seed 000 runs schedule() on
             # completion): not for starts alone, which free nothing and would delay
             # the report of the ends that follow them (a chain's hand-off).
-            place = (self._place if self.placer is not None
-                     and (ended or declare is not None) else None)
+            place = self.placer if ended or declare is not None else None
             try:
-                report = self.store.record_attempts(
-                    self.worker_id, starts, ended, prefetch=declare, place=place,
-                    fetch=look, known=held)
+                report = report_batch(self.store, self.worker_id, starts, ended,
+                                      prefetch=declare, place=place, fetch=look, known=held)
             except Exception:
                 self._ended.extendleft(reversed(ended))  # try again with the next round
                 raise
@@ -204,7 +193,7 @@ class WorkerDaemon:
             self.executor.release((o.job_id, o.attempt) for o in ended)
             assignment = report.assignment
         elif look:
-            assignment = self.store.fetch_dispatched(self.worker_id, known=held)
+            assignment = self.store.attempts.fetch(self.worker_id, known=held)
         else:
             return
         if look:
@@ -222,10 +211,6 @@ class WorkerDaemon:
             return False
         self._hold_until = until
         return True
-
-    def _place(self, tx: CycleTx) -> object:
-        assert self.placer is not None
-        return self.placer(self.store, tx)
 
     def _take(self, assignment: Assignment, held: Sequence[Key] = ()) -> None:
         """Start the new jobs; stop what we ``held`` before the assignment was read and
@@ -290,7 +275,7 @@ class WorkerDaemon:
             self.executor.shutdown()
             self._try_flush()
             try:
-                suspended = self.store.stop_worker(self.worker_id)
+                suspended = self.store.workers.stop(self.worker_id)
                 log.info("event=worker-stopping worker=%s suspended=%d", self.name, suspended)
             except Exception:
                 log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
@@ -317,7 +302,7 @@ class WorkerDaemon:
         self._unsent += self.executor.take_started()
         starts = [Started(j, a, now - t) for j, a, t in self._unsent]
         if starts or ended:
-            report = self.store.record_attempts(self.worker_id, starts, ended)
+            report = report_batch(self.store, self.worker_id, starts, ended)
             self._count(ended, report.accepted)
 
     def _report_stage(self, job_id: int, attempt: int, report: StageReport) -> bool:
@@ -327,8 +312,8 @@ class WorkerDaemon:
         try:
             # A failed stage keeps its message where a finished one keeps its result.
             result = report.error if report.state == "failed" else report.result
-            return self.store.report_stage(self.worker_id, job_id, attempt, report.name,
-                                           report.state, result=result)
+            return self.store.stages.report(self.worker_id, job_id, attempt, report.name,
+                                            report.state, result=result)
         except InvalidInput as exc:
             log.warning("event=stage-invalid job=%s attempt=%s error=%s", job_id, attempt, exc)
             return True
@@ -344,8 +329,8 @@ class WorkerDaemon:
         while not self._leaving.wait(self.heartbeat_every) and not self._fenced.is_set():
             sent = time.monotonic()
             try:
-                status = self.store.renew_lease(self.worker_id, self.lease_seconds,
-                                                self.executor.running())
+                status = self.store.workers.renew_lease(self.worker_id, self.lease_seconds,
+                                                        self.executor.running())
             except Exception as exc:
                 log.error("event=heartbeat-failed worker=%s error=%s", self.name,
                           " ".join(str(exc).split())[:200])

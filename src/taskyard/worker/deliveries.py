@@ -12,7 +12,7 @@ import collections
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from taskyard.store.records import ClaimedJob
+from taskyard.model.records import ClaimedJob
 
 Key = tuple[int, int]
 REMEMBER = 4096

@@ -23,7 +23,7 @@ from typing import Any
 from taskyard.core.handlers import HandlerSpec, HandlerSpecError
 from taskyard.core.handlers import parse_handler as _parse
 from taskyard.core.stages import StageReport
-from taskyard.store.records import ClaimedJob, Outcome
+from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.guardian import Guardian
 from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
 

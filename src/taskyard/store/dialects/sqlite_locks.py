@@ -1,9 +1,8 @@
-"""The one global scheduling lock: whoever holds it runs the cycle; others return at once.
+"""SQLite's locks between processes: files beside the database, locked with ``flock``.
 
-PostgreSQL: a transaction-scoped advisory lock, released on commit, rollback
-or a lost connection. SQLite: an ``flock`` on a file beside the database,
-released by the kernel even when the holder is killed (a lease row would leave
-the lock held until it expired), plus the cycle's ``BEGIN IMMEDIATE``.
+The cycle lock (the one global scheduling lock: whoever holds it runs the cycle;
+others return at once) is released by the kernel even when its holder is killed (a
+lease row would leave it held until it expired). The write lock queues writers.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ import fcntl
 import os
 import threading
 from typing import IO
-
-ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
 _process_locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()

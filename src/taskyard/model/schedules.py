@@ -1,7 +1,8 @@
 """What a schedule is: its validated definition and its stored record.
 
 Validation here needs no database (the task type is checked by the store);
-:mod:`taskyard.store.schedules` writes and runs schedules.
+:mod:`taskyard.store.schedules` writes schedules and
+:mod:`taskyard.store.schedule_runs` runs them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 from taskyard.core.cron import CronError, next_fire, parse_cron, resolve_zone
 from taskyard.core.durations import DurationError, Interval, iso, parse_duration
 from taskyard.core.recurrence import MIN_EVERY, Catchup, every_after, parse_catchup
-from taskyard.store.errors import InvalidInput
-from taskyard.store.records import JSON, loads
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import JSON
 
 SCHEDULE_FIELDS = frozenset(
     {"type", "args", "every", "cron", "timezone", "paused", "priority", "catchup"}
@@ -150,18 +151,6 @@ class ScheduleRecord:
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
         }
-
-
-def record_from_row(row: Any) -> ScheduleRecord:
-    m = row._mapping
-    return ScheduleRecord(
-        name=m["name"], type=m["type"], args=loads(m["args"]), priority=m["priority"],
-        every=m["every"], cron=m["cron"], timezone=m["timezone"], catchup=m["catchup"],
-        paused=bool(m["paused"]), next_run=m["next_run"],
-        current_interval=m["current_interval"], last_job_id=m["last_job_id"],
-        last_run_at=m["last_run_at"], last_outcome=m["last_outcome"],
-        created_at=m["created_at"], updated_at=m["updated_at"],
-    )
 
 
 def type_interval(m: Any) -> Interval | None:

@@ -342,3 +342,13 @@ class GraphRecord:
             "stalled_at": iso(self.stalled_at),
             "jobs": [j.to_json() for j in self.jobs],
         }
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What is placed on a worker: the jobs it did not know yet, and (``active``, when
+    looked up) every attempt dispatched to or running on it — any other attempt it
+    holds is stale (canceled, timed out or fenced) and must stop."""
+
+    jobs: list[ClaimedJob]
+    active: frozenset[tuple[int, int]] | None = None

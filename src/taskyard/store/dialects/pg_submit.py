@@ -15,12 +15,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from taskyard.store.base import _payload, job_key
-from taskyard.store.cycle_pg import LOCK_AHEAD
-from taskyard.store.errors import InvalidInput
+from taskyard.core.routing import job_key
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import JobSubmission, TaskTypeSpec
+from taskyard.store.dialects.pg_cycle import LOCK_AHEAD
+from taskyard.store.events import encode_payload
 from taskyard.store.raw import Raw
-from taskyard.store.records import JobSubmission, TaskTypeSpec
-from taskyard.store.task_types import COLUMNS, cached_spec
+from taskyard.store.task_type_rows import COLUMNS, cached_spec
 
 SpecCache = dict[str, tuple[str, TaskTypeSpec]]
 """Task type name → (row version, spec), per store."""
@@ -66,7 +67,7 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
     except InvalidInput:
         return None, None  # the ordinary path raises it, with the type read afresh
     columns = tuple(row)
-    tail = _payload({"type": row["type"]})[1:]
+    tail = encode_payload({"type": row["type"]})[1:]
     found = raw.first(_insert_sql(columns, lock), [
         *(row[c] for c in columns), spec.name, version,
         job_key(row["graph_id"], row["routing"]), "," + tail])

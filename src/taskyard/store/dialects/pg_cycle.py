@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskyard.store.base import EVENT_TYPES, TX_SCOPED, pg_channel
-from taskyard.store.cycle_lock import ADVISORY_KEY
-from taskyard.store.engine import CYCLE_LOCK_TIMEOUT_MS
-from taskyard.store.raw import Raw, pg_row_set
+from taskyard.store.dialects.pg_engine import CYCLE_LOCK_TIMEOUT_MS
+from taskyard.store.dialects.pg_listen import pg_channel
+from taskyard.store.dialects.pg_rows import named, pg_row_set
+from taskyard.store.events import EVENT_TYPES
+from taskyard.store.raw import Raw, json_rows
+
+ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
 _ACTIVE = ("CASE WHEN locks = '[]' THEN 0 ELSE id END")
 _SNAPSHOT_COLUMNS = (
@@ -89,7 +92,7 @@ def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
     rows of the first page of the first list (as CycleTx.candidates). Reading that page
     when the first list has no room costs at most one page, which follows the free
     capacity, not the backlog."""
-    lists, first = raw.pg(_PENDING_LISTS, {"n": page})[0]
+    lists, first = named(raw, _PENDING_LISTS, {"n": page})[0]
     return lists or [], first or []
 
 
@@ -97,8 +100,6 @@ CARRY_JOBS = 32
 """Most jobs a wake-up carries."""
 WAKEUP_BYTES = 7000
 """Largest wake-up payload (PostgreSQL refuses notifications of 8,000 bytes or more)."""
-AHEAD = TX_SCOPED + "cycle_ahead"
-"""Key of the :class:`Ahead` reads in a connection's ``info``, for its next cycle."""
 AHEAD_PAGE = 16
 """Size of the first page read ahead (the cycle's smallest page)."""
 
@@ -122,7 +123,7 @@ class Ahead:
         :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
         if not held:
             return cls(False)
-        workers, active, limits, lists, first = raw.pg(_AHEAD_READS, {"n": page})[0]
+        workers, active, limits, lists, first = named(raw, _AHEAD_READS, {"n": page})[0]
         return cls(True, (workers or [], active or [], limits or []), lists or [],
                    first or [], page)
 
@@ -135,7 +136,7 @@ def take_lock(raw: Raw) -> bool:
 
 def finish(raw: Raw, channels: Sequence[str]) -> None:
     """Bitmap scans back on, and the wake-ups of ``channels``, in one statement."""
-    raw.pg(_FINISH, {"channels": [pg_channel(c) for c in channels]})
+    named(raw, _FINISH, {"channels": [pg_channel(c) for c in channels]})
 
 
 # "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
@@ -147,7 +148,7 @@ DISPATCH = (
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
     "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
     "RETURNING job_id, attempt), "
-    # The transaction's events so far (see StoreBase._tx), written here rather than by
+    # The transaction's events so far (see Events.flush), written here rather than by
     # a statement of their own at its end: a round trip less on a job's way.
     "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
     f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS e), "
@@ -178,7 +179,7 @@ def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[s
     ``events``: the transaction's buffered events, written by this statement and so
     taken out of the buffer (None: no buffer). ``last``: the cycle's last dispatch
     statement (it turns the scans back on)."""
-    rows = Raw.json_rows(events) if events else "[]"
+    rows = json_rows(events) if events else "[]"
     if events:
         events.clear()
     return {"ids": ids, "w": worker_id, "name": name, "wake": list(wake),

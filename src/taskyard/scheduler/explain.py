@@ -1,0 +1,58 @@
+"""Why a job is where it is: replays the cycle's placement up to that job."""
+
+from __future__ import annotations
+
+from taskyard.core.durations import iso
+from taskyard.core.explain import Reason, from_decision
+from taskyard.core.placement import Planner
+from taskyard.core.states import ACTIVE, TERMINAL, JobState
+from taskyard.store import CycleTx, Store
+from taskyard.store.cycle import SCAN_LIMIT
+from taskyard.store.explain import job_place, open_parents
+
+EXPLAIN_PAGE = 1000
+
+
+def explain_job(store: Store, job_id: int) -> list[Reason]:
+    """Reasons a job is not running (empty once it runs or ended)."""
+    with store.read() as tx:
+        job = job_place(tx, job_id)
+        state = JobState(job.state)
+        if state in TERMINAL or state in ACTIVE:
+            return []
+        if state is JobState.SUSPENDED:
+            return [Reason("suspended", "its worker was lost; the next cycle requeues it")]
+        if state is JobState.WAITING:
+            return [Reason("dependency", f"waits for job {p.id}"
+                           f"{f' ({p.label})' if p.label else ''} of type {p.type}, "
+                           f"which is {p.state}", p.id, p.condition)
+                    for p in open_parents(tx, job_id)]
+        if job.run_after is not None and job.run_after > job.now:
+            return [Reason("run_after", f"not due before {iso(job.run_after)} "
+                           f"(in {job.run_after - job.now:.0f}s)")]
+        # Replay the cycle's placement, with its stopping rules, up to this job.
+        cycle = CycleTx(tx)
+        workers = cycle.workers()
+        limits = cycle.queue_limits()
+        planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits)
+        names = {w.id: w.name for w in workers}
+        ahead = 0
+        if not planner.exhausted():
+            for candidate in cycle.ordered_candidates(planner.has_room, EXPLAIN_PAGE,
+                                                      SCAN_LIMIT):
+                decision = planner.offer(candidate)
+                if candidate.id == job_id:
+                    return [from_decision(decision, ahead=ahead, worker_names=names,
+                                          queue_limit=limits.get(candidate.type))]
+                ahead += 1
+                if planner.exhausted():
+                    break
+    pools = job.pools
+    if not any(pool in w.pools for w in workers for pool in pools):
+        return [Reason("no_worker", f"no live worker serves its pools ({', '.join(pools)})",
+                       detail=",".join(pools))]
+    if not planner.has_room(pools) or planner.exhausted():
+        return [Reason("no_capacity", f"no worker in its pools ({', '.join(pools)}) has "
+                       f"room for it; {ahead} job(s) ahead in line are placed first",
+                       detail=",".join(pools))]
+    return [Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line")]

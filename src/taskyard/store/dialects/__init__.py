@@ -1,0 +1,131 @@
+"""The backends: one dialect object per database, one file per backend.
+
+Everything that differs between SQLite and PostgreSQL sits behind :class:`Dialect`:
+how transactions begin and queue, the cycle's lock, wake-ups, row locks, bulk
+inserts, and the hand-written statements of the measured hot paths. The store's
+transitions are written once, against this interface; ``sqlite.py`` and
+``postgresql.py`` (with their ``sqlite_*`` / ``pg_*`` statement modules) implement it.
+Statement-level reference checks on PostgreSQL are part of its schema
+(``pg_references``, created with the tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from sqlalchemy import ColumnElement, Connection, Engine, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.sql import Select
+
+from taskyard.model.records import ClaimedJob, JobSubmission, Outcome, TaskTypeSpec
+from taskyard.store.clock import MovableClock
+from taskyard.store.dialects.results import Dispatched, Placed
+from taskyard.store.raw import Raw
+
+Upsert = postgresql.Insert | sqlite.Insert
+"""An INSERT with ON CONFLICT clauses (both backends write them alike)."""
+
+
+class UnsupportedDatabase(ValueError):
+    """The URL names a database taskyard does not run on."""
+
+
+class Listener(Protocol):
+    """Wake-ups on one channel, across processes that share only the database."""
+
+    def wait(self, timeout: float) -> bool:
+        """Block until woken (True, possibly spurious) or ``timeout`` passes (False)."""
+        ...
+
+    def payloads(self) -> list[str]:
+        """What the wake-ups of the last :meth:`wait` carried ("" for one that carried
+        nothing, such as a reconnection's); empty where wake-ups carry nothing (SQLite)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Dialect(Protocol):
+    """What a backend provides to the store (see the module docstring)."""
+
+    name: str
+    percent_params: bool
+    writes_one_at_a_time: bool
+    pending_index: str
+    row_lock: str
+    lock_scans_off: bool
+
+    def now_sql(self, clock: MovableClock | None) -> str: ...
+    def make_engine(self, url: str, clock: MovableClock | None = None) -> Engine: ...
+    def write(self, engine: Engine) -> AbstractContextManager[Connection]: ...
+    def read(self, engine: Engine) -> AbstractContextManager[Connection]: ...
+    def read_each(self, engine: Engine) -> AbstractContextManager[Connection]: ...
+    def cycle_lock(self, raw: Raw | None) -> AbstractContextManager[bool]: ...
+    def close(self) -> None: ...
+    def serialize_on(self, raw: Raw, key: str) -> None: ...
+    def lock_rows(self, query: Select[Any], *, shared: bool = False,
+                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]: ...
+    def notify(self, raw: Raw, channels: Sequence[str]) -> None: ...
+    def listener(self, channel: str) -> Listener: ...
+    def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None: ...
+    def upsert(self, table: Table) -> Upsert: ...
+    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]: ...
+    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]: ...
+    def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]: ...
+    def row_set(self, raw: Raw, sql: str, rows: Sequence[Sequence[Any]],
+                types: Sequence[str], *, tail: Sequence[Any], key: str,
+                ) -> list[tuple[Any, ...]]: ...
+    def insert_rows(self, raw: Raw, head: str, columns: str, rows: Sequence[Sequence[Any]],
+                    types: Sequence[str]) -> None: ...
+    def insert_edges(self, raw: Raw, edges: Sequence[tuple[int, int, str]]) -> None: ...
+    def insert_jobs(self, raw: Raw, columns: Sequence[str],
+                    values: Iterable[tuple[Any, ...]], count: int) -> list[int]: ...
+    def submit_one(self, raw: Raw, sub: JobSubmission,
+                   cache: dict[str, tuple[str, TaskTypeSpec]], build: Any, *,
+                   lock: bool = False) -> tuple[int | None, bool | None]: ...
+    def end_attempts(self, raw: Raw, worker_id: int, values: Sequence[tuple[Any, ...]],
+                     part: Sequence[Outcome], ago: Mapping[tuple[int, int], float],
+                     ) -> list[tuple[Any, ...]]: ...
+    def placed_here(self, raw: Raw, worker_id: int,
+                    known: Iterable[tuple[int, int]]) -> Placed: ...
+    def read_ahead(self, raw: Raw, held: bool, page: int) -> Any: ...
+    def pools_lists(self, raw: Raw, page: int) -> tuple[list[str], list[Any] | None]: ...
+    def scans_off(self, raw: Raw) -> bool: ...
+    def restore_planner(self, raw: Raw) -> None: ...
+    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool) -> None: ...
+    def dispatch(self, raw: Raw, by_worker: Mapping[int, Sequence[int]],
+                 names: Mapping[int, str], *, quiet: set[str],
+                 events: list[tuple[Any, ...]] | None, scans_off: bool) -> Dispatched: ...
+
+
+def normalize_url(url: str) -> str:
+    """Pick the driver: ``postgresql://`` → psycopg 3; SQLite stays on pysqlite."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite").render_as_string(hide_password=False)
+    raise UnsupportedDatabase(
+        f"database URL {parsed.render_as_string()!r}: taskyard runs on sqlite:/// or postgresql://"
+    )
+
+
+def dialect_for(url: str) -> Dialect:
+    """The dialect of ``url`` (normalised first; UnsupportedDatabase otherwise)."""
+    normalized = normalize_url(url)
+    if normalized.startswith("sqlite"):
+        from taskyard.store.dialects.sqlite import SqliteDialect  # noqa: PLC0415
+
+        return SqliteDialect(normalized)
+    from taskyard.store.dialects.postgresql import PostgresDialect  # noqa: PLC0415
+
+    return PostgresDialect(normalized)
+
+
+def make_engine(url: str, clock: MovableClock | None = None) -> Engine:
+    """An engine for ``url`` with the settings taskyard relies on."""
+    return dialect_for(url).make_engine(normalize_url(url), clock)

@@ -1,0 +1,88 @@
+"""The PostgreSQL engine: psycopg 3, whatever driver-less URL the user wrote, with
+connections checked cheaply before reuse and sessions that cannot hang the cycle."""
+
+from __future__ import annotations
+
+import select
+import time
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, exc
+
+from taskyard.store.clock import MovableClock
+
+IDLE_IN_TX_MS = 60_000
+CYCLE_LOCK_TIMEOUT_MS = 5_000
+PING_IDLE_SECONDS = 10.0
+"""A pooled connection idle longer than this is pinged before reuse."""
+_CHECKED_IN = "taskyard.checked_in"
+NOW_SQL = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
+"""The database clock as epoch seconds."""
+MOVED_NOW_SQL = (f"({NOW_SQL} + CAST(current_setting('taskyard.clock_offset') "
+                 "AS DOUBLE PRECISION))")
+"""The clock of a store opened with a :class:`MovableClock` (tests)."""
+
+
+def make_engine(url: str, *, pool_size: int = 5, clock: MovableClock | None = None) -> Engine:
+    """An engine for ``url`` (normalised: ``postgresql+psycopg://``)."""
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=10,
+        connect_args={
+            "prepare_threshold": 5,
+            # A host that does not answer gives an error, not a hang.
+            "connect_timeout": 10,
+            # A process frozen inside a transaction (SIGSTOP, a paused VM) would keep its
+            # row locks, and the scheduling cycle waiting on them, for ever: the server
+            # ends such a session. Our transactions never wait on their client that long
+            # (a 100,000-task graph is parsed in a few seconds).
+            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TX_MS}",
+        },
+    )
+    event.listen(engine, "checkin", _on_checkin)
+    event.listen(engine, "checkout", _on_checkout)
+    if clock is not None:
+        event.listen(engine, "checkout", _moved_clock(clock))
+    return engine
+
+
+def _moved_clock(clock: MovableClock) -> Any:
+    def on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+        # Its own short transaction: the setting holds for the session, whatever the
+        # caller's transaction does.
+        dbapi_conn.execute("SELECT set_config('taskyard.clock_offset', %s, false)",
+                           (repr(clock.offset),))
+        dbapi_conn.commit()
+
+    return on_checkout
+
+
+
+def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+    record.info[_CHECKED_IN] = time.monotonic()
+
+
+def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+    """Instead of a ping per checkout (one round trip on every transaction, a good part
+    of a submit's latency): a connection the server closed (a restart, a terminated
+    backend) has something to read already (the server's FATAL message, or end of
+    file), which a poll of its socket sees at no cost; one idle for long (a silent
+    network failure) is pinged. A dead one is replaced (DisconnectionError: the pool
+    connects anew and retries)."""
+    if dbapi_conn.closed or dbapi_conn.broken:
+        raise exc.DisconnectionError("connection closed")
+    try:
+        readable, _, _ = select.select([dbapi_conn.fileno()], [], [], 0)
+    except (OSError, ValueError) as error:
+        raise exc.DisconnectionError(str(error)) from None
+    if readable:
+        # An idle pooled connection gets nothing unasked (it does not LISTEN).
+        raise exc.DisconnectionError("unexpected data on an idle connection")
+    idle = time.monotonic() - record.info.get(_CHECKED_IN, time.monotonic())
+    if idle > PING_IDLE_SECONDS:
+        try:
+            dbapi_conn.execute("SELECT 1")
+            dbapi_conn.rollback()
+        except Exception as error:  # any failure: a fresh connection instead
+            raise exc.DisconnectionError(str(error)) from None

@@ -1,0 +1,74 @@
+"""PostgreSQL: row sets, membership tests, named-parameter statements and ``COPY``.
+
+A row set travels as one JSON array of arrays (serialised in C on our side, parsed in
+C by the server); a membership test is ``= ANY(array)``: one statement text whatever
+the number of rows, which psycopg prepares once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from taskyard.store.raw import Raw, id_array, json_rows
+
+
+def pg_row_set(types: Sequence[str], param: str) -> str:
+    """A row set from the JSON array of arrays in the named parameter ``param``."""
+    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
+    return f"SELECT {fields} FROM json_array_elements(%({param})s::json) AS e"
+
+
+@functools.lru_cache(maxsize=64)
+def _rows(types: tuple[str, ...]) -> str:
+    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
+    return f"SELECT {fields} FROM json_array_elements(?::json) AS e"
+
+
+@functools.lru_cache(maxsize=128)
+def _named(sql: str, now_sql: str) -> str:
+    return sql.replace("{now}", now_sql)
+
+
+def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
+    ``{now}``; rows are passed as :func:`taskyard.store.raw.json_rows`."""
+    raw.cursor.execute(_named(sql, raw.now_sql), params)
+    return list(raw.cursor.fetchall()) if raw.cursor.description else []
+
+
+def copy(raw: Raw, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """``COPY`` the rows into ``table`` (in this transaction; the table's constraints,
+    triggers and indexes apply as to an INSERT). Values are plain Python str, int,
+    float, bool or None."""
+    with raw.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as out:
+        write = out.write_row
+        for row in rows:
+            write(row)
+
+
+def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+    if all(isinstance(i, int) for i in ids):  # ids: an array literal is cheapest
+        return f"{column} = ANY(?::bigint[])", [id_array(ids)]
+    return f"{column} = ANY(?)", [list(ids)]
+
+
+def row_set(raw: Raw, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
+            tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
+    pk: list[Any] = []
+    if key:
+        sql = sql.replace("{key}", f"{key} = ANY(?::bigint[]) AND")
+        pk = [id_array(r[0] for r in rows)]
+    else:
+        sql = sql.replace("{key}", "")
+    text = raw.sql(sql.replace("{rows}", _rows(tuple(types))))
+    raw.cursor.execute(text, [json_rows(rows), *pk, *tail])
+    return list(raw.cursor.fetchall()) if raw.cursor.description else []
+
+
+def insert_rows(raw: Raw, head: str, columns: str, rows: Sequence[Sequence[Any]],
+                types: Sequence[str]) -> None:
+    names = ", ".join(f"c{i + 1}" for i in range(len(types)))
+    row_set(raw, f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types,
+            tail=(), key="")

@@ -1,0 +1,211 @@
+"""SQLite, the embedded default: what differs from PostgreSQL, in one object.
+
+WAL, a busy timeout, and explicit ``BEGIN IMMEDIATE`` for write transactions (a
+deferred transaction that later writes can fail with SQLITE_BUSY without waiting for
+the busy timeout). Write transactions run one at a time, queued on a file lock:
+whoever must wait for the write lock looks first (a read) whether there is anything
+to write, and the cycle takes its own lock before it queues. Wake-ups bump a counter
+that listeners poll.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event
+from sqlalchemy.dialects.sqlite import Insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+from sqlalchemy.sql import Select
+
+from taskyard.model.records import ClaimedJob
+from taskyard.store.clock import MovableClock
+from taskyard.store.dialects import sqlite_paths, sqlite_rows
+from taskyard.store.dialects.sqlite_listen import SqliteListener
+from taskyard.store.dialects.sqlite_locks import (
+    FileLock,
+    WriteLock,
+    lock_path_for,
+    write_lock_path_for,
+)
+from taskyard.store.raw import Raw
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
+"""The database clock as epoch seconds."""
+
+
+class SqliteDialect:
+    """SQLite's side of every difference between the backends."""
+
+    name = "sqlite"
+    percent_params = False
+    writes_one_at_a_time = True
+    """Write transactions queue for one lock: look before queueing, and take the cycle
+    lock before the cycle's write transaction (a caller that cannot have the cycle
+    must not queue for the write lock)."""
+    pending_index = "INDEXED BY ix_jobs_pending_pools"
+    """SQLite must be told the placement index (and see the state as a literal)."""
+    lock_scans_off = False
+    """No planner settings to change."""
+    row_lock = ""
+    """Write transactions are serial: no row locks to take."""
+
+    def __init__(self, url: str) -> None:
+        self.database = make_url(url).database
+        self._write_lock = WriteLock(write_lock_path_for(self.database))
+        self._cycle_lock: FileLock | None = None
+
+    # -- engine and transactions ---------------------------------------------------------
+
+    def now_sql(self, clock: MovableClock | None) -> str:
+        return NOW_SQL if clock is None else "taskyard_now()"
+
+    def make_engine(self, url: str, clock: MovableClock | None = None) -> Engine:
+        return sqlite_engine(url, clock)
+
+    @contextlib.contextmanager
+    def write(self, engine: Engine) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``), queued on the write lock."""
+        with self._write_lock, engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self, engine: Engine) -> Iterator[Connection]:
+        """A deferred read transaction: readers never wait for writers."""
+        with engine.connect() as raw:
+            conn = raw.execution_options(sqlite_begin="DEFERRED")
+            with conn.begin():
+                yield conn
+
+    read_each = read
+
+    @contextlib.contextmanager
+    def cycle_lock(self, _raw: Raw | None) -> Iterator[bool]:
+        """The global lock: an flock beside the database. Releasing it before the
+        caller's transaction commits is safe: another cycle cannot read before that
+        commit, as SQLite lets one writer at a time."""
+        if self._cycle_lock is None:
+            self._cycle_lock = FileLock(lock_path_for(self.database))
+        lock = self._cycle_lock
+        if not lock.acquire():
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+
+    def close(self) -> None:
+        if self._cycle_lock is not None:
+            self._cycle_lock.close()
+
+    # -- locks and wake-ups --------------------------------------------------------------
+
+    def serialize_on(self, raw: Raw, key: str) -> None:
+        """Nothing to do: write transactions are serial already."""
+
+    def lock_rows(self, query: Select[Any], *, shared: bool = False,
+                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
+        return query
+
+    def notify(self, raw: Raw, channels: Sequence[str]) -> None:
+        """Bump each channel's counter (listeners poll it, see sqlite_listen)."""
+        raw.many("INSERT INTO wakeups (channel, n) VALUES (?, 1) "
+                 "ON CONFLICT (channel) DO UPDATE SET n = n + 1", [(c,) for c in channels])
+
+    def listener(self, channel: str) -> SqliteListener:
+        return SqliteListener(self.database or ":memory:", channel)
+
+    def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
+        """Wake-ups carry nothing here: the worker reads its jobs."""
+        return None
+
+    # -- SQL building blocks -------------------------------------------------------------
+
+    def upsert(self, table: Table) -> Insert:
+        return sqlite_insert(table)
+
+    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]:
+        """SQLite truncates on CAST: the floor, for the values >= 0 this is used on."""
+        return value
+
+    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
+        return column.in_(ids)
+
+    member = staticmethod(sqlite_rows.member)
+    row_set = staticmethod(sqlite_rows.row_set)
+    insert_rows = staticmethod(sqlite_rows.insert_rows)
+
+    # -- hot paths (see sqlite_paths) ----------------------------------------------------
+
+    insert_edges = staticmethod(sqlite_paths.insert_edges)
+    insert_jobs = staticmethod(sqlite_paths.insert_jobs)
+    end_attempts = staticmethod(sqlite_paths.end_attempts)
+    placed_here = staticmethod(sqlite_paths.placed_here)
+    dispatch = staticmethod(sqlite_paths.dispatch)
+    pools_lists = staticmethod(sqlite_paths.pools_lists)
+
+    def submit_one(self, *_: Any, **__: Any) -> tuple[int | None, bool | None]:
+        """No single-statement submit here: the ordinary path is as fast."""
+        return None, None
+
+    def read_ahead(self, raw: Raw, held: bool, page: int) -> None:
+        """The cycle's reads are made in the cycle itself."""
+        return
+
+    def scans_off(self, raw: Raw) -> bool:
+        """No planner settings to change: the statements name their index."""
+        return False
+
+    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool) -> None:
+        if channels:
+            self.notify(raw, channels)
+
+    def restore_planner(self, raw: Raw) -> None:
+        """Nothing was changed (see :meth:`scans_off`)."""
+
+
+def sqlite_engine(url: str, clock: MovableClock | None = None) -> Engine:
+    """An engine with the settings taskyard relies on (``url``: ``sqlite:///file``)."""
+    memory = make_url(url).database in (None, "", ":memory:")
+    # An in-memory database lives as long as its one connection: share it.
+    extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+                      # Prepared statements kept per connection (the default is 128).
+                      "cached_statements": 512},
+        **extra,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # Take transaction control away from pysqlite so BEGIN is ours to emit.
+        dbapi_conn.isolation_level = None
+        if clock is not None:
+            dbapi_conn.create_function("taskyard_now", 0, clock.host_now)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        # A larger page cache and memory-mapped reads: the hot tables and their indexes
+        # stay in memory instead of being re-read through system calls.
+        cur.execute("PRAGMA cache_size=-65536")
+        cur.execute("PRAGMA mmap_size=268435456")
+        cur.execute("PRAGMA temp_store=MEMORY")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+        # On the driver: this runs for every transaction, and SQLAlchemy's own
+        # execution would cost more than the BEGIN.
+        conn.connection.dbapi_connection.execute(f"BEGIN {mode}")
+
+    return engine

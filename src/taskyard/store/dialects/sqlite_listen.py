@@ -1,0 +1,59 @@
+"""SQLite wake-ups: poll ``PRAGMA data_version``, which changes whenever another
+connection commits (the poll reads shared memory, not the file); on a change, read the
+channel's counter in ``wakeups``, which a notification bumps, so that a listener wakes
+for its own channel and not for every commit."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+SQLITE_POLL_SECONDS = 0.001
+SQLITE_BUSY_POLL_SECONDS = 0.0002
+"""Poll faster for a while after a wake-up: work tends to come in bursts, and the
+poll interval is part of every job's latency (a poll reads shared memory: cheap)."""
+BUSY_FOR = 2.0
+
+
+class SqliteListener:
+    def __init__(self, database: str, channel: str, poll: float = SQLITE_POLL_SECONDS) -> None:
+        self._conn = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
+        self._channel = channel
+        self._poll = poll
+        self._version = self._data_version()
+        self._count = self._counter()
+        self._woke = 0.0
+
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _counter(self) -> int:
+        try:
+            row = self._conn.execute("SELECT n FROM wakeups WHERE channel = ?",
+                                     (self._channel,)).fetchone()
+        except sqlite3.OperationalError:  # busy or not migrated yet: wake, let the caller look
+            return -1
+        return -1 if row is None else int(row[0])
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            version = self._data_version()
+            if version != self._version:
+                self._version = version
+                count = self._counter()
+                if count != self._count or count < 0:
+                    self._count = count
+                    self._woke = time.monotonic()
+                    return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            busy = now - self._woke < BUSY_FOR
+            time.sleep(min(self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)
+
+    def payloads(self) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        self._conn.close()

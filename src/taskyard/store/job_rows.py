@@ -1,0 +1,146 @@
+"""Jobs as rows of ``jobs`` (and their attempts'), and back."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_
+
+from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
+from taskyard.core.locks import LockTemplateError, render_claims
+from taskyard.core.states import JobState
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import (
+    AttemptRecord,
+    JobRecord,
+    JobSubmission,
+    StageRecord,
+    TaskTypeSpec,
+    dumps,
+    loads,
+)
+from taskyard.store import schema as t
+
+_J = t.jobs
+_A = t.attempts
+
+# Columns a job listing needs, with the worker of its current attempt.
+JOB_COLUMNS = (*_J.c, _A.c.worker_name)
+JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
+
+
+def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
+            args_checked: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """The jobs row for a submission, or InvalidInput naming what is wrong.
+
+    ``args_checked``: the args were already validated against the limits (graphs are
+    validated whole before anything is written), so only encode them.
+    """
+    where = f"job {index}" if sub.label is None else f"task {sub.label!r}"
+    try:
+        args_text = (sub.args_text or dumps(sub.args) if args_checked
+                     else encode_args(sub.args, where=where, limits=limits))
+        locks = locks_text(spec, sub.args, sub.locks)
+    except (LimitError, LockTemplateError) as exc:
+        raise InvalidInput(str(exc)) from None
+    pools = sub.pools or spec.pools
+    if any(not p for p in pools):
+        raise InvalidInput(f"{where}: pool names must not be empty")
+    if isinstance(sub.priority, bool) or not isinstance(sub.priority, int):
+        raise InvalidInput(f"{where}: priority must be an integer")
+    return {
+        "type": spec.name,
+        "args": args_text,
+        "priority": sub.priority,
+        "pools": pools_text(tuple(pools)),
+        "cost": spec.cost,
+        "locks": locks,
+        "retries": spec.retries if sub.retries is None else sub.retries,
+        "retry_delay": spec.retry_delay,
+        "retry_backoff": spec.retry_backoff,
+        "retry_max_delay": spec.retry_max_delay,
+        "max_worker_losses": spec.max_worker_losses,
+        "timeout": spec.timeout if sub.timeout is None else sub.timeout,
+        "run_after": sub.run_after,
+        "label": sub.label,
+        "graph_id": sub.graph_id,
+        "routing": sub.routing,
+        "launch_type": sub.launch_type,
+        "schedule_name": sub.schedule_name,
+        "dedup_key": sub.dedup_key,
+        "state": JobState.PENDING,
+        # Every row has every key: executemany compiles one statement for all rows.
+        "unmet_deps": 0,
+        "convergence": "all",
+        "definition_hash": None,
+    }
+
+
+_NO_LOCKS = dumps([])
+
+
+def locks_text(spec: TaskTypeSpec, args: dict[str, Any], extra: Sequence[str]) -> str:
+    """The stored claims of a job of type ``spec`` (LockTemplateError if a template
+    names a missing arg)."""
+    if spec.simultaneous and not spec.locks and not extra:
+        return _NO_LOCKS
+    return dumps([c.encode() for c in render_claims(
+        spec.name, spec.locks, args, simultaneous=spec.simultaneous, extra=extra)])
+
+
+@functools.lru_cache(maxsize=1024)
+def pools_text(pools: tuple[str, ...]) -> str:
+    return dumps(list(pools))
+
+
+def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
+              stages: Sequence[StageRecord] = ()) -> JobRecord:
+    m = row._mapping
+    return JobRecord(
+        id=m["id"],
+        type=m["type"],
+        state=m["state"],
+        attempt=m["attempt"],
+        args=loads(m["args"]),
+        result=loads(m["result"]),
+        exit_code=m["exit_code"],
+        priority=m["priority"],
+        pools=tuple(loads(m["pools"])),
+        worker=m.get("worker_name"),
+        graph_id=m["graph_id"],
+        label=m["label"],
+        created_at=m["created_at"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+        cost=m["cost"],
+        locks=tuple(loads(m["locks"])),
+        run_after=m["run_after"],
+        unmet_deps=m["unmet_deps"],
+        retries=m["retries"],
+        timeout=m["timeout"],
+        error=m["error"],
+        launch_type=m["launch_type"],
+        cancel_requested=bool(m["cancel_requested"]),
+        attempts=tuple(attempts),
+        stages=tuple(stages),
+        base_priority=m["base_priority"],
+    )
+
+
+def attempt_record(row: Any) -> AttemptRecord:
+    m = row._mapping
+    return AttemptRecord(
+        attempt=m["attempt"],
+        state=m["state"],
+        worker=m["worker_name"],
+        exit_code=m["exit_code"],
+        dispatched_at=m["dispatched_at"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+        result=loads(m["result"]),
+        error=m["error"],
+        stdout_tail=m["stdout_tail"],
+        stderr_tail=m["stderr_tail"],
+    )

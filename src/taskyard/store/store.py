@@ -1,0 +1,222 @@
+"""``Store``: one database, its dialect and clock, and the transactions opened on it.
+
+A caller opens a unit of work and works in it::
+
+    with store.write() as tx:              # one transaction: all or nothing
+        (job_id,) = tx.jobs.submit([sub])
+        with tx.cycle() as cycle:          # the scheduling cycle, in the same commit
+            ...
+
+or, for one operation alone, calls the aggregate through the store, which then opens
+the transaction the method needs (:class:`OneShot`)::
+
+    job = store.jobs.get(job_id)           # a read transaction of its own
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import ColumnElement, Engine, literal_column, select
+
+from taskyard.core.limits import LimitError, Limits, limits_from_env
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import ClaimedJob
+from taskyard.store.clock import MovableClock
+from taskyard.store.cycle import CycleTx
+from taskyard.store.dialects import Dialect, Listener, dialect_for, normalize_url
+from taskyard.store.marks import kind_of
+from taskyard.store.unit import AGGREGATES, Tx
+
+if TYPE_CHECKING:
+    from taskyard.store.aging import Aging
+    from taskyard.store.attempts import Attempts
+    from taskyard.store.events import Events
+    from taskyard.store.graphs import Graphs
+    from taskyard.store.jobs import Jobs
+    from taskyard.store.retries import Retries
+    from taskyard.store.schedule_runs import ScheduleRuns
+    from taskyard.store.schedules import Schedules
+    from taskyard.store.stages import Stages
+    from taskyard.store.task_types import TaskTypes
+    from taskyard.store.workers import Workers
+
+FIRST_PAGE = 16
+"""Size of the first page of candidates a PostgreSQL cycle reads with its snapshot,
+before it knows its room (then: the last cycle's page)."""
+
+
+class Store:
+    """All persistence of one taskyard database (``sqlite:///…`` or ``postgresql://…``).
+
+    ``clock``: a :class:`MovableClock` whose offset the database clock gets (tests)."""
+
+    def __init__(self, url: str, *, clock: MovableClock | None = None,
+                 engine: Engine | None = None) -> None:
+        self.url = url
+        self.dialect: Dialect = dialect_for(url)
+        self.backend = self.dialect.name
+        """``sqlite`` or ``postgresql``."""
+        self.clock = clock
+        self.now_sql = self.dialect.now_sql(clock)
+        self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
+        self.engine = engine or self.dialect.make_engine(normalize_url(url), clock)
+        self.spec_cache: dict[str, Any] = {}
+        """PostgreSQL: task types read by submits, with their row versions (pg_submit)."""
+        self.first_page = FIRST_PAGE
+        self._statements: dict[str, Any] = {}
+        try:
+            self.limits: Limits = limits_from_env(os.environ)
+        except LimitError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def statement(self, key: str, build: Callable[[], Any]) -> Any:
+        """A statement built once per store and reused: building SQLAlchemy statements
+        costs ~5x executing them, which dominates the hot path (claim, complete, cycle).
+        Statements embed this store's clock expression, hence per store, not global."""
+        stmt = self._statements.get(key)
+        if stmt is None:
+            stmt = self._statements[key] = build()
+        return stmt
+
+    # -- units of work -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Tx]:
+        """A write transaction; it commits when the block ends (rolls back on error)."""
+        with self.dialect.write(self.engine) as conn:
+            tx = Tx(self, conn)
+            yield tx
+            tx.finish()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Tx]:
+        """A read transaction (one snapshot for its statements)."""
+        with self.dialect.read(self.engine) as conn:
+            yield Tx(self, conn)
+
+    @contextlib.contextmanager
+    def read_each(self) -> Iterator[Tx]:
+        """Reads that need no snapshot shared between them (a worker's wake-up path)."""
+        with self.dialect.read_each(self.engine) as conn:
+            yield Tx(self, conn)
+
+    def transaction(self, kind: str) -> contextlib.AbstractContextManager[Tx]:
+        """:meth:`write`, :meth:`read` or :meth:`read_each` by name."""
+        opener: Callable[[], contextlib.AbstractContextManager[Tx]] = getattr(self, kind)
+        return opener()
+
+    @contextlib.contextmanager
+    def cycle(self) -> Iterator[CycleTx | None]:
+        """One scheduling cycle in a transaction of its own, under the global lock;
+        None when another caller holds the lock."""
+        if self.dialect.writes_one_at_a_time:
+            # Lock first, then the write transaction: a caller that cannot have the
+            # cycle must not queue for the write lock.
+            with self.dialect.cycle_lock(None) as held:
+                if not held:
+                    yield None
+                    return
+                with self.write() as tx, tx.cycle(locked=True) as cycle:
+                    yield cycle
+            return
+        with self.write() as tx, tx.cycle() as cycle:
+            yield cycle
+
+    # -- the database --------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The database clock, in epoch seconds."""
+        with self.read() as tx:
+            return float(tx.conn.execute(select(self.now_expr)).scalar_one())
+
+    def init_schema(self) -> None:
+        """Create or migrate the schema to the latest version (idempotent)."""
+        # Imported here: Alembic is slow to import and only init needs it.
+        from taskyard.store.migrate import upgrade  # noqa: PLC0415
+
+        upgrade(self.engine)
+
+    def listener(self, channel: str) -> Listener:
+        """Wake-ups for ``channel``: ``scheduler`` or ``worker.<id>``."""
+        return self.dialect.listener(channel)
+
+    def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
+        """The jobs that wake-ups carried to a worker (None: it must read them)."""
+        return self.dialect.jobs_in_wakeups(payloads)
+
+    def close(self) -> None:
+        """Release every pooled connection and the dialect's locks."""
+        self.dialect.close()
+        self.engine.dispose()
+
+    # -- one operation, one transaction (see OneShot) ------------------------------------
+
+    @property
+    def aging(self) -> Aging:
+        return cast("Aging", OneShot(self, "aging"))
+
+    @property
+    def attempts(self) -> Attempts:
+        return cast("Attempts", OneShot(self, "attempts"))
+
+    @property
+    def events(self) -> Events:
+        return cast("Events", OneShot(self, "events"))
+
+    @property
+    def graphs(self) -> Graphs:
+        return cast("Graphs", OneShot(self, "graphs"))
+
+    @property
+    def jobs(self) -> Jobs:
+        return cast("Jobs", OneShot(self, "jobs"))
+
+    @property
+    def retries(self) -> Retries:
+        return cast("Retries", OneShot(self, "retries"))
+
+    @property
+    def schedule_runs(self) -> ScheduleRuns:
+        return cast("ScheduleRuns", OneShot(self, "schedule_runs"))
+
+    @property
+    def schedules(self) -> Schedules:
+        return cast("Schedules", OneShot(self, "schedules"))
+
+    @property
+    def stages(self) -> Stages:
+        return cast("Stages", OneShot(self, "stages"))
+
+    @property
+    def task_types(self) -> TaskTypes:
+        return cast("TaskTypes", OneShot(self, "task_types"))
+
+    @property
+    def workers(self) -> Workers:
+        return cast("Workers", OneShot(self, "workers"))
+
+
+class OneShot:
+    """An aggregate reached through the store: each method call runs in a transaction
+    of its own — the kind its method is marked for (see :mod:`taskyard.store.marks`)."""
+
+    __slots__ = ("_name", "_store")
+
+    def __init__(self, store: Store, name: str) -> None:
+        self._store = store
+        self._name = name
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        kind = kind_of(getattr(AGGREGATES[self._name], method))
+        store, name = self._store, self._name
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with store.transaction(kind) as tx:
+                return getattr(getattr(tx, name), method)(*args, **kwargs)
+
+        call.__name__ = method
+        return call

@@ -1,0 +1,173 @@
+"""The unit of work: one database transaction and everything that acts in it.
+
+Callers own the transaction: ``Yard``, the worker and the scheduler open one
+(``with store.write() as tx:``), hand it down (``tx.jobs.submit(…)``,
+``run_cycle(cycle)``) and it commits when their block ends. The aggregates —
+jobs, graphs, attempts, workers, schedules, events… — are small objects composed
+over the unit of work; they reach each other through it (``self.tx.resolution``),
+never through inheritance, and the store never calls back into the layers above.
+
+What a transaction leaves to its end is explicit: steps registered with
+:meth:`Tx.before_commit` (graph bookkeeping deferred by a worker's batch), then the
+buffered events, then the wake-ups — all written just before the commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
+
+from taskyard.store.aging import Aging
+from taskyard.store.attempts import Attempts
+from taskyard.store.cycle import CycleTx
+from taskyard.store.events import Events
+from taskyard.store.graphs import Graphs
+from taskyard.store.jobs import Jobs
+from taskyard.store.prereqs import Prerequisites
+from taskyard.store.raw import Raw
+from taskyard.store.resolution import Resolution
+from taskyard.store.retries import Retries
+from taskyard.store.schedule_runs import ScheduleRuns
+from taskyard.store.schedules import Schedules
+from taskyard.store.stages import Stages
+from taskyard.store.task_types import TaskTypes
+from taskyard.store.workers import Workers
+
+if TYPE_CHECKING:
+    from taskyard.store.store import Store
+
+
+class Tx:
+    """One transaction of ``store`` on ``conn``, with its aggregates and its end."""
+
+    def __init__(self, store: Store, conn: Connection) -> None:
+        self.store = store
+        self.conn = conn
+        self.dialect = store.dialect
+        self.now = store.now_expr
+        """The database clock, as an SQL expression."""
+        self.ahead: Any = None
+        """PostgreSQL: the cycle's first reads, made by a submit's statement that also
+        tried the cycle lock (see :meth:`cycle`)."""
+        self._raw: Raw | None = None
+        self._steps: list[Callable[[], None]] = []
+        self._channels: dict[str, None] = {}
+
+    @property
+    def raw(self) -> Raw:
+        """A cursor for the hot path's hand-written statements, in this transaction."""
+        if self._raw is None:
+            self._raw = Raw(self.conn, self.dialect, self.store.now_sql)
+        return self._raw
+
+    def statement(self, key: str, build: Callable[[], Any]) -> Any:
+        """A statement built once per store (see :meth:`Store.statement`)."""
+        return self.store.statement(key, build)
+
+    def notify(self, *channels: str) -> None:
+        """Wake the listeners of ``channels`` once this transaction commits."""
+        for channel in channels:
+            self._channels[channel] = None
+
+    def before_commit(self, step: Callable[[], None]) -> None:
+        """Run ``step`` at the end of this transaction, before its events are written."""
+        self._steps.append(step)
+
+    def finish(self) -> None:
+        """Write what the transaction left to its end (the store calls this before it
+        commits; a caller's own transaction must call it before committing)."""
+        while self._steps:
+            self._steps.pop(0)()
+        if "events" in self.__dict__:
+            self.events.flush()
+        if self._channels:
+            self.dialect.notify(self.raw, list(self._channels))
+            self._channels.clear()
+
+    @contextlib.contextmanager
+    def cycle(self, *, locked: bool = False) -> Iterator[CycleTx | None]:
+        """The scheduling cycle inside this transaction, if its global lock is free;
+        None when another process holds it. ``locked``: the caller took the lock
+        before this transaction began (SQLite's order, see Store.cycle)."""
+        ahead, self.ahead = self.ahead, None
+        if locked:
+            held: contextlib.AbstractContextManager[bool] = contextlib.nullcontext(True)
+        elif ahead is not None:
+            held = contextlib.nullcontext(ahead.held)
+        else:
+            held = self.dialect.cycle_lock(self.raw)
+        with held as ours:
+            if not ours:
+                yield None
+                return
+            # PostgreSQL's lock statement also turned the planner's scans off.
+            cycle = CycleTx(self, ahead, scans_off=not locked and self.dialect.lock_scans_off)
+            yield cycle
+            cycle.finish()
+
+    # The aggregates, each created on first use in this transaction.
+
+    @cached_property
+    def aging(self) -> Aging:
+        return Aging(self)
+
+    @cached_property
+    def attempts(self) -> Attempts:
+        return Attempts(self)
+
+    @cached_property
+    def events(self) -> Events:
+        return Events(self)
+
+    @cached_property
+    def graphs(self) -> Graphs:
+        return Graphs(self)
+
+    @cached_property
+    def jobs(self) -> Jobs:
+        return Jobs(self)
+
+    @cached_property
+    def prereqs(self) -> Prerequisites:
+        return Prerequisites(self)
+
+    @cached_property
+    def resolution(self) -> Resolution:
+        return Resolution(self)
+
+    @cached_property
+    def retries(self) -> Retries:
+        return Retries(self)
+
+    @cached_property
+    def schedule_runs(self) -> ScheduleRuns:
+        return ScheduleRuns(self)
+
+    @cached_property
+    def schedules(self) -> Schedules:
+        return Schedules(self)
+
+    @cached_property
+    def stages(self) -> Stages:
+        return Stages(self)
+
+    @cached_property
+    def task_types(self) -> TaskTypes:
+        return TaskTypes(self)
+
+    @cached_property
+    def workers(self) -> Workers:
+        return Workers(self)
+
+
+AGGREGATES: dict[str, type] = {
+    "aging": Aging, "attempts": Attempts, "events": Events, "graphs": Graphs, "jobs": Jobs,
+    "prereqs": Prerequisites, "resolution": Resolution, "retries": Retries,
+    "schedule_runs": ScheduleRuns, "schedules": Schedules, "stages": Stages,
+    "task_types": TaskTypes, "workers": Workers,
+}
+"""Each aggregate's class, by its name on :class:`Tx`."""
