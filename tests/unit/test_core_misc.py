@@ -188,3 +188,47 @@ def test_limits_come_from_the_environment() -> None:
     for bad in ("0", "-1", "many"):
         with pytest.raises(LimitError, match=f"TASKYARD_MAX_ARGS_BYTES={bad!r}"):
             limits_from_env({"TASKYARD_MAX_ARGS_BYTES": bad})
+
+
+@pytest.mark.parametrize(("text", "kind", "module", "function"), [
+    ("python:pkg.mod:run", "python", "pkg.mod", "run"),
+    ("python:jobs:resize_2", "python", "jobs", "resize_2"),
+])
+def test_a_python_handler_names_its_module_and_function(
+        text: str, kind: str, module: str, function: str) -> None:
+    spec = parse_handler(text)
+    assert (spec.kind, spec.module, spec.function) == (kind, module, function)
+    assert str(spec) == text  # the form stored and shown reads back the same
+    assert parse_handler(str(spec)) == spec
+
+
+def test_a_shell_handler_keeps_its_command_whole() -> None:
+    spec = parse_handler("shell:curl -s http://host:8080/{path}")
+    assert spec == parse_handler("shell:curl -s http://host:8080/{path}")
+    assert (spec.kind, spec.target) == ("shell", "curl -s http://host:8080/{path}")
+    assert str(spec) == "shell:curl -s http://host:8080/{path}"
+
+
+@pytest.mark.parametrize("value", [{"x": {1, 2}}, {"x": float("nan")}, {"x": [float("inf")]},
+                                   {"x": object()}])
+def test_args_that_are_not_json_are_refused_naming_the_field(value: dict[str, object]) -> None:
+    with pytest.raises(LimitError, match=r"^job 3: args are not JSON: "):
+        encode_args(value, where="job 3")
+
+
+def test_args_encode_compact_and_sorted() -> None:
+    assert encode_args({"b": [1, {"d": None, "c": "é"}], "a": 1.5}, where="job 3") == \
+        '{"a":1.5,"b":[1,{"c":"\\u00e9","d":null}]}'
+
+
+@pytest.mark.parametrize(("text", "claim"), [
+    ("inv:1", LockClaim("inv:1")),
+    ("inv:1:exclusive", LockClaim("inv:1")),
+    ("inv:1:shared", LockClaim("inv:1", exclusive=False)),
+    ("inv:1:group=updates", LockClaim("inv:1", exclusive=False, group="updates")),
+])
+def test_lock_modes_decode_and_encode_back(text: str, claim: LockClaim) -> None:
+    from taskyard.core.locks import decode_claim
+
+    assert decode_claim(text) == claim
+    assert decode_claim(claim.encode()) == claim

@@ -30,7 +30,9 @@ def prefetch_window(capacity: int, mean_duration: float | None, limit: int,
     if mean_duration is None or limit <= 0 or capacity <= 0:
         return 0
     in_flight = capacity * window / max(mean_duration, MIN_DURATION)
-    return max(0, min(limit, math.ceil(in_flight) - capacity))
+    # Rounded first: binary fractions make 3 * 0.05 / 0.05 come out as 3.0000000000000004,
+    # which ceil would turn into one job queued behind jobs as long as the window.
+    return max(0, min(limit, math.ceil(round(in_flight, 6)) - capacity))
 
 
 @dataclass

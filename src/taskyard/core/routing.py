@@ -30,8 +30,6 @@ def topic_matches(pattern: str, key: str) -> bool:
     for word in words:
         nxt = [False] * (len(parts) + 1)
         for i, part in enumerate(parts):
-            if not reachable[i] and not (part == "#" and reachable[i + 1]):
-                continue
             if part == "#":
                 # '#' may absorb this word (stay) whether entered before or now.
                 if reachable[i] or reachable[i + 1]:

@@ -13,6 +13,7 @@ by ``$TASKYARD_STAGES``)::
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -66,12 +67,30 @@ def parse_stage_line(line: str) -> StageReport:
     tail = tail.strip()
     if state == "succeeded" and tail:
         try:
-            return StageReport(name, state, json.loads(tail))
+            return StageReport(name, state, _json_result(tail))
         except ValueError:
             return StageReport(name, state, tail)
     if state == "failed":
         return StageReport(name, state, error=tail or None)
     return StageReport(name, state)
+
+
+def _json_result(text: str) -> Any:
+    """``text`` read as JSON, or ValueError. Python's reader also takes NaN, Infinity and
+    numbers too large for a float (1e999 reads as infinity), which JSON has not: such a
+    result could not be stored (see encode_stage_result), so the line keeps it as text."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of a float's range")
+    return value
 
 
 def shell_done_names(done: dict[str, Any]) -> str:
