@@ -232,3 +232,14 @@ def test_lock_modes_decode_and_encode_back(text: str, claim: LockClaim) -> None:
 
     assert decode_claim(text) == claim
     assert decode_claim(claim.encode()) == claim
+
+
+def test_routing_keys_follow_taskclusters_layout() -> None:
+    from taskyard.core.routing import job_key, routing_key, topic_matches
+
+    assert routing_key(7, "nightly", "") == "taskyard.7.nightly._"
+    assert routing_key(None, "", "") == "taskyard._._._"
+    # A job's stored routing is "<graph routing>.<job routing>".
+    assert job_key(7, "nightly.build") == "taskyard.7.nightly.build"
+    assert job_key(None, "") == "taskyard._._._"
+    assert topic_matches("taskyard.7.#", job_key(7, "nightly.build"))

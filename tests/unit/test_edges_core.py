@@ -8,10 +8,12 @@ from hypothesis import strategies as st
 
 from taskyard.core.edges import (
     EdgeOutcome,
+    decide_dependent,
     dependent_state,
     edge_outcome,
     failure_is_handled,
     reopened,
+    step_outcome,
 )
 from taskyard.core.graph import CONDITIONS
 from taskyard.core.states import JOB_TRANSITIONS, TERMINAL, JobState
@@ -143,3 +145,31 @@ def test_a_dependent_only_moves_along_the_state_machine(
         convergence: str, parent: JobState, condition: str, unmet: int, failures: int) -> None:
     new = dependent_state(convergence, edge_outcome(parent, condition), unmet, failures)
     assert new is None or new in JOB_TRANSITIONS[_S.WAITING]
+
+
+@given(st.sampled_from(["all", "any"]), st.tuples(*[st.integers(0, 3)] * 3),
+       st.integers(0, 4), st.integers(0, 4))
+def test_a_step_resolving_several_edges_counts_one_outcome(
+        convergence: str, counts: tuple[int, int, int], unmet: int, failures: int) -> None:
+    holds, skips, fails = counts
+    if holds + skips + fails == 0:
+        return
+    outcome = step_outcome(convergence, holds, skips, fails)
+    present = {EdgeOutcome.HOLDS: holds, EdgeOutcome.SKIP: skips, EdgeOutcome.FAIL: fails}
+    assert present[outcome] > 0  # always one of the outcomes that happened
+    # all: the worst counts; any: one that holds, else a failure over a skip (the
+    # dependent then ends dependency_failed, not skipped).
+    first = ([EdgeOutcome.FAIL, EdgeOutcome.SKIP, EdgeOutcome.HOLDS] if convergence == "all"
+             else [EdgeOutcome.HOLDS, EdgeOutcome.FAIL, EdgeOutcome.SKIP])
+    assert outcome == next(o for o in first if present[o])
+    assert decide_dependent(convergence, holds, skips, fails, unmet_after=unmet,
+                            failures_after=failures) == dependent_state(
+        convergence, outcome, unmet, failures)
+
+
+def test_one_failing_edge_among_holding_ones_fails_all_but_not_any() -> None:
+    assert decide_dependent("all", 2, 0, 1, unmet_after=0, failures_after=1) is (
+        JobState.DEPENDENCY_FAILED)
+    assert decide_dependent("any", 2, 0, 1, unmet_after=0, failures_after=1) is JobState.PENDING
+    assert decide_dependent("any", 0, 1, 0, unmet_after=1, failures_after=0) is None
+    assert decide_dependent("any", 0, 1, 0, unmet_after=0, failures_after=0) is JobState.SKIPPED

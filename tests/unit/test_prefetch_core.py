@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taskyard.core.prefetch import ALPHA, MIN_DURATION, WINDOW, PaceTracker, prefetch_window
+from taskyard.core.prefetch import (
+    ALPHA,
+    MIN_DURATION,
+    WINDOW,
+    PaceTracker,
+    prefetch_window,
+    worth_declaring,
+)
 
 
 @pytest.mark.parametrize(("capacity", "mean", "limit"), [
@@ -101,3 +108,10 @@ def test_the_pace_stays_between_the_shortest_and_longest_duration(durations: lis
         pace.observe(seconds)
     assert pace.mean is not None
     assert min(durations) * (1 - 1e-9) <= pace.mean <= max(durations) * (1 + 1e-9)
+
+
+def test_a_window_is_declared_when_it_opens_closes_or_moves_by_a_quarter() -> None:
+    assert not worth_declaring(8, 8)
+    assert worth_declaring(3, 0) and worth_declaring(0, 3)  # opens, closes
+    assert not worth_declaring(9, 8) and worth_declaring(10, 8)  # 1/8 vs 1/4 of it
+    assert not worth_declaring(7, 8) and worth_declaring(6, 8)
