@@ -19,7 +19,7 @@ from hypothesis import settings
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from taskyard.store import Store, open_store
+from taskyard.store import MovableClock, Store, open_store
 from taskyard.store.dialects import make_engine
 from taskyard.store.migrate import upgrade
 
@@ -96,7 +96,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
-    s = open_store(db_url)
+def clock() -> MovableClock:
+    """The database clock of the test's stores, moved forward by ``clock.advance(s)``:
+    leases run out, deadlines pass and schedules come due without sleeping."""
+    return MovableClock()
+
+
+@pytest.fixture
+def store(db_url: str, clock: MovableClock) -> Iterator[Store]:
+    s = open_store(db_url, clock=clock)
     yield s
     s.close()

@@ -4,8 +4,6 @@ retries, and anti-starvation aging."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from driver import SHORT_LEASE, wait_out_lease
 
@@ -13,7 +11,7 @@ from taskyard.core.recurrence import effective_priority
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
-from taskyard.store import Store
+from taskyard.store import MovableClock, Store
 
 
 def _cycle(store: Store, **options: float) -> list[int]:
@@ -85,7 +83,7 @@ def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> No
     worker = store.workers.register("hung", ["default"], 1, lease_seconds=300)
     _cycle(store)
     store.attempts.claim(worker.id, 1)
-    time.sleep(0.3)
+    store.clock.advance(0.3)  # type: ignore[union-attr]
     # Attempt 1 times out; the same cycle places the retry (the slot is free again).
     assert _cycle(store, timeout_grace=0.0) == [job_id]
     job = store.jobs.get(job_id)
@@ -95,7 +93,7 @@ def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> No
     assert store.workers.renew_lease(worker.id, 300, [(job_id, 1)]).stop == ((job_id, 1),)
     assert store.attempts.complete(worker.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
     store.attempts.claim(worker.id, 1)
-    time.sleep(0.3)
+    store.clock.advance(0.3)  # type: ignore[union-attr]
     _cycle(store, timeout_grace=0.0)  # attempt 2: no retries left
     job = store.jobs.get(job_id)
     assert job is not None and (job.state, job.exit_code, job.attempt) == ("failed", 130, 2)
@@ -103,14 +101,12 @@ def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> No
     assert topics.count("job-failed") == 2
 
 
-def test_aging_raises_waiting_jobs_by_full_periods(store: Store) -> None:
-    # A period of a second: the fresh job below must still be within its first period
-    # when aging runs, on a loaded machine too (half a second was not always enough).
-    period = 1.0
+def test_aging_raises_waiting_jobs_by_full_periods(store: Store, clock: MovableClock) -> None:
+    period = 60.0
     store.task_types.put(TaskTypeSpec("t", "shell:true"))
     old = store.jobs.submit([JobSubmission("t", priority=p) for p in (0, 5)])
     assert store.aging.age_pending(period) == 0  # not a full period yet: nothing changes
-    time.sleep(2.1 * period)
+    clock.advance(2.1 * period)
     fresh = store.jobs.submit([JobSubmission("t", priority=1)])
     created = {j: store.jobs.get(j).created_at for j in old + fresh}  # type: ignore[union-attr]
     now = store.now()
@@ -123,7 +119,7 @@ def test_aging_raises_waiting_jobs_by_full_periods(store: Store) -> None:
         assert expected <= job.priority <= expected + 1, (job_id, job.priority)
     assert store.jobs.get(fresh[0]).priority == 1  # type: ignore[union-attr]
     # Aging starts from the submitted priority each time: never compounds.
-    time.sleep(1.1 * period)
+    clock.advance(1.1 * period)
     store.aging.age_pending(period)
     waited = store.now() - created[old[0]]
     assert store.jobs.get(old[0]).priority <= int(waited / period)  # type: ignore[union-attr]
@@ -132,11 +128,11 @@ def test_aging_raises_waiting_jobs_by_full_periods(store: Store) -> None:
     assert _cycle(store) == [old[1]]
 
 
-def test_aging_reads_only_the_oldest_pending_jobs(store: Store) -> None:
+def test_aging_reads_only_the_oldest_pending_jobs(store: Store, clock: MovableClock) -> None:
     store.task_types.put(TaskTypeSpec("t", "shell:true"))
     ids = store.jobs.submit([JobSubmission("t") for _ in range(5)])
-    time.sleep(1.2)  # one full period of 1 s, and time to spare before a second one
-    assert store.aging.age_pending(1.0, limit=2) == 2
+    clock.advance(90)  # one full period of a minute, and not a second one
+    assert store.aging.age_pending(60.0, limit=2) == 2
     assert [store.jobs.get(j).priority for j in ids] == [1, 1, 0, 0, 0]  # type: ignore[union-attr]
 
 

@@ -191,7 +191,6 @@ def test_skipping_propagates_and_all_resolved_runs_after_failure(store_g: Store)
 
 
 def test_watchdog_flags_a_graph_that_stops_making_progress(store: Store) -> None:
-    import time
 
     from taskyard.scheduler.cycle import schedule
 
@@ -201,7 +200,7 @@ def test_watchdog_flags_a_graph_that_stops_making_progress(store: Store) -> None
     schedule(store)
     store.attempts.claim(worker.id, 4)  # the hog runs and never ends
     gid = store.graphs.submit({"tasks": {"blocked": {"type": "res"}}})
-    time.sleep(0.05)
+    store.clock.advance(0.05)  # type: ignore[union-attr]
     report = schedule(store, stall_after=0.01)
     assert report is not None and report.stalled == [gid]
     assert store.graphs.get(gid).stalled_at is not None
@@ -258,7 +257,6 @@ def test_event_routing_keys_follow_taskcluster(store_g: Store) -> None:
 
 
 def test_a_graph_with_a_running_job_is_not_stalled(store: Store) -> None:
-    import time
 
     from taskyard.scheduler.cycle import schedule
 
@@ -268,7 +266,7 @@ def test_a_graph_with_a_running_job_is_not_stalled(store: Store) -> None:
     schedule(store)
     # "long" runs for a long time (that is progress); "next" waits for the only slot.
     assert len(store.attempts.claim(worker.id, 1)) == 1
-    time.sleep(0.05)
+    store.clock.advance(0.05)  # type: ignore[union-attr]
     report = schedule(store, stall_after=0.01)
     assert report is not None and report.stalled == []
     assert store.graphs.get(gid).stalled_at is None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from driver import drive
 
 from taskyard.model.records import JobSubmission, TaskTypeSpec
@@ -24,7 +22,7 @@ def test_prune_removes_old_finished_work_and_keeps_what_is_needed(store: Store) 
     from taskyard.scheduler.cycle import schedule
     schedule(store)
     pending = store.jobs.submit([JobSubmission("t", pools=("nowhere",))])[0]
-    time.sleep(0.05)
+    store.clock.advance(0.05)  # type: ignore[union-attr]
     assert prune(store, 0.01, dry_run=True).jobs >= 7
     report = prune(store, 0.01)
     assert report.jobs == 7 and report.graphs == 1 and report.events > 0

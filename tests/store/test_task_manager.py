@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.scheduler.explain import explain_job
-from taskyard.store import Store
+from taskyard.store import MovableClock, Store
 
 AWX = Path(__file__).parents[2] / "examples" / "awx" / "taskyard.yaml"
 
@@ -126,8 +125,8 @@ def test_update_on_launch_spawns_reuses_and_caches(awx: Yard) -> None:
     assert s.jobs.get(explicit).state == "pending"  # type: ignore[union-attr]
 
 
-def test_cache_window_expiry_and_failed_prerequisite(db_url: str) -> None:
-    yard = Yard(db_url, inline_cycle=False)
+def test_cache_window_expiry_and_failed_prerequisite(db_url: str, clock: MovableClock) -> None:
+    yard = Yard(db_url, inline_cycle=False, clock=clock)
     s = yard.store
     s.task_types.put(TaskTypeSpec("update", "shell:true"))
     s.task_types.put(TaskTypeSpec("run", "shell:true", prerequisites=(
@@ -136,7 +135,7 @@ def test_cache_window_expiry_and_failed_prerequisite(db_url: str) -> None:
     s.workers.register("w", ["default"], 4, lease_seconds=300)
     a = yard.submit("run", {"p": 1})
     drive(s, worker="w")
-    time.sleep(0.3)
+    clock.advance(0.3)
     b = yard.submit("run", {"p": 1})  # cache expired: a new update is spawned
     assert len(s.jobs.list(type="update")) == 2
     drive(s, lambda j: ("failed", None) if j.type == "update" else ("succeeded", 1), worker="w")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from taskyard.api.yard import Yard
 from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
-from taskyard.store import Store
+from taskyard.store import MovableClock, Store
 
 
 @pytest.fixture
@@ -26,31 +25,23 @@ def placed(store: Store) -> list[int]:
     return [p.job_id for p in report.placed]
 
 
-def test_a_delayed_job_is_not_placed_before_its_time(echo: Store) -> None:
+def test_a_delayed_job_is_not_placed_before_its_time(echo: Store, clock: MovableClock) -> None:
     echo.workers.register("w", ["default"], 4, lease_seconds=300)
-    assert placed(echo) == []  # warm the connections: the first cycle is the slowest
-    due = echo.now() + 0.5
+    due = echo.now() + 60
     (job_id,) = echo.jobs.submit([JobSubmission("echo", {"x": 1}, run_after=due)])
-    early = 0
-    for _ in range(200):
-        got = placed(echo)
-        finished = echo.now()
-        if not got:
-            assert echo.jobs.get(job_id).state == "pending"  # type: ignore[union-attr]
-            early += finished < due
-            time.sleep(0.05)
-            continue
-        # Placed by a cycle that read the clock at or after run_after, never before.
-        assert got == [job_id] and finished >= due
-        break
-    else:
-        raise AssertionError("the delayed job was never placed")
-    assert early >= 1  # at least one cycle ran (and placed nothing) before its time
+    for step in (0, 30, 29):  # the clock reaches a second before run_after, no further
+        clock.advance(step)
+        assert placed(echo) == []
+        assert echo.jobs.get(job_id).state == "pending"  # type: ignore[union-attr]
+    clock.advance(1.01)
+    # Placed by the first cycle that reads the clock at or after run_after.
+    assert placed(echo) == [job_id] and echo.now() >= due
 
 
-def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str) -> None:
+def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str,
+                                               clock: MovableClock) -> None:
     echo.workers.register("w", ["default"], 4, lease_seconds=300)
-    with Yard(db_url, inline_cycle=False) as yard:
+    with Yard(db_url, inline_cycle=False, clock=clock) as yard:
         before = echo.now()
         soon = yard.submit("echo", {"x": 1}, run_after="0.5s")
         when = datetime.fromtimestamp(before + 0.5, UTC).isoformat()
@@ -61,8 +52,8 @@ def test_run_after_as_a_duration_or_an_iso_time(echo: Store, db_url: str) -> Non
             assert job.run_after is not None
             assert before + 0.5 - 1e-3 <= job.run_after <= echo.now() + 0.5
             due.append(job.run_after)
-        # Until both are due (a loaded machine may take a while to submit `soon`).
-        time.sleep(max(0.0, max(due) + 0.1 - echo.now()))
+        assert placed(echo) == []
+        clock.advance(max(due) + 0.01 - echo.now())  # both are due now
         assert sorted(placed(echo)) == sorted([soon, at_time])
 
 

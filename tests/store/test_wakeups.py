@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, text
 from taskyard.api.yard import Yard
 from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle, schedule
-from taskyard.store import Store, open_store
+from taskyard.store import MovableClock, Store, open_store
 from taskyard.store.dialects import normalize_url
 from taskyard.worker.reports import report_batch
 
@@ -106,13 +106,14 @@ def test_a_submit_that_cannot_have_the_cycle_leaves_the_job_to_the_scheduler(
             other.close()
 
 
-def test_reads_ahead_of_a_cycle_are_made_again_after_its_maintenance(store: Store) -> None:
+def test_reads_ahead_of_a_cycle_are_made_again_after_its_maintenance(
+        store: Store, clock: MovableClock) -> None:
     store.task_types.put(TaskTypeSpec("t", HANDLER))
     store.workers.register("lost", ["default"], 1, lease_seconds=0.5)
     (first,) = store.jobs.submit([JobSubmission("t", {})])
     assert schedule(store) is not None
     assert store.jobs.get(first).worker == "lost"  # type: ignore[union-attr]
-    time.sleep(0.7)  # its lease runs out
+    clock.advance(0.7)  # its lease runs out
     store.workers.register("alive", ["default"], 2, lease_seconds=60)
 
     with store.write() as tx:

@@ -27,7 +27,7 @@ from taskyard.model.records import (
 from taskyard.model.schedules import ScheduleRecord, definition_from_mapping
 from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
 from taskyard.scheduler.explain import explain_job
-from taskyard.store import Store, Tx, open_store
+from taskyard.store import MovableClock, Store, Tx, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 EVENT_MAINTENANCE = 0.25
@@ -88,9 +88,12 @@ class Yard:
     ``postgresql://user@host/db``; without it, ``$TASKYARD_DB`` or the default.
     """
 
-    def __init__(self, url: str | None = None, *, inline_cycle: bool = True) -> None:
+    def __init__(self, url: str | None = None, *, inline_cycle: bool = True,
+                 clock: MovableClock | None = None) -> None:
+        """``clock``: a :class:`MovableClock` to move the database clock in tests (leases
+        run out, delayed jobs come due, without waiting)."""
         self.url = url or default_url()
-        self.store: Store = open_store(self.url)
+        self.store: Store = open_store(self.url, clock=clock)
         self.inline_cycle = inline_cycle
         self._declared: dict[str, TaskTypeSpec] = {}
 
