@@ -20,15 +20,14 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from taskyard.core.handlers import HandlerSpec, HandlerSpecError
-from taskyard.core.handlers import parse_handler as _parse
+from taskyard.core.handlers import HandlerSpecError
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.guardian import Guardian
-from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
+from taskyard.worker.outcomes import is_python, outcome_of, parse_handler
+from taskyard.worker.processes import PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
-TIMEOUT_EXIT_CODE = 130
 Key = tuple[int, int]
 PIPELINE = 16
 """Most jobs sent to a child in one message (a pipeline: see :meth:`Executor._next`)."""
@@ -198,7 +197,7 @@ class Executor:
             depth = self._depth(job)
             while len(batch) < depth and self._queue:
                 follower = self._queue[0][2]
-                if follower.cost != job.cost or not _is_python(follower.handler):
+                if follower.cost != job.cost or not is_python(follower.handler):
                     break
                 batch.append(heapq.heappop(self._queue)[2])
             self._piped += len(batch) - 1
@@ -206,7 +205,7 @@ class Executor:
         return batch
 
     def _depth(self, head: ClaimedJob) -> int:
-        if self._pace is None or not self._queue or not _is_python(head.handler):
+        if self._pace is None or not self._queue or not is_python(head.handler):
             return 1
         share = -(-len(self._queue) // self.slots)  # ceil: keep every slot fed
         return 1 + min(PIPELINE - 1, share, int(self.pipeline_window / max(self._pace, 1e-6)))
@@ -279,8 +278,9 @@ class Executor:
             job = rest.pop(0)
             started = time.monotonic()
             try:
-                outcome = self._outcome(job, functools.partial(
-                    self._wait_python, index, job, follower=job is not batch[0]))
+                outcome = outcome_of(job, functools.partial(
+                    self._wait_python, index, job, follower=job is not batch[0]),
+                    self._stop_state)
             except Exception as exc:  # the child was ended (see _wait_python)
                 outcome = self._crashed(job, exc)
             if self._children[index] is None:  # the child was ended: the rest never ran
@@ -312,13 +312,13 @@ class Executor:
         except HandlerSpecError as exc:
             return Outcome(job.job_id, job.attempt, "error", error=str(exc))
         if spec.kind != "shell":
-            return self._outcome(job, lambda: self._run_python(index, job))
+            return outcome_of(job, lambda: self._run_python(index, job), self._stop_state)
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
-        return self._outcome(job, lambda: run_shell(
+        return outcome_of(job, lambda: run_shell(
             spec.target, job.args, self._env(job), deadline=deadline,
             stop_requested=self._stop_check(job), grace=lambda: self.kill_grace,
             tail=self.tail_bytes, stages=job.stages, on_stage=self._stage_sink(job),
-            guardian=self.guardian))
+            guardian=self.guardian), self._stop_state)
 
     def _env(self, job: ClaimedJob) -> dict[str, str]:
         return {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
@@ -337,28 +337,9 @@ class Executor:
             return False
         return on_stage
 
-    def _outcome(self, job: ClaimedJob, call: Callable[[], dict[str, Any]]) -> Outcome:
-        """The attempt's outcome from ``call`` (a handler run), whatever it raised."""
-        try:
-            raw = call()
-        except TimeoutError as exc:
-            tails = exc.args[0] if exc.args else {}
-            return Outcome(job.job_id, job.attempt, "failed", TIMEOUT_EXIT_CODE,
-                           error=f"timed out after {job.timeout:g}s", **tails)
-        except Stopped as exc:
-            tails = exc.args[0] if exc.args else {}
-            return Outcome(job.job_id, job.attempt,
-                           self._stop_state((job.job_id, job.attempt)) or "canceled",
-                           error="stopped", **tails)
-        except ChildDied as exc:
-            return Outcome(job.job_id, job.attempt, "error", error=str(exc))
-        return Outcome(job.job_id, job.attempt, raw["state"], raw.get("exit_code"),
-                       raw.get("result"), raw.get("error"), raw.get("stdout_tail"),
-                       raw.get("stderr_tail"))
-
     def _message(self, job: ClaimedJob) -> dict[str, Any]:
         """What the Python child needs to run ``job`` (its handler spec parses: see
-        :func:`_is_python`)."""
+        :func:`is_python`)."""
         return {"target": parse_handler(job.handler).target, "args": job.args,
                 "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
                 "attempt": job.attempt, "stages": job.stages}
@@ -395,18 +376,3 @@ class Executor:
         child, self._children[index] = self._children[index], None
         if child is not None:
             child.kill(self.kill_grace)
-
-
-@functools.lru_cache(maxsize=256)
-def parse_handler(text: str) -> HandlerSpec:
-    """:func:`taskyard.core.handlers.parse_handler`, cached: the same few handlers run
-    thousands of times."""
-    return _parse(text)
-
-
-def _is_python(handler: str) -> bool:
-    """A handler a Python child runs (a shell one runs in the slot's own thread)."""
-    try:
-        return parse_handler(handler).kind != "shell"
-    except HandlerSpecError:
-        return False

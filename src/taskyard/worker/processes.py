@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 from taskyard.core.handlers import render_shell
 from taskyard.core.stages import StageError, StageReport, parse_stage_line, shell_done_names
@@ -203,40 +203,8 @@ def run_shell(
                     "TASKYARD_STAGES": stage_path, "TASKYARD_STAGES_DONE": shell_done_names(done),
                     "TASKYARD_STAGE_RESULTS": done_path}
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen(
-                ["/bin/sh", "-c", rendered if guardian is None else _GATE + rendered],
-                stdout=out, stderr=err,
-                stdin=subprocess.DEVNULL if guardian is None else subprocess.PIPE,
-                env=full_env, start_new_session=True,
-            )
-            if guardian is not None:
-                guardian.watch(proc.pid)
-                assert proc.stdin is not None
-                with contextlib.suppress(OSError):  # it may have ended (a syntax error)
-                    proc.stdin.write(b"\n")
-                    proc.stdin.flush()
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
-            interrupted: BaseException | None = None
-            while proc.poll() is None:
-                reader.poll()
-                if stop_requested():
-                    interrupted = Stopped()
-                elif deadline is not None and time.monotonic() >= deadline:
-                    interrupted = TimeoutError()
-                if interrupted is not None:
-                    terminate(proc.pid, group=True, grace=grace(),
-                              alive=lambda: proc.poll() is None)
-                    proc.wait()
-                    break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(POLL)
-            if interrupted is None:
-                reader.poll(final=True)
-            # The handler has ended; what it left running in its group (background
-            # jobs) would run unowned: end it too.
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            proc = _spawn(rendered, out, err, full_env, guardian)
+            interrupted = _supervise(proc, reader, stop_requested, deadline, grace)
             if guardian is not None:
                 guardian.unwatch(proc.pid)
         stderr = read_tail(err_path, tail)
@@ -257,6 +225,54 @@ def run_shell(
         else:
             outcome.update(state="failed", error=f"exit code {exit_code}")
         return outcome
+
+
+def _spawn(rendered: str, out: IO[bytes], err: IO[bytes], env: dict[str, str],
+           guardian: Guardian | None) -> subprocess.Popen[bytes]:
+    """Start the command in a process group of its own; with a ``guardian``, behind a
+    gate that holds it until the guardian watches it (so it cannot outlive us)."""
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", rendered if guardian is None else _GATE + rendered],
+        stdout=out, stderr=err,
+        stdin=subprocess.DEVNULL if guardian is None else subprocess.PIPE,
+        env=env, start_new_session=True,
+    )
+    if guardian is not None:
+        guardian.watch(proc.pid)
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):  # it may have ended (a syntax error)
+            proc.stdin.write(b"\n")
+            proc.stdin.flush()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return proc
+
+
+def _supervise(proc: subprocess.Popen[bytes], reader: StageFile,
+               stop_requested: Callable[[], bool], deadline: float | None,
+               grace: Callable[[], float]) -> BaseException | None:
+    """Follow the command until it ends, reading its stage reports; terminate it when
+    stopped or past its deadline (then return why: Stopped or TimeoutError)."""
+    interrupted: BaseException | None = None
+    while proc.poll() is None:
+        reader.poll()
+        if stop_requested():
+            interrupted = Stopped()
+        elif deadline is not None and time.monotonic() >= deadline:
+            interrupted = TimeoutError()
+        if interrupted is not None:
+            terminate(proc.pid, group=True, grace=grace(), alive=lambda: proc.poll() is None)
+            proc.wait()
+            break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(POLL)
+    if interrupted is None:
+        reader.poll(final=True)
+    # The handler has ended; what it left running in its group (background jobs)
+    # would run unowned: end it too.
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return interrupted
 
 
 def _read_result(path: str) -> Any:

@@ -1,0 +1,52 @@
+"""An attempt's outcome from its handler's run, whatever the run raised."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from taskyard.core.handlers import HandlerSpec, HandlerSpecError
+from taskyard.core.handlers import parse_handler as _parse
+from taskyard.model.records import ClaimedJob, Outcome
+from taskyard.worker.processes import ChildDied, Stopped
+
+TIMEOUT_EXIT_CODE = 130
+"""Exit code of an attempt that ran past its timeout (seed 001)."""
+
+
+def outcome_of(job: ClaimedJob, call: Callable[[], dict[str, Any]],
+               stop_state: Callable[[tuple[int, int]], str | None]) -> Outcome:
+    """The attempt's outcome from ``call`` (a handler run); ``stop_state``: why the
+    worker stopped the attempt, if it did (its end state)."""
+    try:
+        raw = call()
+    except TimeoutError as exc:
+        tails = exc.args[0] if exc.args else {}
+        return Outcome(job.job_id, job.attempt, "failed", TIMEOUT_EXIT_CODE,
+                       error=f"timed out after {job.timeout:g}s", **tails)
+    except Stopped as exc:
+        tails = exc.args[0] if exc.args else {}
+        return Outcome(job.job_id, job.attempt,
+                       stop_state((job.job_id, job.attempt)) or "canceled",
+                       error="stopped", **tails)
+    except ChildDied as exc:
+        return Outcome(job.job_id, job.attempt, "error", error=str(exc))
+    return Outcome(job.job_id, job.attempt, raw["state"], raw.get("exit_code"),
+                   raw.get("result"), raw.get("error"), raw.get("stdout_tail"),
+                   raw.get("stderr_tail"))
+
+
+@functools.lru_cache(maxsize=256)
+def parse_handler(text: str) -> HandlerSpec:
+    """:func:`taskyard.core.handlers.parse_handler`, cached: the same few handlers run
+    thousands of times."""
+    return _parse(text)
+
+
+def is_python(handler: str) -> bool:
+    """A handler a Python child runs (a shell one runs in the slot's own thread)."""
+    try:
+        return parse_handler(handler).kind != "shell"
+    except HandlerSpecError:
+        return False
