@@ -1,0 +1,55 @@
+"""docs/architecture.md stays true: every module and name it points at exists, and the
+layers import only downwards (no SQLAlchemy outside the store)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "taskyard"
+DOC = (ROOT / "docs" / "architecture.md").read_text()
+REFERENCE = re.compile(r"`((?:[a-z_]+/)+[a-z_]+\.py)(?::([A-Za-z_][A-Za-z_0-9.]*))?`")
+REFERENCES = sorted({r for r in REFERENCE.findall(DOC) if not r[0].startswith("tests/")})
+LAYER = {"core": 0, "model": 1, "store": 2, "worker": 3, "scheduler": 3, "api": 4, "cli": 4}
+
+
+def test_the_map_names_many_places() -> None:
+    assert len(REFERENCES) > 60
+
+
+@pytest.mark.parametrize(("path", "name"), REFERENCES)
+def test_every_place_the_map_names_exists(path: str, name: str) -> None:
+    assert (PACKAGE / path).is_file(), path
+    module = importlib.import_module("taskyard." + path.removesuffix(".py").replace("/", "."))
+    target: object = module
+    for part in filter(None, name.split(".")):
+        assert hasattr(target, part), f"{path}: no {name}"
+        target = getattr(target, part)
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=str)
+def test_layers_import_only_downwards(path: Path) -> None:
+    layer = path.relative_to(PACKAGE).parts[0]
+    if layer not in LAYER:
+        return  # taskyard/__init__.py, __main__.py: the package's front door
+    for name in _imports(path):
+        if name.split(".")[0] == "sqlalchemy" or name == "alembic":
+            assert layer == "store", f"{path}: imports {name} outside the store"
+        parts = name.split(".")
+        if parts[0] == "taskyard" and len(parts) > 1 and parts[1] in LAYER:
+            assert LAYER[parts[1]] <= LAYER[layer], f"{path}: {layer} imports {name}"
