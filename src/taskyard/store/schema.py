@@ -344,7 +344,14 @@ events = Table(
     Column("job_id", Id),
     Column("graph_id", Id),
     Column("created_at", Time, nullable=False),
+    # Added by migration 0005. PostgreSQL: the writing transaction's id (a default, see
+    # EVENT_TX_DEFAULT). Ids are taken at insert, not at commit, so a reader that went
+    # by id alone could pass an event whose transaction commits later: readers go by
+    # (tx_id, id), up to the oldest transaction still running. SQLite commits one
+    # writer at a time, in id order: NULL there.
+    Column("tx_id", BigInteger),
     Index("ix_events_job_id", "job_id"),
+    Index("ix_events_tx_id", "tx_id", "id").ddl_if(dialect="postgresql"),
 )
 
 wakeups = Table(
@@ -365,6 +372,12 @@ scheduler_state = Table(
     Column("last_cycle_finished_at", Time),
     CheckConstraint("id = 1", name="single_row"),
 )
+
+EVENT_TX_DEFAULT = ("ALTER TABLE events ALTER COLUMN tx_id "
+                    "SET DEFAULT (pg_current_xact_id()::text::bigint)")
+"""PostgreSQL: an event row records the transaction that wrote it."""
+event.listen(events, "after_create",
+             DDL(EVENT_TX_DEFAULT).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]
 
 # PostgreSQL's per-statement reference checks (see pg_references), created with the
 # tables by ``metadata.create_all`` as migration 0004 creates them.

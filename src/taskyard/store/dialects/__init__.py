@@ -13,17 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql import Select
 
-from taskyard.model.records import ClaimedJob, JobSubmission, Outcome, TaskTypeSpec
-from taskyard.store.clock import MovableClock
-from taskyard.store.dialects.results import Dispatched, Placed
-from taskyard.store.raw import Raw
+if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
+    from taskyard.model.records import ClaimedJob, JobSubmission, Outcome, TaskTypeSpec
+    from taskyard.store.clock import MovableClock
+    from taskyard.store.dialects.results import Dispatched, Placed
+    from taskyard.store.events import EventCursor
+    from taskyard.store.raw import Raw
 
 Upsert = postgresql.Insert | sqlite.Insert
 """An INSERT with ON CONFLICT clauses (both backends write them alike)."""
@@ -96,6 +98,12 @@ class Dialect(Protocol):
     def scans_off(self, raw: Raw) -> bool: ...
     def restore_planner(self, raw: Raw) -> None: ...
     def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool) -> None: ...
+    def insert_events(self, raw: Raw, rows: Sequence[tuple[Any, ...]]) -> None: ...
+    def events_after(self, raw: Raw, after: EventCursor, topic: str | None,
+                     limit: int) -> list[tuple[Any, ...]]: ...
+    def events_last(self, raw: Raw, count: int,
+                    topic: str | None) -> list[tuple[Any, ...]]: ...
+    def event_cursor(self, raw: Raw, event_id: int) -> EventCursor: ...
     def dispatch(self, raw: Raw, by_worker: Mapping[int, Sequence[int]],
                  names: Mapping[int, str], *, quiet: set[str],
                  events: list[tuple[Any, ...]] | None, scans_off: bool) -> Dispatched: ...

@@ -151,7 +151,9 @@ DISPATCH = (
     # The transaction's events so far (see Events.flush), written here rather than by
     # a statement of their own at its end: a round trip less on a job's way.
     "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
-    f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS e), "
+    f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS e "
+    # ... waking their followers (per row: deduplicated by the server).
+    "WHERE pg_notify('taskyard_events', '') IS NOT NULL), "
     # The wake-up carries the jobs (see jobs_in_wakeups), so that the worker need not
     # read them: not when one needs more than its row (results of other jobs, stages
     # of earlier attempts), has no task type, or the lot exceeds a notification.

@@ -16,6 +16,7 @@ from taskyard.store.dialects import pg_cycle
 from taskyard.store.dialects.pg_listen import pg_channel
 from taskyard.store.dialects.pg_rows import copy, named, pg_row_set
 from taskyard.store.dialects.results import Dispatched, Placed, slices
+from taskyard.store.events import EVENT_TYPES, EventCursor
 from taskyard.store.raw import BULK_MIN_ROWS, Raw, id_array, json_rows, pg_types
 
 EDGE_TYPES = ("bigint", "bigint", "text")
@@ -165,3 +166,51 @@ def jobs_in_wakeups(payloads: Sequence[str]) -> list[ClaimedJob] | None:
         return None
     jobs.sort(key=lambda j: (-j.priority, j.job_id))
     return jobs or None
+
+
+_NOTIFY_EVENTS = "pg_notify('taskyard_events', '')"
+"""Every statement that writes events wakes their followers (see store/events.py)."""
+_INSERT_EVENTS = (
+    "WITH e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
+    f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'rows')}) AS r) "
+    f"SELECT {_NOTIFY_EVENTS}")
+
+
+def insert_events(raw: Raw, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Buffered events, and their followers' wake-up, in one statement."""
+    named(raw, _INSERT_EVENTS, {"rows": json_rows(rows)})
+
+
+_HORIZON = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+"""Transactions older than this one have all ended: their events are all visible, and
+no event of an earlier (tx_id, id) can appear any more."""
+_EVENT_COLUMNS = "id, tx_id, topic, routing_key, payload, created_at"
+
+
+def events_after(raw: Raw, after: EventCursor, topic: str | None,
+                 limit: int) -> list[tuple[Any, ...]]:
+    """Events after the cursor in (tx_id, id) order, of ended transactions only."""
+    where = "" if topic is None else " AND topic = ?"
+    return raw.all(
+        f"SELECT {_EVENT_COLUMNS} FROM events WHERE (tx_id, id) > (?, ?) "
+        f"AND tx_id < {_HORIZON}{where} ORDER BY tx_id, id LIMIT ?",
+        (after.tx, after.id, *([] if topic is None else [topic]), limit))
+
+
+def events_last(raw: Raw, count: int, topic: str | None) -> list[tuple[Any, ...]]:
+    """The newest ``count`` events of ended transactions, newest first."""
+    where = "" if topic is None else " AND topic = ?"
+    return raw.all(
+        f"SELECT {_EVENT_COLUMNS} FROM events WHERE tx_id < {_HORIZON}{where} "
+        "ORDER BY tx_id DESC, id DESC LIMIT ?", (*([] if topic is None else [topic]), count))
+
+
+def event_cursor(raw: Raw, event_id: int) -> EventCursor:
+    """Right after event ``event_id``; if it is gone (pruned), before the oldest
+    transaction of the events after it (duplicates possible, nothing missed)."""
+    row = raw.first("SELECT tx_id FROM events WHERE id = ?", (event_id,))
+    if row is not None:
+        return EventCursor(int(row[0]), event_id)
+    row = raw.first("SELECT MIN(tx_id) FROM events WHERE id > ?", (event_id,))
+    return EventCursor(-1, 0) if row is None or row[0] is None else EventCursor(
+        int(row[0]) - 1, 2**62)

@@ -40,7 +40,7 @@ def _insert_sql(columns: tuple[str, ...], lock: bool) -> str:
         "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
         "SELECT 'job-pending', ?, '{\"job_id\":' || j.id || ?, j.id, j.graph_id, {now} "
         "FROM j) "
-        f"SELECT id, {LOCK_AHEAD if lock else 'NULL'} FROM j")
+        f"SELECT id, {LOCK_AHEAD if lock else 'NULL'}, pg_notify('taskyard_events', '') FROM j")
 
 
 def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,

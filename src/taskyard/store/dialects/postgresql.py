@@ -134,6 +134,10 @@ class PostgresDialect:
     placed_here = staticmethod(pg_paths.placed_here)
     dispatch = staticmethod(pg_paths.dispatch)
     pools_lists = staticmethod(pg_paths.pools_lists)
+    insert_events = staticmethod(pg_paths.insert_events)
+    events_after = staticmethod(pg_paths.events_after)
+    events_last = staticmethod(pg_paths.events_last)
+    event_cursor = staticmethod(pg_paths.event_cursor)
     submit_one = staticmethod(pg_submit.submit_one)
 
     def read_ahead(self, raw: Raw, held: bool, page: int) -> pg_cycle.Ahead:

@@ -149,6 +149,10 @@ class SqliteDialect:
     placed_here = staticmethod(sqlite_paths.placed_here)
     dispatch = staticmethod(sqlite_paths.dispatch)
     pools_lists = staticmethod(sqlite_paths.pools_lists)
+    insert_events = staticmethod(sqlite_paths.insert_events)
+    events_after = staticmethod(sqlite_paths.events_after)
+    events_last = staticmethod(sqlite_paths.events_last)
+    event_cursor = staticmethod(sqlite_paths.event_cursor)
 
     def submit_one(self, *_: Any, **__: Any) -> tuple[int | None, bool | None]:
         """No single-statement submit here: the ordinary path is as fast."""

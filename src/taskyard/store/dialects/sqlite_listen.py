@@ -15,10 +15,19 @@ poll interval is part of every job's latency (a poll reads shared memory: cheap)
 BUSY_FOR = 2.0
 
 
+PROBES = {"events": ("SELECT MAX(id) FROM events", ())}
+"""Channels whose wake-ups need no counter: what they announce is visible in a table
+(the newest event's id), so writers pay nothing for them."""
+
+
 class SqliteListener:
+    """Wakes when a commit bumped ``channel``'s counter (or changed its probe)."""
+
     def __init__(self, database: str, channel: str, poll: float = SQLITE_POLL_SECONDS) -> None:
         self._conn = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
         self._channel = channel
+        self._probe = PROBES.get(channel, ("SELECT n FROM wakeups WHERE channel = ?",
+                                           (channel,)))
         self._poll = poll
         self._version = self._data_version()
         self._count = self._counter()
@@ -29,11 +38,10 @@ class SqliteListener:
 
     def _counter(self) -> int:
         try:
-            row = self._conn.execute("SELECT n FROM wakeups WHERE channel = ?",
-                                     (self._channel,)).fetchone()
+            row = self._conn.execute(*self._probe).fetchone()
         except sqlite3.OperationalError:  # busy or not migrated yet: wake, let the caller look
             return -1
-        return -1 if row is None else int(row[0])
+        return -1 if row is None else int(row[0] or 0)
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

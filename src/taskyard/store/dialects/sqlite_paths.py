@@ -14,6 +14,7 @@ from typing import Any
 from taskyard.model.records import Outcome, dumps
 from taskyard.store.dialects.results import Dispatched, Placed, slices
 from taskyard.store.dialects.sqlite_rows import insert_values
+from taskyard.store.events import EVENT_TYPES, INSERT_EVENTS, EventCursor
 from taskyard.store.raw import Raw
 
 EDGE_TYPES = ("bigint", "bigint", "text")
@@ -135,3 +136,30 @@ def pools_lists(raw: Raw, page: int) -> tuple[list[str], None]:
         f"{_HINT} WHERE state = 'pending' AND pools > lists.p) "
         "FROM lists WHERE lists.p IS NOT NULL) SELECT p FROM lists WHERE p IS NOT NULL")
     return [p for (p,) in rows], None
+
+
+def insert_events(raw: Raw, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Buffered events (listeners of ``events`` watch the newest id: no wake-up row)."""
+    raw.insert(*INSERT_EVENTS, rows, EVENT_TYPES)
+
+
+_EVENT_COLUMNS = "id, 0, topic, routing_key, payload, created_at"
+
+
+def events_after(raw: Raw, after: EventCursor, topic: str | None,
+                 limit: int) -> list[tuple[Any, ...]]:
+    """Events after the cursor: SQLite commits in id order."""
+    where = "" if topic is None else " AND topic = ?"
+    return raw.all(f"SELECT {_EVENT_COLUMNS} FROM events WHERE id > ?{where} "
+                   "ORDER BY id LIMIT ?", (after.id, *([] if topic is None else [topic]), limit))
+
+
+def events_last(raw: Raw, count: int, topic: str | None) -> list[tuple[Any, ...]]:
+    """The newest ``count`` events, newest first."""
+    where = "" if topic is None else " WHERE topic = ?"
+    return raw.all(f"SELECT {_EVENT_COLUMNS} FROM events{where} ORDER BY id DESC LIMIT ?",
+                   (*([] if topic is None else [topic]), count))
+
+
+def event_cursor(raw: Raw, event_id: int) -> EventCursor:
+    return EventCursor(0, event_id)
