@@ -16,7 +16,7 @@ from taskyard.core.retry import decide_retry
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.candidates import claims, merged, pools_of, to_candidates
+from taskyard.store.candidates import FIRST_PAGE, claims, merged, pools_of, to_candidates
 from taskyard.store.resolution import Ended
 from taskyard.store.sql import lit
 
@@ -233,7 +233,7 @@ class CycleTx:
             # The planner must read candidates in index order (see the dialects): the
             # settings last until restore_planner or finish (or the transaction's end).
             self._scans_off = self.tx.dialect.scans_off(self.tx.raw)
-        self.tx.store.first_page = max(16, page)  # the next cycle's guess
+        self.tx.store.first_page = max(FIRST_PAGE, page)  # the next cycle's guess
         ahead = self._ahead
         first: list[Candidate] | None
         if ahead is not None and ahead.held:

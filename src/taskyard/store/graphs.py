@@ -49,8 +49,8 @@ class Graphs:
                 .returning(_G.c.id)
             ).scalar_one())
             self.tx.events.append([("graph-running", routing_key(graph_id, spec.routing, ""),
-                                 {"graph_id": graph_id, "state": "running",
-                                  "routing": spec.routing}, None, graph_id)])
+                                    {"graph_id": graph_id, "state": "running",
+                                     "routing": spec.routing}, None, graph_id)])
             self._write_tasks(graph_id, spec, existing={})
         return graph_id
 
@@ -88,8 +88,8 @@ class Graphs:
                 conn.execute(update(_G).where(_G.c.id == graph_id)
                              .values(state="running", finished_at=None))
                 self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
-                                     {"graph_id": graph_id, "state": "running",
-                                      "routing": graph.routing}, None, graph_id)])
+                                        {"graph_id": graph_id, "state": "running",
+                                         "routing": graph.routing}, None, graph_id)])
             ids = self._write_tasks(graph_id, GraphSpec(spec.routing, fresh),
                                     existing={k: (v[0], v[1]) for k, v in existing.items()})
         return ids
@@ -208,8 +208,8 @@ class Graphs:
                 .values(state=AttemptState.CANCELED, finished_at=self.tx.now)
             )
         self.tx.events.append([("job-exception", job_key(graph_id, r.routing),
-                             {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
-                            for r in rows])
+                                {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
+                               for r in rows])
         # Jobs outside the graph may wait on these (a prerequisite reused by a later
         # launch): they must end too, never wait forever.
         self.tx.resolution.jobs_ended([Ended(r.id, JobState.CANCELED, graph_id) for r in rows])

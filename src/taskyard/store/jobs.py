@@ -20,6 +20,7 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
+from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
 from taskyard.store.marks import reads
 from taskyard.store.prereqs import PrereqPlan
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 _J = t.jobs
 _A = t.attempts
-AHEAD_PAGE = 16
-"""Size of the first page of candidates a submit reads ahead for its cycle."""
 
 
 class Jobs:
@@ -58,7 +57,7 @@ class Jobs:
                 lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), lock=cycle_next)
             if job_id is not None:
                 if held is not None:  # the cycle's first reads, for the cycle to come
-                    tx.ahead = tx.dialect.read_ahead(tx.raw, held, AHEAD_PAGE)
+                    tx.ahead = tx.dialect.read_ahead(tx.raw, held, FIRST_PAGE)
                 if not cycle_next:
                     tx.notify("scheduler")
                 return [job_id]

@@ -277,7 +277,7 @@ class Resolution:
         ).rowcount
         if changed:
             self.tx.events.append([(f"graph-{state}", routing_key(graph_id, routing, ""),
-                                 {"graph_id": graph_id, "state": state, "routing": routing,
-                                  **extra}, None, graph_id)])
+                                    {"graph_id": graph_id, "state": state, "routing": routing,
+                                     **extra}, None, graph_id)])
         return bool(changed)
 

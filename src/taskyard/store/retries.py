@@ -81,8 +81,8 @@ class Retries:
         again = self._reopen_dependents([job_id])
         if new is JobState.PENDING:
             self.tx.events.append([("job-pending", job_key(row.graph_id, row.routing),
-                                 {"job_id": job_id, "retry": "manual"}, job_id,
-                                 row.graph_id)])
+                                    {"job_id": job_id, "retry": "manual"}, job_id,
+                                    row.graph_id)])
         self._reopen_graphs([(job_id, row.graph_id), *again])
         self.tx.notify("scheduler")
         record = self.tx.jobs.get(job_id)
@@ -133,7 +133,7 @@ class Retries:
                 )
                 if state is JobState.PENDING:
                     self.tx.events.append([("job-pending", job_key(child.graph_id, child.routing),
-                                         {"job_id": child.id}, child.id, child.graph_id)])
+                                            {"job_id": child.id}, child.id, child.graph_id)])
                 reopening.add(child.id)
                 frontier.append(child.id)
                 done.append((child.id, child.graph_id))
@@ -161,9 +161,9 @@ class Retries:
             conn.execute(update(_G).where(_G.c.id == graph_id)
                          .values(state="running", finished_at=None))
             self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
-                                 {"graph_id": graph_id, "state": "running",
-                                  "routing": graph.routing, "reason": "retry"},
-                                 None, graph_id)])
+                                    {"graph_id": graph_id, "state": "running",
+                                     "routing": graph.routing, "reason": "retry"},
+                                    None, graph_id)])
 
     def _still_blocked(self, graph_id: int) -> bool:
         conn = self.tx.conn

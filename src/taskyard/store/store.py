@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, Engine, literal_column, select
 from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
+from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.clock import MovableClock
 from taskyard.store.cycle import CycleTx
 from taskyard.store.dialects import Dialect, Listener, dialect_for, normalize_url
@@ -43,10 +44,6 @@ if TYPE_CHECKING:
     from taskyard.store.stages import Stages
     from taskyard.store.task_types import TaskTypes
     from taskyard.store.workers import Workers
-
-FIRST_PAGE = 16
-"""Size of the first page of candidates a PostgreSQL cycle reads with its snapshot,
-before it knows its room (then: the last cycle's page)."""
 
 
 class Store:

@@ -144,8 +144,8 @@ class Workers:
             )
         # TaskCluster's task-exception: the attempt ended for a reason not its own.
         self.tx.events.append([("job-exception", job_key(graph_id, routing),
-                             {"job_id": job_id, "attempt": attempt, "reason": why},
-                             job_id, graph_id) for job_id, attempt, graph_id, routing in rows])
+                                {"job_id": job_id, "attempt": attempt, "reason": why},
+                                job_id, graph_id) for job_id, attempt, graph_id, routing in rows])
         return len(rows)
 
     def _workers(self, where: object) -> list[WorkerRecord]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.dialects.pg_engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.dialects.pg_listen import pg_channel
 from taskyard.store.dialects.pg_rows import named, pg_row_set
@@ -100,8 +101,6 @@ CARRY_JOBS = 32
 """Most jobs a wake-up carries."""
 WAKEUP_BYTES = 7000
 """Largest wake-up payload (PostgreSQL refuses notifications of 8,000 bytes or more)."""
-AHEAD_PAGE = 16
-"""Size of the first page read ahead (the cycle's smallest page)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +114,10 @@ class Ahead:
     snapshot: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
     lists: list[str] = field(default_factory=list)
     first: list[Any] = field(default_factory=list)
-    page: int = AHEAD_PAGE
+    page: int = FIRST_PAGE
 
     @classmethod
-    def read(cls, raw: Raw, held: bool, page: int = AHEAD_PAGE) -> Ahead:
+    def read(cls, raw: Raw, held: bool, page: int = FIRST_PAGE) -> Ahead:
         """The reads, in this transaction, if ``held`` (the lock is ours, taken with
         :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
         if not held:
