@@ -1,0 +1,80 @@
+"""``/api/v1/graphs``: submit, list, show (with counts by state), edges, add tasks, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import JSONResponse
+
+from taskyard.api.http.auth import READ, WRITE
+from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.schemas import ID_MAX, EdgeListOut, GraphIn, GraphListOut, GraphOut
+from taskyard.api.http.views import graph_json
+from taskyard.api.yard import Yard
+from taskyard.store.job_pages import graph_edges
+
+router = APIRouter(prefix="/api/v1/graphs", tags=["graphs"])
+GraphId = Annotated[int, Path(ge=1, le=ID_MAX, description="Graph id.")]
+WithJobs = Annotated[bool, Query(description="Include the jobs (false for large graphs: "
+                                             "page them with GET /api/v1/jobs?graph_id=).")]
+EDGES_MAX = 100_000
+
+
+def _graph(yard: Yard, graph_id: int, jobs: bool, status: int = 200) -> JSONResponse:
+    return answer(graph_json(yard, yard.store.get_graph(graph_id, jobs=jobs)), status)
+
+
+def _document(body: GraphIn) -> dict[str, Any]:
+    # Not model_dump(): that would copy every task of a 100,000-task document again.
+    return {**(body.model_extra or {}), "tasks": body.tasks}
+
+
+@router.post("", status_code=201, response_model=GraphOut, dependencies=[WRITE],
+             responses=errors(413, 422), summary="Submit a graph (atomic, validated)")
+def submit_graph(body: GraphIn, yard: YardDep, jobs: WithJobs = True) -> Any:
+    graph_id = yard.submit_graph(_document(body))
+    return _graph(yard, graph_id, jobs, 201)
+
+
+@router.get("", response_model=GraphListOut, dependencies=[READ], responses=errors(),
+            summary="Graphs, newest first")
+def list_graphs(
+    yard: YardDep,
+    state: Annotated[Literal["running", "blocked", "finished", "canceled"] | None,
+                     Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Any:
+    found = yard.graphs(state=state, limit=limit)
+    return answer({"items": [graph_json(yard, g) for g in found]})
+
+
+@router.get("/{graph_id}", response_model=GraphOut, dependencies=[READ],
+            responses=errors(404), summary="A graph, its jobs and its counts by state")
+def show_graph(graph_id: GraphId, yard: YardDep, jobs: WithJobs = True) -> Any:
+    return _graph(yard, graph_id, jobs)
+
+
+@router.get("/{graph_id}/edges", response_model=EdgeListOut, dependencies=[READ],
+            responses=errors(404), summary="The graph's requires edges (for drawing)")
+def list_edges(graph_id: GraphId, yard: YardDep,
+               limit: Annotated[int, Query(ge=1, le=EDGES_MAX)] = 10_000) -> Any:
+    yard.store.get_graph(graph_id, jobs=False)  # 404 for a graph that does not exist
+    edges = graph_edges(yard.store, graph_id, limit=limit + 1)
+    return answer({"items": [{"job_id": a, "requires_id": b, "condition": c}
+                             for a, b, c in edges[:limit]],
+                   "truncated": len(edges) > limit})
+
+
+@router.post("/{graph_id}/tasks", response_model=GraphOut, dependencies=[WRITE],
+             responses=errors(404, 409, 413, 422), summary="Add tasks to a graph")
+def add_tasks(graph_id: GraphId, body: GraphIn, yard: YardDep, jobs: WithJobs = True) -> Any:
+    yard.add_graph_tasks(graph_id, _document(body))
+    return _graph(yard, graph_id, jobs)
+
+
+@router.post("/{graph_id}/cancel", response_model=GraphOut, dependencies=[WRITE],
+             responses=errors(404, 409), summary="Cancel a graph")
+def cancel_graph(graph_id: GraphId, yard: YardDep, jobs: WithJobs = True) -> Any:
+    yard.cancel_graph(graph_id)
+    return _graph(yard, graph_id, jobs)
