@@ -119,12 +119,12 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 @AGING
 @click.option("--http", "http_port", type=click.IntRange(1, 65535), envvar="TASKYARD_HTTP_PORT",
               help="Also serve the HTTP API and the dashboard on this port.")
-@click.option("--http-host", "host", default="127.0.0.1", show_default=True,
+@click.option("--http-host", default="127.0.0.1", show_default=True,
               envvar="TASKYARD_HTTP_HOST", help="Address the HTTP API binds (with --http).")
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
        until_idle: bool, interval: float, stall_after: float, aging: float,
-       http_port: int | None, host: str) -> None:
+       http_port: int | None, http_host: str) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
@@ -132,7 +132,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     _daemon_logging(ctx)
     state: State = ctx.obj
     state.yard.init()
-    http = None if http_port is None else make_server(state, host, http_port, MAX_BODY_DEFAULT)
+    http = (None if http_port is None
+            else make_server(state, http_host, http_port, MAX_BODY_DEFAULT))
     stop = _stop_on_signals()
     host = socket.gethostname().split(".")[0]
     commands: dict[str, list[str]] = {}
@@ -155,7 +156,7 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
         scheduler.start()
         if http is not None:
             http.start()
-            log.info("event=http-started url=%s", dashboard_url(host, http_port or 0))
+            log.info("event=http-started url=%s", dashboard_url(http_host, http_port or 0))
         idle_since: float | None = None
         while not stop.wait(0.2):
             supervisor.poll()

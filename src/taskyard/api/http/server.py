@@ -4,6 +4,7 @@ event streams end and the server does not wait for them."""
 
 from __future__ import annotations
 
+import signal
 import threading
 from types import FrameType
 
@@ -44,7 +45,11 @@ class HttpServer:
         return bool(self._server.started)
 
     def run(self) -> None:
-        """Serve until SIGINT/SIGTERM (main thread) or :meth:`stop`."""
+        """Serve until SIGINT/SIGTERM (main thread) or :meth:`stop`, then return."""
+        # uvicorn handles the signals while it serves, then raises the one it got again
+        # for the handler it found: with these, the process goes on and exits 0.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: None)
         self._server.run()
 
     def start(self) -> None:
