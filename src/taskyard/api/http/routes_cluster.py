@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
-from taskyard.api.http.auth import READ
+from taskyard.api.http.auth import READ, require
 from taskyard.api.http.context import YardDep, answer, errors
-from taskyard.api.http.schemas import HealthOut, OverviewOut, PoolListOut, WorkerListOut
+from taskyard.api.http.schemas import (
+    HealthOut,
+    OverviewOut,
+    PoolListOut,
+    TokenOut,
+    WorkerListOut,
+)
 from taskyard.api.http.views import graph_json
 from taskyard.store.metrics import jobs_by_state, recent_endings
+from taskyard.store.tokens import TokenRecord
 
 router = APIRouter(tags=["cluster"])
 WINDOW = 300.0
@@ -45,6 +52,12 @@ def overview(yard: YardDep) -> Any:
         "used": sum(w.used for w in workers),
         "graphs": [graph_json(yard, g) for g in yard.graphs(limit=8)],
     })
+
+
+@router.get("/api/v1/whoami", response_model=TokenOut, responses=errors(),
+            summary="The token this request carries (name, scope)")
+def whoami(token: Annotated[TokenRecord, Depends(require("read"))]) -> Any:
+    return answer(token.to_json())
 
 
 @router.get("/healthz", response_model=HealthOut, responses={503: {"description": "down"}},

@@ -29,8 +29,11 @@ def _filter(pattern: str | None, topic: list[str] | None) -> EventFilter:
             summary="Stored events after an id, oldest first")
 def list_events(feed: FeedDep, after: After = None, pattern: Pattern = None,
                 topic: Topics = None,
-                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Any:
-    page = feed.read(after, _filter(pattern, topic), limit=limit)
+                limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                tail: Annotated[int | None, Query(ge=1, le=1000, description=(
+                    "Instead: the last N events (that match), oldest first."))] = None) -> Any:
+    wanted = _filter(pattern, topic)
+    page = feed.tail(tail, wanted) if tail else feed.read(after, wanted, limit=limit)
     return answer({"items": [e.to_json() for e in page.events], "next": page.cursor})
 
 
