@@ -60,6 +60,7 @@ def test_sign_in_watch_a_graph_succeed_and_read_a_log(server: Server, page: Any)
     page.goto(f"{server.url}/#/graphs/{graph['id']}")
     page.wait_for_selector("#dag canvas")
     page.wait_for_selector("#dag-nodes li[data-label='package']", state="attached")
+    page.wait_for_selector("#dag-nodes li[data-state=succeeded]", state="attached")
     shot(page, "graph-running")
     # The nodes turn succeeded as the workers finish them, pushed by the event stream.
     page.wait_for_function(

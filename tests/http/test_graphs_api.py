@@ -77,5 +77,11 @@ def test_add_tasks_cancel_and_refusals(api: Api) -> None:
             answer = writer.post("/api/v1/graphs", json=body)
             assert answer.status_code == 422, answer.text
             assert culprit in answer.json()["error"]["message"]
+        twice = writer.post("/api/v1/graphs", headers={"Content-Type": "application/json"},
+                            content=b'{"tasks": {"a": {"type": "echo"}, "a": {"type": "echo"}}}')
+        assert twice.status_code == 422
+        assert twice.json()["error"]["message"] == "body: duplicate label 'a'"
         assert len(writer.get("/api/v1/jobs").json()["items"]) == before
         assert writer.post("/api/v1/graphs", json={"routing": "x"}).status_code == 400
+        assert writer.post("/api/v1/graphs", content=b"[1",
+                           headers={"Content-Type": "application/json"}).status_code == 400

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
+from taskyard.api.documents import check_duplicates, load_json_document
 from taskyard.api.http.auth import READ, WRITE
 from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.errors import ApiError
 from taskyard.api.http.schemas import ID_MAX, EdgeListOut, GraphIn, GraphListOut, GraphOut
 from taskyard.api.http.views import graph_json
 from taskyard.api.yard import Yard
@@ -25,16 +28,30 @@ def _graph(yard: Yard, graph_id: int, jobs: bool, status: int = 200) -> JSONResp
     return answer(graph_json(yard, yard.store.get_graph(graph_id, jobs=jobs)), status)
 
 
-def _document(body: GraphIn) -> dict[str, Any]:
-    # Not model_dump(): that would copy every task of a 100,000-task document again.
-    return {**(body.model_extra or {}), "tasks": body.tasks}
+async def _document(request: Request) -> dict[str, Any]:
+    """The body as a graph document. Parsed here, not by the framework: a label given
+    twice must be refused (naming it), not silently merged as JSON parsers do."""
+    try:
+        doc = load_json_document(await request.body())
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, f"body is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
+        raise ApiError(400, "body.tasks: an object of label → task is required")
+    check_duplicates(doc, "body")
+    return doc
+
+
+GRAPH_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": GraphIn.model_json_schema()}}}}
 
 
 @router.post("", status_code=201, response_model=GraphOut, dependencies=[WRITE],
-             responses=errors(413, 422), summary="Submit a graph (atomic, validated)")
-def submit_graph(body: GraphIn, yard: YardDep, jobs: WithJobs = True) -> Any:
-    graph_id = yard.submit_graph(_document(body))
-    return _graph(yard, graph_id, jobs, 201)
+             responses=errors(413, 422), openapi_extra=GRAPH_BODY,
+             summary="Submit a graph (atomic, validated)")
+async def submit_graph(request: Request, yard: YardDep, jobs: WithJobs = True) -> Any:
+    doc = await _document(request)
+    graph_id = await run_in_threadpool(yard.submit_graph, doc)
+    return await run_in_threadpool(_graph, yard, graph_id, jobs, 201)
 
 
 @router.get("", response_model=GraphListOut, dependencies=[READ], responses=errors(),
@@ -67,10 +84,13 @@ def list_edges(graph_id: GraphId, yard: YardDep,
 
 
 @router.post("/{graph_id}/tasks", response_model=GraphOut, dependencies=[WRITE],
-             responses=errors(404, 409, 413, 422), summary="Add tasks to a graph")
-def add_tasks(graph_id: GraphId, body: GraphIn, yard: YardDep, jobs: WithJobs = True) -> Any:
-    yard.add_graph_tasks(graph_id, _document(body))
-    return _graph(yard, graph_id, jobs)
+             responses=errors(404, 409, 413, 422), openapi_extra=GRAPH_BODY,
+             summary="Add tasks to a graph")
+async def add_tasks(graph_id: GraphId, request: Request, yard: YardDep,
+                    jobs: WithJobs = True) -> Any:
+    doc = await _document(request)
+    await run_in_threadpool(yard.add_graph_tasks, graph_id, doc)
+    return await run_in_threadpool(_graph, yard, graph_id, jobs)
 
 
 @router.post("/{graph_id}/cancel", response_model=GraphOut, dependencies=[WRITE],
