@@ -4,16 +4,15 @@ processes)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from tests.polling import free_port, wait_for
 
 from taskyard.api.http.app import create_app
 from taskyard.api.http.context import Settings
@@ -31,25 +30,6 @@ def taskyard(db_url: str, *args: str, timeout: float = 120) -> subprocess.Comple
     """The real command, in a subprocess, on ``db_url``."""
     return subprocess.run([sys.executable, "-m", "taskyard", "--db", db_url, *args],
                           check=False, capture_output=True, text=True, timeout=timeout)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """Poll ``probe`` until it returns something true (no timed assertion: a generous
-    deadline only guards against a hang)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @dataclass

@@ -6,8 +6,6 @@ type, or break the documented schema."""
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -20,8 +18,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from sqlalchemy import text
-from tests.conftest import _admin, _pg_url
+from tests.conftest import fresh_database
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
@@ -32,22 +29,8 @@ EXAMPLES = int(os.environ.get("TASKYARD_FUZZ_EXAMPLES", "25"))
 def fuzz_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[str]:
     """One fresh database per store for the whole run (the server outlives each case)."""
-    if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("fuzz") / "taskyard.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        yield f"sqlite:///{path}"
-        return
-    template = request.getfixturevalue("pg_template")
-    name = f"fuzz_{uuid.uuid4().hex[:12]}"
-    admin = _admin()
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {template}"))
-    try:
-        yield _pg_url(name)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
+    with fresh_database(request, request.param, tmp_path_factory.mktemp("fuzz")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
