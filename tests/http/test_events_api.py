@@ -37,6 +37,11 @@ def test_event_pages_and_filters(api: Api) -> None:
     assert [e["topic"] for e in graphs["items"]] == ["graph-running"]
     paged = api.get("/api/v1/events", params={"limit": 1}).json()
     assert len(paged["items"]) == 1 and paged["next"] == first
+    tail = api.get("/api/v1/events", params={"tail": 2}).json()
+    assert [e["id"] for e in tail["items"]] == [e["id"] for e in every["items"][1:]]
+    for bad in ("x", "9" * 30):
+        refused = api.get("/api/v1/events/stream", headers={"Last-Event-ID": bad})
+        assert refused.status_code == 400 and "Last-Event-ID" in refused.text
 
 
 def test_stream_sends_resumes_filters_and_keeps_alive(api: Api) -> None:

@@ -59,12 +59,19 @@ def list_job_page(store: Store, *, state: str | None = None, type: str | None = 
     return JobPage(items, items[-1].id if len(rows) > limit else None)
 
 
-def graph_state_counts(store: Store, graph_id: int) -> dict[str, int]:
-    """How many of the graph's jobs are in each state (states without jobs left out)."""
-    query = (select(_J.c.state, func.count()).where(_J.c.graph_id == graph_id)
-             .group_by(_J.c.state))
+def states_by_graph(store: Store, graph_ids: Iterable[int]) -> dict[int, dict[str, int]]:
+    """For each graph, how many of its jobs are in each state (states without jobs left
+    out; a graph without jobs maps to {}): one statement for every graph asked for."""
+    wanted = sorted(set(graph_ids))
+    found: dict[int, dict[str, int]] = {g: {} for g in wanted}
+    if not wanted:
+        return found
+    query = (select(_J.c.graph_id, _J.c.state, func.count()).where(_J.c.graph_id.in_(wanted))
+             .group_by(_J.c.graph_id, _J.c.state))
     with store._read() as conn:
-        return {state: int(n) for state, n in conn.execute(query)}
+        for graph_id, state, n in conn.execute(query):
+            found[int(graph_id)][state] = int(n)
+    return found
 
 
 def graph_edges(store: Store, graph_id: int, *, limit: int) -> list[tuple[int, int, str]]:

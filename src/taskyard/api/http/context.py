@@ -26,12 +26,14 @@ class Settings:
     """Threads running handlers (each may hold a database connection)."""
 
 
-def get_yard(request: Request) -> Yard:
+# Asynchronous, so that FastAPI does not run them in the threadpool: they only read the
+# application's state (a thread hop per dependency would cost more than they do).
+async def get_yard(request: Request) -> Yard:
     yard: Yard = request.app.state.yard
     return yard
 
 
-def get_feed(request: Request) -> EventFeed:
+async def get_feed(request: Request) -> EventFeed:
     feed: EventFeed = request.app.state.feed
     return feed
 

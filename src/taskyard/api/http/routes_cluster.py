@@ -16,7 +16,7 @@ from taskyard.api.http.schemas import (
     TokenOut,
     WorkerListOut,
 )
-from taskyard.api.http.views import graph_json
+from taskyard.api.http.views import graphs_json
 from taskyard.store.metrics import jobs_by_state, recent_endings
 from taskyard.store.tokens import TokenRecord
 
@@ -50,7 +50,7 @@ def overview(yard: YardDep) -> Any:
         "workers": len(workers),
         "capacity": sum(w.capacity for w in workers),
         "used": sum(w.used for w in workers),
-        "graphs": [graph_json(yard, g) for g in yard.graphs(limit=8)],
+        "graphs": graphs_json(yard, yard.graphs(limit=8)),
     })
 
 

@@ -49,7 +49,7 @@ def stream_events(
 ) -> StreamingResponse:
     start = after
     if last_event_id:
-        if not (last_event_id.isascii() and last_event_id.isdigit()):
+        if not (last_event_id.isascii() and last_event_id.isdigit()) or len(last_event_id) > 18:
             raise ApiError(400, f"Last-Event-ID: {last_event_id[:40]!r} is not an event id")
         start = int(last_event_id)
     if start is None:

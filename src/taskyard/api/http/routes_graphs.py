@@ -13,7 +13,7 @@ from taskyard.api.http.auth import READ, WRITE
 from taskyard.api.http.context import YardDep, answer, errors
 from taskyard.api.http.errors import ApiError
 from taskyard.api.http.schemas import ID_MAX, EdgeListOut, GraphIn, GraphListOut, GraphOut
-from taskyard.api.http.views import graph_json
+from taskyard.api.http.views import graph_json, graphs_json
 from taskyard.api.yard import Yard
 from taskyard.store.job_pages import graph_edges
 
@@ -63,7 +63,7 @@ def list_graphs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Any:
     found = yard.graphs(state=state, limit=limit)
-    return answer({"items": [graph_json(yard, g) for g in found]})
+    return answer({"items": graphs_json(yard, found)})
 
 
 @router.get("/{graph_id}", response_model=GraphOut, dependencies=[READ],
