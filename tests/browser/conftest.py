@@ -7,22 +7,21 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import CHROMIUM, CHROMIUM_ARGS, Server, start_server
-
-playwright_api = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import Page, Playwright, sync_playwright
 
 
 @pytest.fixture(scope="session")
-def playwright() -> Iterator[object]:
+def playwright() -> Iterator[Playwright]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
-    with playwright_api.sync_playwright() as p:
+    with sync_playwright() as p:
         yield p
 
 
 @pytest.fixture
-def page(playwright: object, tmp_path: Path) -> Iterator[object]:
+def page(playwright: Playwright, tmp_path: Path) -> Iterator[Page]:
     # A persistent context on a new folder: a fresh user-data dir for every test.
-    context = playwright.chromium.launch_persistent_context(  # type: ignore[attr-defined]
+    context = playwright.chromium.launch_persistent_context(
         str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
         args=CHROMIUM_ARGS, viewport={"width": 1440, "height": 900})
     page = context.new_page()

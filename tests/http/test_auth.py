@@ -13,7 +13,8 @@ from http_helpers import taskyard as run_taskyard
 from taskyard.store.tokens import list_tokens
 
 # The contract: read GETs; write submits, cancels, retries; admin declares.
-ADMIN_PATHS = ("/api/v1/task-types", "/api/v1/apply", "/api/v1/schedules", "/api/v1/tokens")
+ADMIN_PATHS = ("/api/v1/task-types", "/api/v1/apply", "/api/v1/schedules", "/api/v1/tokens",
+               "/api/v1/prune")
 BELOW = {"write": "read", "admin": "write"}
 
 

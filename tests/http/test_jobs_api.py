@@ -113,3 +113,16 @@ def test_list_filters_and_cursor_pages(api: Api) -> None:
         pending = writer.get("/api/v1/jobs", params={"state": "pending", "type": "boom",
                                                      "limit": 1000}).json()
         assert {j["id"] for j in pending["items"]} == set(ids[1::2]) and pending["next"] is None
+
+
+def test_prune_through_the_api(api: Api) -> None:
+    _types(api)
+    with api.client("write") as writer:
+        job = writer.post("/api/v1/jobs", json={"type": "echo", "pools": ["nowhere"]}).json()
+        writer.post(f"/api/v1/jobs/{job['id']}/cancel")
+    assert api.post("/api/v1/prune", json={"older_than": "1d"}).json() == {
+        "jobs": 0, "graphs": 0, "events": 0}
+    assert api.post("/api/v1/prune", json={"older_than": "soon"}).status_code == 422
+    assert api.post("/api/v1/prune", json={"older_than": -5}).status_code == 422
+    assert api.post("/api/v1/prune", json={"older_than": 0}).json()["jobs"] == 1
+    assert api.get(f"/api/v1/jobs/{job['id']}").status_code == 404

@@ -1,6 +1,7 @@
-"""``/api/v1/task-types``, ``/api/v1/schedules`` and ``/api/v1/apply``: what the admin
-declares. Task types go through :meth:`Yard.apply`, the parser of ``taskyard apply``, so
-that the API takes the YAML field names and values (``timeout: 5m``) and checks them once.
+"""``/api/v1/task-types``, ``/api/v1/schedules``, ``/api/v1/apply`` and ``/api/v1/prune``:
+what the admin declares and cleans up. Task types go through :meth:`Yard.apply`, the
+parser of ``taskyard apply``, so that the API takes the YAML field names and values
+(``timeout: 5m``) and checks them once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from taskyard.api.http.auth import ADMIN, READ
 from taskyard.api.http.context import YardDep, answer, errors
 from taskyard.api.http.schemas import (
+    PruneIn,
+    PruneOut,
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
@@ -19,7 +22,8 @@ from taskyard.api.http.schemas import (
     TaskTypeListOut,
     TaskTypeOut,
 )
-from taskyard.store.errors import NotFound
+from taskyard.core.durations import parse_duration
+from taskyard.store.errors import InvalidInput, NotFound
 
 router = APIRouter(prefix="/api/v1", tags=["task types and schedules"])
 Name = Annotated[str, Path(min_length=1, max_length=200)]
@@ -96,3 +100,12 @@ def resume_schedule(name: Name, yard: YardDep) -> Any:
 def delete_schedule(name: Name, yard: YardDep) -> Response:
     yard.delete_schedule(name)
     return Response(status_code=204)
+
+
+@router.post("/prune", response_model=PruneOut, dependencies=[ADMIN], responses=errors(422),
+             summary="Delete finished work older than a duration (taskyard prune)")
+def prune(body: PruneIn, yard: YardDep) -> Any:
+    seconds = parse_duration(body.older_than, field="older_than")
+    if seconds < 0:
+        raise InvalidInput(f"older_than: {body.older_than!r} must not be negative")
+    return answer(yard.store.prune(seconds, dry_run=body.dry_run).to_json())

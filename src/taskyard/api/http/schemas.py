@@ -71,6 +71,13 @@ class TokenIn(_In):
     scope: StrictStr = Field(description="read, write or admin.")
 
 
+class PruneIn(_In):
+    """Retention (``taskyard prune``): what finished longer ago than ``older_than``."""
+
+    older_than: Duration = Field(description="Seconds or a duration such as `30d`.")
+    dry_run: StrictBool = Field(default=False, description="Count the first batch only.")
+
+
 class GraphIn(BaseModel):
     """A graph document: the graph file's JSON form (``routing``, ``tasks``)."""
 
@@ -266,6 +273,12 @@ class OverviewOut(_Out):
     capacity: int
     used: int
     graphs: list[GraphOut]
+
+
+class PruneOut(_Out):
+    jobs: int
+    graphs: int
+    events: int
 
 
 class HealthOut(_Out):
