@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from browser_helpers import ARTIFACTS, Server, record, wait_for
+from browser_helpers import ARTIFACTS, Server, record, taskyard, wait_for
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -101,6 +101,16 @@ def test_cancel_a_running_job_from_its_page(server: Server, page: Any) -> None:
     with server.api() as api:
         assert api.get(f"/api/v1/jobs/{job['id']}").json()["state"] == "canceled"
     assert page.locator("#retry-job").is_visible()
+    # A read token sees the job but gets no button that would change it.
+    reader = taskyard(server.db_url, "token", "create", "--name", "viewer", "--scope",
+                      "read").strip()
+    page.click("#signout")
+    page.wait_for_selector("#signin[open]")
+    page.fill("#token-input", reader)
+    page.click("#signin-button")
+    page.wait_for_selector(".page-head .badge[data-state=canceled]")
+    assert page.inner_text("#who") == "viewer · read"
+    assert page.locator("#retry-job").count() == 0
 
 
 def test_large_graphs_draw_or_open_paged(server: Server, page: Any) -> None:

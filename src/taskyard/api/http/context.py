@@ -22,8 +22,10 @@ class Settings:
     max_body: int = MAX_BODY
     heartbeat: float = 15.0
     """Seconds between keep-alive comments on an idle event stream."""
-    threads: int = 16
-    """Threads running handlers (each may hold a database connection)."""
+    threads: int = 12
+    """Threads running handlers and the event stream's reads, each holding at most one
+    database connection at a time: fewer than the store's PostgreSQL pool (5 + 10
+    overflow), so that none waits for a connection."""
 
 
 # Asynchronous, so that FastAPI does not run them in the threadpool: they only read the
