@@ -1,10 +1,15 @@
-# taskyard — one command each: `make demo`, `make test`, `make bench`.
+# taskyard — one command each: `make demo`, `make ui`, `make test`, `make bench`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The benchmarks' own environment: taskyard plus the peers (procrastinate, huey, Celery).
 BENCH_VENV ?= .venv-bench
 
-.PHONY: demo test lint bench clean
+# The browser tests drive Debian's chromium (Playwright's own browser download cannot
+# work here): installed once, when missing.
+CHROMIUM := /usr/bin/chromium
+UI_PORT ?= 8080
+
+.PHONY: demo ui test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -18,10 +23,20 @@ $(BENCH_VENV)/.installed: pyproject.toml
 	$(BENCH_VENV)/bin/pip install -q -e '.[bench]'
 	touch $@
 
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "make: install Debian's chromium for the browser tests" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
 demo: $(VENV)/.installed
 	$(PY) examples/demo/run_demo.py
 
-test: $(VENV)/.installed
+# The dashboard on the demo's database (run `make demo` first, or it runs it): prints the
+# URL and a token, then serves with 2 workers until Ctrl-C.
+ui: $(VENV)/.installed
+	$(PY) examples/demo/ui.py --port $(UI_PORT)
+
+test: $(VENV)/.installed $(CHROMIUM)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
 # taskyard vs procrastinate, huey and Celery: bench/results/latest.md and the plots.

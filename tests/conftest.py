@@ -8,6 +8,7 @@ database cloned from a migrated template (one template per xdist worker).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -74,11 +75,12 @@ def pg_template(worker_id: str) -> Iterator[str]:
     admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", "pg"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """URL of a fresh, migrated database of each backend."""
-    if request.param == "sqlite":
-        path = tmp_path / "taskyard.db"
+@contextlib.contextmanager
+def fresh_database(request: pytest.FixtureRequest, backend: str, folder: Path) -> Iterator[str]:
+    """A fresh, migrated database of ``backend`` (a copy of the session's template): a
+    file in ``folder`` on SQLite, a database dropped at the end on PostgreSQL."""
+    if backend == "sqlite":
+        path = folder / "taskyard.db"
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         yield f"sqlite:///{path}"
         return
@@ -93,6 +95,13 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "pg"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """URL of a fresh, migrated database of each backend."""
+    with fresh_database(request, request.param, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture

@@ -86,6 +86,13 @@ def main() -> int:
     graph = json.loads(taskyard("graph", "show", graph_id, "--json"))
     ok &= graph["state"] == "finished"
     console.print("[green]demo OK[/green]" if ok else "[red]demo: unexpected states[/red]")
+    console.print(
+        "\n[bold]See this run in the dashboard:[/bold] [cyan]make ui[/cyan] serves it at "
+        "[link]http://127.0.0.1:8080/[/link] (it prints a token to sign in with).\n"
+        f"By hand: taskyard --db {os.environ['TASKYARD_DB']} token create --name me "
+        "--scope write\n"
+        f"         taskyard --db {os.environ['TASKYARD_DB']} serve --port 8080   "
+        "# then open http://127.0.0.1:8080/ and paste the token", highlight=False)
     return 0 if ok else 1
 
 

@@ -327,6 +327,17 @@ class Yard:
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
         return self.store.workers.list(include_gone=include_gone)
 
+    def pools(self) -> list[dict[str, Any]]:
+        """Every pool with its live workers' names, capacity and capacity used."""
+        workers = self.store.workers.list()
+        found = []
+        for name in self.store.task_types.pools():
+            members = [w for w in workers if name in w.pools]
+            found.append({"name": name, "workers": [w.name for w in members],
+                          "capacity": sum(w.capacity for w in members),
+                          "used": sum(w.used for w in members)})
+        return found
+
     def schedule(self) -> CycleReport | None:
         """Run one scheduling cycle now (None if another is running)."""
         return schedule(self.store, holder="api")

@@ -12,7 +12,9 @@ from types import FrameType
 
 import click
 
+from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
 from taskyard.cli.main import DURATION, State
+from taskyard.cli.serve import dashboard_url, make_server
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.scheduler.daemon import SchedulerDaemon
@@ -114,9 +116,14 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 @INTERVAL
 @STALL
 @AGING
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), envvar="TASKYARD_HTTP_PORT",
+              help="Also serve the HTTP API and the dashboard on this port.")
+@click.option("--http-host", default="127.0.0.1", show_default=True,
+              envvar="TASKYARD_HTTP_HOST", help="Address the HTTP API binds (with --http).")
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
-       until_idle: bool, interval: float, stall_after: float, aging: float) -> None:
+       until_idle: bool, interval: float, stall_after: float, aging: float,
+       http_port: int | None, http_host: str) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
@@ -124,6 +131,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     _daemon_logging(ctx)
     state: State = ctx.obj
     state.yard.init()
+    http = (None if http_port is None
+            else make_server(state, http_host, http_port, MAX_BODY_DEFAULT))
     stop = _stop_on_signals()
     host = socket.gethostname().split(".")[0]
     commands: dict[str, list[str]] = {}
@@ -137,13 +146,16 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
         commands[name] = cmd
     supervisor = WorkerSupervisor(dict(commands),
                                   on_exit=lambda name, pid: _release(state, name, pid))
-    scheduler = _SchedulerThread(SchedulerDaemon(state.yard.store, interval=interval,
-                                                 stall_after=stall_after, aging=aging or None),
-                                 stop)
+    scheduler = _SchedulerThread(SchedulerDaemon(
+        state.yard.store, interval=interval, stall_after=stall_after, aging=aging or None,
+        on_cycle=None if http is None else http.app.state.metrics.observe_cycle), stop)
     codes: list[int | None] = []
     try:
         supervisor.start()
         scheduler.start()
+        if http is not None:
+            http.start()
+            log.info("event=http-started url=%s", dashboard_url(http_host, http_port or 0))
         idle_since: float | None = None
         while not stop.wait(0.2):
             supervisor.poll()
@@ -154,6 +166,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
                     break
     finally:
         stop.set()
+        if http is not None:
+            http.stop()
         codes = supervisor.stop()
         scheduler.join(10)
     # A worker SIGTERM stopped exits 0 (or by the signal); anything else is worth exit 1.

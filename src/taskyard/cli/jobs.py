@@ -1,9 +1,8 @@
-"""``taskyard submit``, ``jobs``, ``job``, ``workers`` and ``events``."""
+"""``taskyard submit``, ``jobs``, ``job`` and ``workers`` (``events``: events.py,
+``job logs``: logs.py)."""
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
 import click
@@ -11,9 +10,8 @@ import click
 from taskyard.cli.main import POSITIVE_DURATION, State, parse_json_option
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
 from taskyard.core.durations import DurationError, parse_when
-from taskyard.core.routing import topic_matches
 from taskyard.core.states import JobState
-from taskyard.model.records import EventRecord, JobRecord
+from taskyard.model.records import JobRecord
 
 
 @click.command("submit")
@@ -179,55 +177,6 @@ def workers_list(state: State, include_gone: bool, as_json: bool) -> None:
                   when(w.last_heartbeat_at)] for w in found), empty="no workers")
 
 
-@click.command("events")
-@click.option("--follow", "-f", is_flag=True, help="Keep printing new events.")
-@click.option("--pattern", help="AMQP topic pattern on the routing key (* one word, # any).")
-@click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
-@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Most events printed (without --follow); filters see every event.")
-@json_option
-@click.pass_obj
-def events(state: State, follow: bool, pattern: str | None, topics: tuple[str, ...],
-           limit: int, as_json: bool) -> None:
-    """Stored events (topic, routing key, payload); --follow for new ones."""
-    after: int | None = None
-    page = 1000
-
-    def wanted(e: EventRecord) -> bool:
-        return (not topics or e.topic in topics) and (
-            pattern is None or topic_matches(pattern, e.routing_key))
-
-    def show(found: list[EventRecord]) -> None:
-        for e in found:
-            if as_json:
-                click.echo(json.dumps(e.to_json()))
-            else:
-                click.echo(f"{when(e.created_at)}  {e.topic:<15} {e.routing_key}  "
-                           f"{short(e.payload, 120)}")
-
-    if not follow:
-        # Filters apply to every stored event; --limit bounds what is printed.
-        found: list[EventRecord] = []
-        while len(found) < limit:
-            batch = state.yard.events(after_id=after, limit=page)
-            found.extend(e for e in batch if wanted(e))
-            if len(batch) < page:
-                break
-            after = batch[-1].id
-        if as_json:
-            print_json([e.to_json() for e in found[:limit]])
-        else:
-            show(found[:limit])
-        return
-    while True:
-        batch = state.yard.events(after_id=after, limit=page)
-        show([e for e in batch if wanted(e)])
-        if batch:
-            after = batch[-1].id
-        if len(batch) < page:
-            time.sleep(0.5)
-
-
 def register(group: click.Group) -> None:
-    for command in (submit, jobs, job, workers, events):
+    for command in (submit, jobs, job, workers):
         group.add_command(command)

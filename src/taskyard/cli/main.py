@@ -140,10 +140,20 @@ POSITIVE_DURATION = DurationParam(positive=True)
 
 def _register() -> None:
     # Imported here so each module can import `cli` and `State` from this one.
-    from taskyard.cli import daemons, graphs, jobs, retention, task_types  # noqa: PLC0415
+    from taskyard.cli import (  # noqa: PLC0415
+        daemons,
+        events,
+        graphs,
+        jobs,
+        logs,
+        retention,
+        serve,
+        task_types,
+        tokens,
+    )
     from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
 
-    for module in (daemons, jobs, task_types, graphs, retention):
+    for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens):
         module.register(cli)
     cli.add_command(schedule_group)
 

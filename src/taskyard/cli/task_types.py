@@ -144,14 +144,7 @@ def pools() -> None:
 @click.pass_obj
 def pools_list(state: State, as_json: bool) -> None:
     """Pools with their live workers and capacity."""
-    store = state.yard.store
-    workers = store.workers.list()
-    rows: list[dict[str, Any]] = []
-    for name in store.task_types.pools():
-        members = [w for w in workers if name in w.pools]
-        rows.append({"name": name, "workers": [w.name for w in members],
-                     "capacity": sum(w.capacity for w in members),
-                     "used": sum(w.used for w in members)})
+    rows = state.yard.pools()
     if as_json:
         print_json(rows)
         return

@@ -7,8 +7,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 
-from taskyard.scheduler.cycle import schedule
+from taskyard.scheduler.cycle import CycleReport, schedule
 from taskyard.store import Store
 from taskyard.store.retention import prune
 
@@ -28,9 +29,11 @@ class SchedulerDaemon:
         holder: str | None = None, stall_after: float | None = 600.0,
         cancel_stalled: bool = False, retain: float | None = None,
         prune_every: float = 600.0, aging: float | None = AGING_PERIOD,
+        on_cycle: Callable[[CycleReport], None] | None = None,
     ) -> None:
         """``aging``: a pending job gains 1 priority per this many seconds waited (None
-        turns aging off); ``retain``: prune finished work older than that many seconds."""
+        turns aging off); ``retain``: prune finished work older than that many seconds;
+        ``on_cycle``: called with each cycle's report (``up --http`` times them)."""
         self.store = store
         self.interval = interval
         self.wakeups = wakeups
@@ -42,6 +45,7 @@ class SchedulerDaemon:
         self._last_prune = -1e18
         self.aging = aging
         self._last_aging = -1e18
+        self.on_cycle = on_cycle
 
     def _maybe_age(self) -> None:
         """Anti-starvation aging, at most every tenth of a period (and every minute)."""
@@ -87,6 +91,8 @@ class SchedulerDaemon:
                     log.exception("event=cycle-failed attempt=%d", failures)
                     stop.wait(min(0.1 * 2**failures, 5.0))
                     continue
+                if report is not None and self.on_cycle is not None:
+                    self.on_cycle(report)
                 # Rate-limited by time, not by idleness: a busy system needs them too.
                 self._maybe_prune()
                 self._maybe_age()

@@ -379,6 +379,26 @@ EVENT_TX_DEFAULT = ("ALTER TABLE events ALTER COLUMN tx_id "
 event.listen(events, "after_create",
              DDL(EVENT_TX_DEFAULT).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]
 
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    # Migration 0006: bearer tokens of the HTTP API. Only a SHA-256 of each token is kept
+    # (tokens are 256 random bits: a slow hash would add nothing but latency per request).
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("scope", String(10), nullable=False),
+    Column("created_at", Time, nullable=False),
+    Column("revoked_at", Time),
+    Column("last_used_at", Time),
+    CheckConstraint("scope IN ('read', 'write', 'admin')", name="scope_known"),
+    Index("uq_api_tokens_hash", "hash", unique=True),
+    # A name is taken while its token is live; a revoked one's name may be reused.
+    Index("uq_api_tokens_live_name", "name", unique=True,
+          sqlite_where=text("revoked_at IS NULL"),
+          postgresql_where=text("revoked_at IS NULL")),
+)
+
 # PostgreSQL's per-statement reference checks (see pg_references), created with the
 # tables by ``metadata.create_all`` as migration 0004 creates them.
 for _event, _statements in (("after_create", pg_references.create_statements()),

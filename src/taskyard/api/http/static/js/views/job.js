@@ -1,0 +1,94 @@
+// One job: its fields, why it is not running, args as given and as its handler gets them,
+// attempts, stages, log tails per attempt, cancel and retry; live.
+import { api, session } from "../api.js";
+import { onEvent } from "../stream.js";
+import { ACTIVE, badge, el, json, table, took, throttle, toast, when } from "../ui.js";
+
+const RETRYABLE = new Set(["failed", "error", "canceled", "dependency_failed"]);
+
+export async function render(page, params) {
+  const id = Number(params.id);
+  let logAttempt = null;
+  const draw = async () => {
+    const job = await api(`/api/v1/jobs/${id}`);
+    const attempt = logAttempt || (job.attempts.length ? job.attempts[job.attempts.length - 1].attempt : null);
+    const logs = attempt ? await api(`/api/v1/jobs/${id}/logs`, { params: { attempt } }) : null;
+    page.replaceChildren(...view(job, logs, (n) => { logAttempt = n; draw(); }, draw).filter(Boolean));
+  };
+  await draw();
+  const refresh = throttle(() => draw().catch(() => {}), 1000);
+  return onEvent((events) => {
+    if (events.some((e) => e.payload && e.payload.job_id === id)) refresh();
+  });
+}
+
+function view(job, logs, pick, redraw) {
+  const actions = [];
+  if (session.canWrite() && ACTIVE.has(job.state)) {
+    actions.push(el("button", { class: "danger", id: "cancel-job", onclick: () => act(job, "cancel", redraw) }, "Cancel job"));
+  }
+  if (session.canWrite() && RETRYABLE.has(job.state)) {
+    actions.push(el("button", { class: "primary", id: "retry-job", onclick: () => act(job, "retry", redraw) }, "Retry"));
+  }
+  const fields = [["Type", job.type], ["Label", job.label],
+    ["Graph", job.graph_id ? el("a", { href: `#/graphs/${job.graph_id}` }, `#${job.graph_id}`) : null],
+    ["Priority", job.base_priority !== null && job.base_priority !== undefined
+      ? `${job.priority} (submitted ${job.base_priority})` : String(job.priority)],
+    ["Pools", job.pools.join(", ")], ["Locks", job.locks.join(", ")],
+    ["Worker", job.worker], ["Attempt", `${job.attempt} of ${job.retries + 1}`],
+    ["Created", when(job.created_at)], ["Run after", when(job.run_after)],
+    ["Started", when(job.started_at)], ["Finished", when(job.finished_at)],
+    ["Took", took(job.started_at, job.finished_at)], ["Exit code", job.exit_code],
+    ["Error", job.error]].filter(([, v]) => v !== null && v !== undefined && v !== "");
+  const why = job.why.length
+    ? el("ul", { class: "why", id: "why" }, job.why.map((w) => el("li", {}, w)))
+    : el("ul", { class: "why", id: "why" }, el("li", { class: "none" },
+      ACTIVE.has(job.state) ? "Nothing holds it back." : `It ${job.state === "succeeded" ? "succeeded" : `ended ${job.state.replace("_", " ")}`}.`));
+  const resolved = JSON.stringify(job.resolved_args) !== JSON.stringify(job.args);
+  return [
+    el("div", { class: "crumbs" }, el("a", { href: "#/jobs" }, "Jobs"), ` / #${job.id}`),
+    el("div", { class: "page-head" }, el("h1", {}, `Job #${job.id}`), badge(job.state, true),
+      el("span", { class: "muted" }, job.type), el("span", { class: "spacer" }), actions),
+    el("div", { class: "grid cols-2" },
+      el("div", { class: "card" }, el("h2", {}, "Details"),
+        el("dl", { class: "fields" }, fields.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))),
+      el("div", { class: "grid" },
+        el("div", { class: "card" }, el("h2", {}, "Why is it not running?"), why),
+        el("div", { class: "card" }, el("h2", {}, resolved ? "Args (as submitted)" : "Args"),
+          json(job.args), resolved ? [el("h2", { class: "section-gap" },
+            "Args as the handler gets them"), json(job.resolved_args)] : null),
+        job.result !== null ? el("div", { class: "card" }, el("h2", {}, "Result"), json(job.result)) : null)),
+    el("div", { class: "card flush section-gap" }, el("h2", {}, "Attempts"),
+      table(["Attempt#", "State", "Worker", "Exit#", "Started", "Took", "Error"],
+        job.attempts.map((a) => ({ id: a.attempt, cells: [{ node: String(a.attempt), num: true },
+          { node: badge(a.state) }, a.worker || "", { node: a.exit_code ?? "", num: true },
+          when(a.started_at), took(a.started_at, a.finished_at), a.error || ""] })),
+        { empty: "No attempt yet." })),
+    job.stages.length ? el("div", { class: "card flush section-gap" }, el("h2", {}, "Stages"),
+      table(["Attempt#", "Stage", "State", "Started", "Took", "Result"], job.stages.map((s) => ({
+        cells: [{ node: String(s.attempt), num: true }, s.name, { node: badge(s.state) },
+          when(s.started_at), took(s.started_at, s.finished_at),
+          s.result === null ? "" : JSON.stringify(s.result)] })))) : null,
+    el("div", { class: "card section-gap", id: "logs" }, el("h2", {}, "Logs"),
+      logs ? [el("div", { class: "tabs" }, job.attempts.map((a) => el("button", {
+        class: a.attempt === logs.attempt ? "on" : "", onclick: () => pick(a.attempt) },
+      `attempt ${a.attempt}`))),
+      el("div", { class: "faint" }, "stdout"),
+      el("pre", { class: "log", id: "stdout" }, logs.stdout || "(nothing)"),
+      el("div", { class: "faint section-gap" }, "stderr"),
+      el("pre", { class: "log stderr", id: "stderr" }, logs.stderr || "(nothing)"),
+      el("p", { class: "faint" }, "The worker keeps the end of each stream, written when the attempt ends.")]
+        : el("p", { class: "faint" }, "No attempt yet: nothing was written.")),
+  ];
+}
+
+async function act(job, verb, redraw) {
+  if (verb === "cancel" && !confirm(`Cancel job #${job.id}?`)) return;
+  try {
+    const after = await api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST" });
+    toast(`Job #${job.id}: ${after.state.replace("_", " ")}`);
+    await redraw();
+  } catch (err) {
+    toast(err.message, true);
+  }
+}

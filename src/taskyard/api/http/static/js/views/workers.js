@@ -1,0 +1,44 @@
+// Pools with their capacity bars, workers with their load; live.
+import { api } from "../api.js";
+import { onEvent } from "../stream.js";
+import { ago, badge, el, throttle } from "../ui.js";
+
+function capacity(used, total) {
+  const full = total > 0 && used >= total;
+  return el("div", { class: "capacity" },
+    el("div", { class: `bar thick${full ? " full" : ""}` },
+      el("span", { style: `width: ${total ? 100 * Math.min(used / total, 1) : 0}%` })),
+    el("span", { class: "mono" }, `${used}/${total}`));
+}
+
+export async function render(page, params) {
+  const pools = el("div", { class: "grid cols-3", id: "pools" });
+  const workers = el("div", { class: "card flush section-gap", id: "workers" });
+  const all = params.all === "1";
+  page.append(el("div", { class: "page-head" }, el("h1", {}, "Workers & pools"),
+    el("span", { class: "spacer" }), el("a", { href: all ? "#/workers" : "#/workers?all=1" },
+      all ? "Live workers only" : "Show stopped and expelled")), pools, workers);
+  const load = async () => {
+    const [p, w] = await Promise.all([api("/api/v1/pools"), api("/api/v1/workers", { params: { all } })]);
+    pools.replaceChildren(...(p.items.length ? p.items.map((pool) => el("div", { class: "card",
+      dataset: { pool: pool.name } }, el("h2", {}, pool.name),
+    capacity(pool.used, pool.capacity),
+    el("div", { class: "faint section-gap" }, pool.workers.length
+      ? `${pool.workers.length} worker${pool.workers.length > 1 ? "s" : ""}: ${pool.workers.join(", ")}`
+      : "no live worker"))) : [el("div", { class: "card empty" }, "No pools yet.")]));
+    workers.replaceChildren(el("h2", {}, "Workers"), w.items.length ? el("table", {},
+      el("thead", {}, el("tr", {}, ["Worker", "State", "Pools", "Load", "Running", "Host",
+        "Heartbeat", "Started"].map((h) => el("th", { class: h === "Running" ? "num" : "" }, h)))),
+      el("tbody", {}, w.items.map((x) => el("tr", { dataset: { name: x.name } },
+        el("td", { class: "mono" }, x.name), el("td", {}, badge(x.state)),
+        el("td", {}, x.pools.join(", ")), el("td", { style: "min-width: 160px" }, capacity(x.used, x.capacity)),
+        el("td", { class: "num" }, String(x.running)), el("td", { class: "mono" }, `${x.hostname}:${x.pid ?? ""}`),
+        el("td", { class: "faint" }, ago(x.last_heartbeat_at)), el("td", { class: "faint" }, ago(x.started_at))))))
+      : el("div", { class: "empty" }, "No worker is running. Start one with taskyard worker or taskyard up."));
+  };
+  await load();
+  const refresh = throttle(() => load().catch(() => {}), 2000);
+  const timer = setInterval(refresh, 5000);
+  const stop = onEvent((events) => { if (events.some((e) => e.topic === "job-running" || e.topic.startsWith("job-c") || e.topic.startsWith("job-f"))) refresh(); });
+  return () => { stop(); clearInterval(timer); };
+}

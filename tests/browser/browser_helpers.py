@@ -1,0 +1,94 @@
+"""The browser tests' parts: Debian's chromium driven by Playwright, and a real
+``taskyard up --http`` with workers on a fresh database."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tests.polling import free_port, wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def record(name: str, value: Any) -> None:
+    """Keep a measurement beside the screenshots (reported, never asserted)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "measurements.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    found[name] = value
+    path.write_text(json.dumps(found, indent=2, sort_keys=True))
+
+
+@dataclass
+class Server:
+    """``taskyard up --workers N --http PORT`` in a subprocess."""
+
+    db_url: str
+    port: int
+    proc: subprocess.Popen[str]
+    token: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def api(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=120,
+                            headers={"Authorization": f"Bearer {self.token}"})
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return err
+
+
+def taskyard(db_url: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "taskyard", "--db", db_url, *args],
+                          check=True, capture_output=True, text=True, timeout=120,
+                          env=_env())
+    return done.stdout
+
+
+def _env() -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if k != "TASKYARD_DB"},
+            "PYTHONPATH": str(ROOT)}
+
+
+def start_server(db_url: str, workers: int = 2) -> Server:
+    taskyard(db_url, "init")
+    token = taskyard(db_url, "token", "create", "--name", "browser", "--scope", "admin").strip()
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taskyard", "--db", db_url, "up", "--workers", str(workers),
+         "--capacity", "4", "--http", str(port)],
+        env=_env(), text=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
+    server = Server(db_url, port, proc, token)
+
+    def healthy() -> bool:
+        assert proc.poll() is None, server.stop()
+        try:
+            return httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for("the server", healthy)
+    return server

@@ -1,0 +1,76 @@
+"""API fuzzing: schemathesis generates requests from the OpenAPI document (bounded
+examples per operation) and sends them to a real server on a real database of each
+store, with an admin token. No answer may be a 5xx, use an undocumented status or content
+type, or break the documented schema."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import schemathesis
+from http_helpers import Api, start_api
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from tests.conftest import fresh_database
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
+          response_schema_conformance]
+EXAMPLES = int(os.environ.get("TASKYARD_FUZZ_EXAMPLES", "25"))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "pg"])
+def fuzz_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[str]:
+    """One fresh database per store for the whole run (the server outlives each case)."""
+    with fresh_database(request, request.param, tmp_path_factory.mktemp("fuzz")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def fuzzed(fuzz_db: str) -> Iterator[Api]:
+    api = start_api(fuzz_db)
+    # Something to find: a task type, jobs, a graph, a schedule (ids 1, 2, 3 exist).
+    api.post("/api/v1/task-types", json={"name": "t", "handler": "shell:true"})
+    for _ in range(2):
+        api.post("/api/v1/jobs", json={"type": "t", "pools": ["nowhere"]})
+    api.post("/api/v1/graphs", json={"tasks": {"a": {"type": "t"}, "b": {
+        "type": "t", "requires": ["a"]}}})
+    api.post("/api/v1/schedules", json={"name": "s", "type": "t", "every": "1h"})
+    yield api
+    api.stop()
+    api.yard.close()
+
+
+def test_api_answers_follow_the_schema(fuzzed: Api) -> None:
+    document = fuzzed.get("/api/v1/openapi.json").json()
+    schema = schemathesis.openapi.from_dict(document)
+    headers = {"Authorization": f"Bearer {fuzzed.tokens['admin']}"}
+    failures: list[str] = []
+    tried = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if operation.path == "/api/v1/events/stream":
+            continue  # an endless stream: tested in test_events_api
+
+        @given(case=operation.as_strategy())
+        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck))
+        def run(case: schemathesis.Case) -> None:
+            case.call_and_validate(base_url=fuzzed.url, headers=headers, checks=CHECKS,
+                                   timeout=60)
+
+        tried += 1
+        try:
+            run()
+        except Exception as exc:  # every operation is tried; all failures reported
+            failures.append(f"{operation.method.upper()} {operation.path}: "
+                            f"{' '.join(str(exc).split())[:1500]}")
+    assert tried >= 25
+    assert not failures, "\n\n".join(failures)
