@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
-from taskyard.core.prefetch import PaceTracker, prefetch_window
+from taskyard.core.prefetch import PaceTracker, prefetch_window, worth_declaring
 from taskyard.core.stages import StageReport
 from taskyard.store import CycleTx, Store, open_store
 from taskyard.store.batches import Assignment
@@ -45,14 +45,6 @@ this short on average: one report then carries both (a start alone is a transact
 the path of the job's end, and of the next job of a chain)."""
 
 
-def _worth_declaring(window: int, declared: int) -> bool:
-    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
-    every declaration is a write, and the window follows a moving average."""
-    if window == declared:
-        return False
-    if window == 0 or declared == 0:
-        return True
-    return abs(window - declared) * 4 >= declared
 ABANDONED = "abandoned"
 """Stop state of the attempts a fenced worker kills. Their outcomes are not reported:
 the worker gave its lease up, so they end as a lost worker's do (lease expiry, then the
@@ -175,7 +167,7 @@ class WorkerDaemon:
         self._unsent += self.executor.take_started()
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
-        declare = window if _worth_declaring(window, self._window) else None
+        declare = window if worth_declaring(window, self._window) else None
         if not ended and declare is None and not look and self._hold_starts(now):
             return
         self._hold_until = None

@@ -22,13 +22,13 @@ from typing import Any
 
 from taskyard.core.handlers import HandlerSpec, HandlerSpecError
 from taskyard.core.handlers import parse_handler as _parse
+from taskyard.core.lifecycle import TIMEOUT_EXIT_CODE, may_start
 from taskyard.core.stages import StageReport
 from taskyard.store.records import ClaimedJob, Outcome
 from taskyard.worker.guardian import Guardian
 from taskyard.worker.processes import ChildDied, PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
-TIMEOUT_EXIT_CODE = 130
 Key = tuple[int, int]
 PIPELINE = 16
 """Most jobs sent to a child in one message (a pipeline: see :meth:`Executor._next`)."""
@@ -174,7 +174,9 @@ class Executor:
             self.guardian.close()
 
     def _fits(self, job: ClaimedJob) -> bool:
-        return self._executing == 0 or self._used + job.cost <= self.capacity
+        # A slot asks only while it is free: the rule's bound on handlers at once
+        # (max(1, capacity), the number of slots) always holds here.
+        return may_start(self._executing, self._used, job.cost, self.capacity)
 
     def _next(self) -> list[ClaimedJob] | None:
         """Wait for the head job to fit, take it, and account for it (None: closing).
