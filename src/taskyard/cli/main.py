@@ -142,10 +142,12 @@ def _register() -> None:
     # Imported here so each module can import `cli` and `State` from this one.
     from taskyard.cli import daemons, graphs, jobs, retention, task_types  # noqa: PLC0415
     from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
+    from taskyard.cli.simulate import simulate_command  # noqa: PLC0415
 
     for module in (daemons, jobs, task_types, graphs, retention):
         module.register(cli)
     cli.add_command(schedule_group)
+    cli.add_command(simulate_command)
 
 
 _register()
