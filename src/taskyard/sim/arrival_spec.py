@@ -88,6 +88,9 @@ def _arrival(n: int, body: Any, types: Mapping[str, TypeSpec], until: float | No
     else:
         if kind == "adaptive":
             raise ScenarioError(f"{where}.adaptive: a schedule of a task type, not a graph")
+        for own in ("args", "priority", "pools"):
+            if own in body:
+                raise ScenarioError(f"{where}.{own}: a graph's tasks carry their own {own}")
         graph = _graph(body["graph"], f"{where}.graph", types, base)
     args = parse_args(body.get("args"), f"{where}.args")
     arrival = Arrival(

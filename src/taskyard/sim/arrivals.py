@@ -51,6 +51,8 @@ class Arrivals:
         self._replayed: dict[int, SimJob] = {}
         """Replay: the job of each recorded id (parents are looked up here)."""
         self._graphs: dict[int, SimGraph] = {}
+        self._streams = {a.index: sim.stream(f"arrival:{a.index}")
+                         for a in sim.scenario.arrivals}
 
     def start(self) -> None:
         """Schedule each process's first arrival (in the scenario's order)."""
@@ -92,13 +94,14 @@ class Arrivals:
         """One arrival: a job (with its prerequisites) or a graph."""
         sim = self.sim
         self._count[arrival.index] += 1
+        rng = self._streams[arrival.index]
         if arrival.graph is not None:
-            sim.dependents.submit_graph(arrival.graph, arrival.name)
+            sim.dependents.submit_graph(arrival.graph, arrival.name, rng)
             return None
         spec = sim.scenario.types[arrival.type or ""]
-        job = sim.new_job(spec, arrival.args.sample(sim.rng),
-                          arrival.priority.sample(sim.rng), arrival.pools)
-        sim.dependents.launch(job)
+        job = sim.new_job(spec, arrival.args.sample(rng), arrival.priority.sample(rng),
+                          arrival.pools, rng=rng)
+        sim.dependents.launch(job, rng)
         return job
 
     # -- replay ---------------------------------------------------------------------------
@@ -135,7 +138,7 @@ class Arrivals:
     # -- Poisson and given instants -----------------------------------------------------
 
     def _next_poisson(self, arrival: Arrival, after: float) -> None:
-        when = after + self.sim.rng.expovariate(arrival.rate)
+        when = after + self._streams[arrival.index].expovariate(arrival.rate)
         if when < self._bound(arrival) and self._more(arrival):
             self.sim.later(when, self._poisson, arrival)
 

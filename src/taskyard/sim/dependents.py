@@ -3,6 +3,7 @@ end means for them (seed 003's readiness counters, decided by core.edges/lifecyc
 
 from __future__ import annotations
 
+from random import Random
 from typing import TYPE_CHECKING
 
 from taskyard.core.edges import EdgeOutcome, edge_outcome, failure_is_handled
@@ -38,7 +39,7 @@ class Dependents:
 
     # -- graphs -------------------------------------------------------------------------
 
-    def submit_graph(self, spec: GraphSpec, name: str) -> SimGraph:
+    def submit_graph(self, spec: GraphSpec, name: str, rng: Random) -> SimGraph:
         """One instance of a graph file: its jobs in the file's order, its edges."""
         sim = self.sim
         self._graphs += 1
@@ -47,7 +48,7 @@ class Dependents:
         for label, node in spec.tasks.items():
             job = sim.new_job(sim.scenario.types[node.type], node.args, node.priority,
                               node.pools, extra_locks=node.locks, retries=node.reruns,
-                              timeout=node.timeout)
+                              timeout=node.timeout, rng=rng)
             job.graph, job.label, job.convergence = graph, label, node.convergence
             by_label[label] = job
             graph.jobs.append(job)
@@ -88,7 +89,7 @@ class Dependents:
 
     # -- update on launch ----------------------------------------------------------------
 
-    def launch(self, job: SimJob) -> None:
+    def launch(self, job: SimJob, rng: Random) -> None:
         """A submitted or scheduled job: reuse or spawn its prerequisites, then release
         it unless it waits for one."""
         sim = self.sim
@@ -106,7 +107,7 @@ class Dependents:
                     job.requires(self._flying[key][choice.job_id])
                 continue
             # Spawned with the launching job's priority; it spawns nothing itself.
-            spawned = sim.new_job(sim.scenario.types[pre.type], args, job.priority)
+            spawned = sim.new_job(sim.scenario.types[pre.type], args, job.priority, rng=rng)
             self.track(spawned)
             job.requires(spawned)
             sim.release(spawned)

@@ -44,7 +44,12 @@ class Simulation:
     def __init__(self, scenario: Scenario, *, seed: int | None = None,
                  trace: bool = False, keep_jobs: bool = False) -> None:
         self.scenario = scenario
-        self.rng = random.Random(scenario.seed if seed is None else seed)
+        self.seed = scenario.seed if seed is None else seed
+        # One stream per purpose ("common random numbers"): another worker count or lock
+        # changes the order of events, never which jobs arrive nor how long their first
+        # attempts run; so two variants of a scenario compare like for like.
+        self.rng = self.stream("attempts")
+        """Later attempts, retry jitter, eventful results."""
         self.now = 0.0
         self.trace: Trace | None = [] if trace else None
         self.metrics = Metrics(scenario)
@@ -71,6 +76,10 @@ class Simulation:
         self.faults = Faults(self)
         self.arrivals = Arrivals(self)
         self.periodic = Periodic(self)
+
+    def stream(self, purpose: str) -> random.Random:
+        """The random stream of ``purpose`` for this run's seed."""
+        return random.Random(f"{self.seed}:{purpose}")
 
     # -- the event queue ---------------------------------------------------------------
 
@@ -121,9 +130,11 @@ class Simulation:
     def new_job(self, spec: TypeSpec, args: dict[str, Any], priority: int,
                 pools: tuple[str, ...] | None = None, *, extra_locks: tuple[str, ...] = (),
                 retries: int | None = None, timeout: float | None = None,
-                claims: tuple[LockClaim, ...] | None = None) -> SimJob:
+                claims: tuple[LockClaim, ...] | None = None,
+                rng: random.Random | None = None) -> SimJob:
         """A job, created now (still waiting: :meth:`release` or give it parents).
-        ``claims``: its locks as recorded (else rendered from the type's templates)."""
+        ``claims``: its locks as recorded (else rendered from the type's templates);
+        ``rng``: its arrival's stream, which draws its first attempt now."""
         self._next_job += 1
         retry = self._retry[spec.name]
         if retries is not None and retries != retry.retries:
@@ -133,6 +144,8 @@ class Simulation:
         job = SimJob(self._next_job, spec, args, priority, pools=pools or spec.pools,
                      claims=claims, now=self.now, retry=retry,
                      timeout=spec.timeout if timeout is None else timeout)
+        if rng is not None:
+            job.first = self._draw(spec, args, rng)
         self.live[job.id] = job
         if self.jobs is not None:
             self.jobs[job.id] = job
@@ -213,8 +226,13 @@ class Simulation:
             job = live[cand.id]
             if isinstance(decision, Placement):
                 self._dispatch(job, workers[decision.worker_id])
-            elif decision.reason in _LOCKS:
+                if planner.exhausted():
+                    break
+                continue
+            if decision.reason in _LOCKS:
                 metrics.blocked(job, decision.detail, self.now)
+            if self.trace is not None:
+                self.note(f"skip:{decision.reason.value}", job.id)
             if planner.exhausted():
                 break
         for stream in streams:
@@ -272,17 +290,23 @@ class Simulation:
 
     def _attempt(self, job: SimJob) -> tuple[float, AttemptState]:
         """How long this attempt runs and how it ends (a timeout is a failure)."""
-        spec = job.type
         recorded = job.recorded
         if recorded is not None:
             seconds, outcome = recorded[min(job.attempt, len(recorded)) - 1]
+        elif job.first is not None:
+            (seconds, outcome), job.first = job.first, None
         else:
-            seconds = spec.duration.sample(self.rng, job.args)
-            failed = spec.fail > 0 and self.rng.random() < spec.fail
-            outcome = AttemptState.FAILED if failed else AttemptState.SUCCEEDED
+            seconds, outcome = self._draw(job.type, job.args, self.rng)
         if job.timeout is not None and seconds > job.timeout:
             return job.timeout, AttemptState.FAILED
         return seconds, outcome
+
+    @staticmethod
+    def _draw(spec: TypeSpec, args: dict[str, Any],
+              rng: random.Random) -> tuple[float, AttemptState]:
+        seconds = spec.duration.sample(rng, args)
+        failed = spec.fail > 0 and rng.random() < spec.fail
+        return seconds, AttemptState.FAILED if failed else AttemptState.SUCCEEDED
 
     def _end(self, ending: tuple[SimJob, int]) -> None:
         job, attempt = ending

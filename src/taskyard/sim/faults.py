@@ -31,6 +31,7 @@ class Faults:
         self.suspended: list[SimJob] = []
         """Jobs whose worker was expelled at this instant: requeued before placement."""
         self._next_worker = 0
+        self._rng = sim.stream("crashes")
 
     def start_workers(self) -> None:
         """Every group's workers join at time 0, in the scenario's order."""
@@ -47,10 +48,15 @@ class Faults:
         sim.metrics.joined(worker)
         sim.note("join", 0, worker.id)
         if group.crash_every is not None:
-            when = sim.now + sim.rng.expovariate(1.0 / group.crash_every)
+            when = sim.now + self._rng.expovariate(1.0 / group.crash_every)
             sim.later(when, self._crash, worker, background=True)
+        for when in group.crash_at:
+            if when > sim.now:
+                sim.later(when, self._crash, worker, background=True)
 
     def _crash(self, worker: SimWorker) -> None:
+        if not worker.alive:
+            return  # crashed already (at a given instant and by chance)
         sim, now, group = self.sim, self.sim.now, worker.group
         worker.account(now)
         worker.alive = False

@@ -27,11 +27,43 @@ class SimJob:
     """One job of the simulation, through all its attempts."""
 
     __slots__ = (
-        "args", "attempt", "attempt_started", "base_priority", "blocked_at", "blocked_key",
-        "cand", "children", "claims", "convergence", "cost", "created", "dep_failures",
-        "entry", "eventful", "failures", "finished", "graph", "id", "label", "losses",
-        "max_losses", "outcome", "pools", "priority", "ready", "recorded", "retry",
-        "run_after", "schedule", "started", "state", "timeout", "type", "unmet", "worker",
+        "args",
+        "attempt",
+        "attempt_started",
+        "base_priority",
+        "blocked_at",
+        "blocked_key",
+        "cand",
+        "children",
+        "claims",
+        "convergence",
+        "cost",
+        "created",
+        "dep_failures",
+        "entry",
+        "eventful",
+        "failures",
+        "finished",
+        "first",
+        "graph",
+        "id",
+        "label",
+        "losses",
+        "max_losses",
+        "outcome",
+        "pools",
+        "priority",
+        "ready",
+        "recorded",
+        "retry",
+        "run_after",
+        "schedule",
+        "started",
+        "state",
+        "timeout",
+        "type",
+        "unmet",
+        "worker",
     )
 
     def __init__(self, job_id: int, spec: TypeSpec, args: dict[str, Any], priority: int, *,
@@ -71,6 +103,8 @@ class SimJob:
         self.schedule: Any = None
         self.blocked_at: float | None = None
         self.blocked_key = ""
+        self.first: tuple[float, AttemptState] | None = None
+        """Its first attempt, drawn when it arrived (see Simulation.stream)."""
         self.entry = 0
         """Which of its entries in a pending stream is current (see PendingStream)."""
         self.recorded: list[tuple[float, AttemptState]] | None = None

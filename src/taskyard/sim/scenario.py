@@ -32,6 +32,7 @@ from taskyard.sim.fields import (
     number,
     probability,
     text,
+    times,
 )
 from taskyard.sim.recorded import RecordedJob
 
@@ -93,6 +94,8 @@ class WorkerGroup:
     ``taskyard up`` releases a worker it saw die)."""
     crash_every: float | None = None
     """Mean seconds between crashes of each worker (exponential); None: never."""
+    crash_at: tuple[float, ...] = ()
+    """Instants at which every worker of the group running then crashes."""
     restart: float = 1.0
     """Seconds from a crash until the worker runs again (as a new registration)."""
 
@@ -224,13 +227,19 @@ def _worker_group(name: str, body: Any) -> WorkerGroup:
     known_keys(body, _WORKER_FIELDS, where)
     if "capacity" not in body:
         raise ScenarioError(f"{where}.capacity: required (an integer >= 0)")
-    crash_every, restart = None, 1.0
+    crash_every: float | None = None
+    crash_at: tuple[float, ...] = ()
+    restart = 1.0
     if body.get("crash") is not None:
         crash = mapping(body["crash"], f"{where}.crash")
-        known_keys(crash, {"every", "restart"}, f"{where}.crash")
-        if "every" not in crash:
-            raise ScenarioError(f"{where}.crash.every: required (mean time between crashes)")
-        crash_every = duration(crash["every"], f"{where}.crash.every", positive=True)
+        known_keys(crash, {"every", "at", "restart"}, f"{where}.crash")
+        if "every" not in crash and "at" not in crash:
+            raise ScenarioError(f"{where}.crash: give every (mean time between crashes) "
+                                "or at (instants)")
+        if "every" in crash:
+            crash_every = duration(crash["every"], f"{where}.crash.every", positive=True)
+        if "at" in crash:
+            crash_at = times(crash["at"], f"{where}.crash.at")
         restart = duration(crash.get("restart", 1), f"{where}.crash.restart")
     return WorkerGroup(
         name=name,
@@ -240,7 +249,7 @@ def _worker_group(name: str, body: Any) -> WorkerGroup:
         prefetch=integer(body.get("prefetch", DEFAULT_PREFETCH), f"{where}.prefetch",
                          minimum=0),
         lease=duration(body.get("lease", 15), f"{where}.lease"),
-        crash_every=crash_every, restart=restart,
+        crash_every=crash_every, crash_at=crash_at, restart=restart,
     )
 
 
