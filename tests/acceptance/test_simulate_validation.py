@@ -57,8 +57,10 @@ def test_simulated_and_real_runs_agree(db_url: str, tmp_path: Path) -> None:
     yard = Yard(db_url, inline_cycle=False)
     try:
         ids = [yard.submit(t, {"seconds": s}, priority=p) for t, s, p in JOBS]
-        subprocess.run([*taskyard, "up", "--workers", "1", "--capacity", "2", "--until-idle"],
-                       cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
+        up = subprocess.run([*taskyard, "up", "--workers", "1", "--capacity", "2",
+                             "--until-idle"], cwd=tmp_path, env=env, check=False,
+                            capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr
         records = [yard.get_job(job_id) for job_id in ids]
     finally:
         yard.close()
