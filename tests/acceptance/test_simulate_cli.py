@@ -55,6 +55,18 @@ def test_the_table_and_a_capacity_question():
     assert as_json[1]["starvation"]["longest_wait"] > as_json[0]["starvation"]["longest_wait"]
 
 
+def test_the_docs_worked_question_is_what_the_example_says():
+    """docs/simulator.md quotes these runs: the page must follow the code."""
+    page = (Path(__file__).parents[2] / "docs" / "simulator.md").read_text()
+    for workers in (60, 40):
+        report = json.loads(taskyard("simulate", str(EXAMPLES / "farm.yaml"), "--json",
+                                     "--workers", f"builders={workers}").stdout)
+        assert f"{report['pools'][0]['utilization']:.1%}".replace("%", " %") in page
+        longest = round(report["starvation"]["longest_wait"])
+        assert f"{longest // 60} min {longest % 60:02d} s" in page
+        assert f"The same {report['jobs']['created']:,} jobs arrive" in page
+
+
 def test_a_seed_gives_one_report():
     runs = [json.loads(taskyard("simulate", str(EXAMPLES / "locks.yaml"), "--json",
                                 *seed).stdout) for seed in ([], [], ["--seed", "9"])]
