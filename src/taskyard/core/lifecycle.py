@@ -35,6 +35,10 @@ class AttemptEnd:
     delay: float = 0.0
 
 
+_FINAL = {state: AttemptEnd(state) for state in _ENDS.values()}
+"""One value per final state: most attempts succeed, and need no new object."""
+
+
 def after_attempt(outcome: AttemptState, policy: RetryPolicy, failures_before: int,
                   jitter: float) -> AttemptEnd:
     """The job's state after an attempt ended in ``outcome``.
@@ -46,9 +50,9 @@ def after_attempt(outcome: AttemptState, policy: RetryPolicy, failures_before: i
     """
     state = _ENDS[outcome]
     if state not in (JobState.FAILED, JobState.ERROR):
-        return AttemptEnd(state)
+        return _FINAL[state]
     decision = decide_retry(policy, failures_before + 1, jitter)
-    return AttemptEnd(JobState.PENDING, decision.delay) if decision.retry else AttemptEnd(state)
+    return AttemptEnd(JobState.PENDING, decision.delay) if decision.retry else _FINAL[state]
 
 
 def losses_after_suspend(losses: int, was_running: bool, *, counts: bool = True) -> int:

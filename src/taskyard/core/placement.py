@@ -184,7 +184,12 @@ class Planner:
         self._queued[type_] -= jobs
         for claim in locks:
             holders = self._held[claim.key]
-            holders.remove((claim, job_id))
+            # By job id: comparing the claims (dataclasses) would cost more, and a job's
+            # entries under one key are all its own to remove.
+            for n, (_, holder) in enumerate(holders):
+                if holder == job_id:
+                    del holders[n]
+                    break
             if not holders:
                 del self._held[claim.key]
         if worker_id in self.workers:

@@ -101,7 +101,10 @@ class Arrivals:
         spec = sim.scenario.types[arrival.type or ""]
         job = sim.new_job(spec, arrival.args.sample(rng), arrival.priority.sample(rng),
                           arrival.pools, rng=rng)
-        sim.dependents.launch(job, rng)
+        if spec.prerequisites or spec.name in sim.dependents.tracked:
+            sim.dependents.launch(job, rng)
+        else:
+            sim.release(job)  # nothing to launch first, nothing to be reused
         return job
 
     # -- replay ---------------------------------------------------------------------------

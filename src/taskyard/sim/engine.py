@@ -159,7 +159,7 @@ class Simulation:
         if spec.simultaneous and not spec.locks and not extra:
             return ()
         try:
-            key: Any = (spec.name, extra, tuple(sorted(args.items())))
+            key: Any = (spec.name, extra, tuple(args.items()))  # one order per arrival
             hash(key)
         except TypeError:  # an arg value that is a list or a mapping
             key = None
@@ -176,7 +176,8 @@ class Simulation:
         job.state = _PENDING
         job.unmet = 0
         job.run_after = run_after
-        self.periodic.listed(job)
+        if not job.listed:
+            self.periodic.listed(job)
         if run_after is not None and run_after > self.now:
             self.later(run_after, self._due, job)
             return
@@ -196,7 +197,7 @@ class Simulation:
             stream = self._streams[job.pools] = PendingStream(job.pools)
         stream.push(job)
         self.pending += 1
-        self.metrics.queued(job, 1)
+        self.metrics.pending_by_type[job.type.name] += 1
 
     def requeue(self, job: SimJob) -> None:
         """Priority changed (aging): a new place in its stream (the old one is stale)."""

@@ -63,9 +63,6 @@ class Metrics:
         if self.lowest_priority is None or job.base_priority < self.lowest_priority:
             self.lowest_priority = job.base_priority
 
-    def queued(self, job: SimJob, delta: int) -> None:
-        self.pending_by_type[job.type.name] += delta
-
     def started(self, job: SimJob, now: float) -> None:
         key = (job.type.name, job.base_priority)
         waits = self.waits.get(key)

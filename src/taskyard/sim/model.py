@@ -48,6 +48,7 @@ class SimJob:
         "graph",
         "id",
         "label",
+        "listed",
         "losses",
         "max_losses",
         "outcome",
@@ -106,6 +107,8 @@ class SimJob:
         self.first: tuple[float, AttemptState] | None = None
         """Its first attempt, drawn when it arrived (see Simulation.stream)."""
         self.entry = 0
+        self.listed = False
+        """In the aging's list of pending jobs (see Periodic)."""
         """Which of its entries in a pending stream is current (see PendingStream)."""
         self.recorded: list[tuple[float, AttemptState]] | None = None
         """Replay: the durations and outcomes of its recorded attempts."""

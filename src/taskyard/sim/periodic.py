@@ -5,6 +5,7 @@ applied as ``store.age_pending`` applies it) and the queue-length samples."""
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from typing import TYPE_CHECKING
 
 from taskyard.core.recurrence import effective_priority
@@ -27,9 +28,12 @@ class Periodic:
         self.sim = sim
         scenario = sim.scenario
         self.aging = scenario.scheduler.aging
-        self._listed: set[int] = set()
-        self._oldest: list[int] = []
-        """Ids of pending jobs (and of some that left pending since), smallest first."""
+        self._in_order: deque[SimJob] = deque()
+        """Pending jobs (and some that left pending since) in id order: most jobs become
+        pending in the order they were created, and are appended here."""
+        self._out_of_order: list[tuple[int, SimJob]] = []
+        """The others (retried, requeued, released by a parent), by id."""
+        self._last = 0
         horizon = scenario.until or scenario.stop
         self.every = scenario.sample or (horizon / SAMPLES if horizon else 1.0)
 
@@ -45,24 +49,36 @@ class Periodic:
 
     def listed(self, job: SimJob) -> None:
         """The job became pending: it may age."""
-        if self.aging > 0 and job.id not in self._listed:
-            self._listed.add(job.id)
-            heapq.heappush(self._oldest, job.id)
+        if self.aging > 0 and not job.listed:
+            job.listed = True
+            if job.id > self._last:
+                self._in_order.append(job)
+                self._last = job.id
+            else:
+                heapq.heappush(self._out_of_order, (job.id, job))
+
+    def _oldest(self) -> list[SimJob]:
+        """The oldest pending jobs (lowest ids), at most :data:`AGING_BATCH`; those met
+        on the way that are not pending any more are dropped."""
+        in_order, out_of_order = self._in_order, self._out_of_order
+        batch: list[SimJob] = []
+        while len(batch) < AGING_BATCH and (in_order or out_of_order):
+            if out_of_order and (not in_order or out_of_order[0][0] < in_order[0].id):
+                job = heapq.heappop(out_of_order)[1]
+            else:
+                job = in_order.popleft()
+            if job.state is JobState.PENDING:
+                batch.append(job)
+            else:
+                job.listed = False
+        # They are older than any left: back in front, still in id order.
+        in_order.extendleft(reversed(batch))
+        return batch
 
     def _age(self, _: object) -> None:
         sim = self.sim
-        live, oldest, listed = sim.live, self._oldest, self._listed
-        batch: list[SimJob] = []
-        while oldest and len(batch) < AGING_BATCH:
-            job_id = heapq.heappop(oldest)
-            job = live.get(job_id)
-            if job is None or job.state is not JobState.PENDING:
-                listed.discard(job_id)
-                continue
-            batch.append(job)
         minutes = self.aging / 60.0
-        for job in batch:
-            heapq.heappush(oldest, job.id)
+        for job in self._oldest():
             since = max(job.run_after or job.created, job.created)
             target = effective_priority(job.base_priority, sim.now - since, minutes)
             if target > job.priority:

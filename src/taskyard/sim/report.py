@@ -32,8 +32,8 @@ def build_report(metrics: Metrics, *, seed: int, wall_seconds: float) -> dict[st
         "wall_seconds": round(wall_seconds, 3),
         "jobs": {
             "created": metrics.created,
-            "ended": dict(sorted(metrics.ended.items())),
-            "unfinished": dict(sorted(metrics.unfinished.items())),
+            "ended": {str(s): n for s, n in sorted(metrics.ended.items())},
+            "unfinished": {str(s): n for s, n in sorted(metrics.unfinished.items())},
         },
         "throughput": {
             "jobs_per_hour": round(done / hours, 3) if hours else None,
@@ -50,7 +50,8 @@ def build_report(metrics: Metrics, *, seed: int, wall_seconds: float) -> dict[st
 
 
 def _type_throughput(metrics: Metrics, name: str, hours: float) -> dict[str, Any]:
-    ended = {state: n for (type_, state), n in metrics.ended_by_type.items() if type_ == name}
+    ended = {str(state): n for (type_, state), n in metrics.ended_by_type.items()
+             if type_ == name}
     total = sum(ended.values())
     return {"created": metrics.created_by_type[name], "ended": dict(sorted(ended.items())),
             "per_hour": round(total / hours, 3) if hours else None}
