@@ -21,6 +21,7 @@ from taskyard.core.lifecycle import (
     may_start,
 )
 from taskyard.core.placement import Candidate, placement_key
+from taskyard.core.prefetch import prefetch_window, worth_declaring
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import AttemptState, JobState
 
@@ -133,3 +134,12 @@ def test_a_stream_without_room_is_not_read_and_stops_when_its_room_ends():
         room["free"] = len(out) < 2  # the second job fills the pool
     assert out == [3, 4]
     assert len(full.jobs) == 3
+
+
+def test_a_worker_declares_its_prefetch_window_when_it_opens_closes_or_moves_a_quarter():
+    assert prefetch_window(4, None, 512) == 0
+    assert prefetch_window(4, 0.001, 512) == 196
+    assert prefetch_window(4, 0.05, 512) == 0
+    assert worth_declaring(0, 0) is False
+    assert worth_declaring(8, 0) is True and worth_declaring(0, 8) is True
+    assert worth_declaring(9, 8) is False and worth_declaring(10, 8) is True

@@ -117,3 +117,16 @@ def _same(a: Placement | Skip, b: Placement | Skip) -> bool:
     if isinstance(a, Placement) or isinstance(b, Placement):
         return a == b
     return (a.reason, a.detail, a.blocker) == (b.reason, b.detail, b.blocker)
+
+
+def test_a_job_of_a_worker_gone_from_the_snapshot_is_released_all_the_same():
+    """The cycle's snapshot may hold active jobs of a worker whose lease ran out (not
+    expelled yet): releasing one frees its lock and its type's queue count."""
+    claim = LockClaim("p")
+    planner = Planner.from_snapshot([WorkerSlot(1, "w1", ("a",), 1)],
+                                    [ActiveJob(7, "t", 99, 1, (claim,))], {"t": 1})
+    blocked = Candidate(8, "t", 0, ("a",), 1, (claim,))
+    assert isinstance(planner.offer(blocked), Skip)
+    planner.release(7, "t", 99, 1, (claim,))
+    planner.forget_ahead()
+    assert planner.offer(blocked) == Placement(8, 1)

@@ -186,13 +186,10 @@ class Planner:
             holders = self._held[claim.key]
             # By job id: comparing the claims (dataclasses) would cost more, and a job's
             # entries under one key are all its own to remove.
-            for n, (_, holder) in enumerate(holders):
-                if holder == job_id:
-                    del holders[n]
-                    break
+            del holders[next(n for n, (_, holder) in enumerate(holders) if holder == job_id)]
             if not holders:
                 del self._held[claim.key]
-        if worker_id in self.workers:
+        if worker_id in self.workers:  # a snapshot may hold jobs of a worker that left
             self._touch(worker_id)
 
     def add_worker(self, worker: WorkerSlot) -> None:

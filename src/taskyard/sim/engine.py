@@ -218,6 +218,9 @@ class Simulation:
     # -- placement and execution -------------------------------------------------------
 
     def _place(self) -> None:
+        """Placement, as the cycle does it: candidates merged from the pools lists that
+        have room, offered in order until no worker can take more. (Rate limits, once
+        taskyard has them, skip a candidate here, with the function the cycle uses.)"""
         planner = self.planner
         planner.forget_ahead()
         streams = [s for s in self._streams.values() if s.heap]
