@@ -36,8 +36,6 @@ class _PoolHeaps:
     queue: list[_Entry] = field(default_factory=list)
     """Busy workers with a prefetch window, by room (capacity + window - used)."""
     members: set[int] = field(default_factory=set)
-    pushes: int = 0
-    """Entries pushed since the last rebuild."""
 
 
 class AffinityIndex:
@@ -48,23 +46,38 @@ class AffinityIndex:
         self._loads: dict[int, Load] = {}
         self._heaps_of: dict[int, list[_PoolHeaps]] = {}
         self._version: dict[int, int] = {}
+        self._pushes = 0
+        """Entries pushed since the last rebuild (most of them stale by now)."""
 
     def put(self, worker_id: int, pools: tuple[str, ...], load: Load) -> None:
         """Add the worker (``pools``: those it serves), or record its new load."""
-        version = self._version.get(worker_id, 0) + 1
-        self._version[worker_id] = version
+        version = self._version[worker_id] = self._version.get(worker_id, 0) + 1
         self._loads[worker_id] = load
         heaps_of = self._heaps_of.get(worker_id)
         if heaps_of is None:
             heaps_of = self._heaps_of[worker_id] = [self._join(pool, worker_id)
                                                     for pool in dict.fromkeys(pools)]
-        if load[0] <= 0:
+        capacity, used, jobs, prefetch = load
+        if capacity <= 0:
             return  # drained: takes no job, not even the one an idle worker may
-        for heaps in heaps_of:
-            self._push(heaps, worker_id, load, version)
-            heaps.pushes += 1
-            if heaps.pushes > 4 * len(heaps.members) + 64:
-                self._rebuild(heaps)
+        # This runs at every placement and release: one entry shared by the pools.
+        entry = (used - capacity, worker_id, version)
+        push = heapq.heappush
+        if jobs == 0:
+            for heaps in heaps_of:
+                push(heaps.idle, entry)
+        else:
+            for heaps in heaps_of:
+                push(heaps.fit, entry)
+            if prefetch > 0:
+                # Without a window a worker's room is its remaining capacity: it can
+                # only be chosen as a fit, so it need not be in this heap.
+                queued = (entry[0] - prefetch, worker_id, version)
+                for heaps in heaps_of:
+                    push(heaps.queue, queued)
+        self._pushes += len(heaps_of)
+        if self._pushes > 4 * len(self._loads) + 64:
+            self._rebuild()
 
     def _join(self, pool: str, worker_id: int) -> _PoolHeaps:
         heaps = self._pools.get(pool)
@@ -100,18 +113,6 @@ class AffinityIndex:
                 return best
         return None
 
-    @staticmethod
-    def _push(heaps: _PoolHeaps, worker_id: int, load: Load, version: int) -> None:
-        capacity, used, jobs, prefetch = load
-        if jobs == 0:
-            heapq.heappush(heaps.idle, (used - capacity, worker_id, version))
-            return
-        heapq.heappush(heaps.fit, (used - capacity, worker_id, version))
-        if prefetch > 0:
-            # Without a window a worker's room is its remaining capacity: it can only
-            # be chosen as a fit, so it need not be in this heap.
-            heapq.heappush(heaps.queue, (used - capacity - prefetch, worker_id, version))
-
     def _top(self, heap: list[_Entry]) -> int | None:
         version = self._version
         while heap:
@@ -121,13 +122,24 @@ class AffinityIndex:
             heapq.heappop(heap)
         return None
 
-    def _rebuild(self, heaps: _PoolHeaps) -> None:
-        """Drop the stale entries: one current entry per member."""
-        heaps.idle.clear()
-        heaps.fit.clear()
-        heaps.queue.clear()
-        heaps.pushes = 0
-        for worker_id in sorted(heaps.members):
-            load = self._loads[worker_id]
-            if load[0] > 0:
-                self._push(heaps, worker_id, load, self._version[worker_id])
+    def _rebuild(self) -> None:
+        """Drop the stale entries: one current entry per member of each pool."""
+        self._pushes = 0
+        for heaps in self._pools.values():
+            idle: list[_Entry] = []
+            fit: list[_Entry] = []
+            queue: list[_Entry] = []
+            for worker_id in heaps.members:
+                capacity, used, jobs, prefetch = self._loads[worker_id]
+                if capacity <= 0:
+                    continue
+                entry = (used - capacity, worker_id, self._version[worker_id])
+                if jobs == 0:
+                    idle.append(entry)
+                    continue
+                fit.append(entry)
+                if prefetch > 0:
+                    queue.append((entry[0] - prefetch, worker_id, entry[2]))
+            for found in (idle, fit, queue):
+                heapq.heapify(found)
+            heaps.idle, heaps.fit, heaps.queue = idle, fit, queue

@@ -67,6 +67,7 @@ class Simulation:
         self._foreground = 0
         self._next_job = 0
         self._streams: dict[tuple[str, ...], PendingStream] = {}
+        self._scan_limit = scenario.scheduler.scan_limit
         self._claims: dict[Any, tuple[LockClaim, ...]] = {}
         self._retry = {name: spec.retry for name, spec in scenario.types.items()}
         limits = {name: spec.max_queue_length for name, spec in scenario.types.items()
@@ -225,7 +226,8 @@ class Simulation:
         planner.forget_ahead()
         streams = [s for s in self._streams.values() if s.heap]
         live, workers, metrics = self.live, self.workers, self.metrics
-        for cand in merged(streams, planner.has_room, self.scenario.scheduler.scan_limit):
+        skipped = False
+        for cand in merged(streams, planner.has_room, self._scan_limit):
             decision = planner.offer(cand)
             job = live[cand.id]
             if isinstance(decision, Placement):
@@ -233,6 +235,7 @@ class Simulation:
                 if planner.exhausted():
                     break
                 continue
+            skipped = True
             if decision.reason in _LOCKS:
                 metrics.blocked(job, decision.detail, self.now)
             if self.trace is not None:
@@ -240,8 +243,10 @@ class Simulation:
             if planner.exhausted():
                 break
         for stream in streams:
-            if stream.taken:
-                stream.put_back()
+            if skipped:
+                stream.put_back()  # what the cycle read and left waits for the next one
+            else:
+                stream.taken.clear()
 
     def _dispatch(self, job: SimJob, worker: SimWorker) -> None:
         job.state = _DISPATCHED
