@@ -112,13 +112,14 @@ candidates_st = st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b",
                          max_size=30)
 
 
-@given(candidates_st, st.integers(1, 40))
-def test_streams_merge_in_placement_order_each_read_at_most_per_list(rows, per_list):
-    jobs = [Candidate(n, "t", priority, (pool,)) for n, (priority, pool) in enumerate(rows)]
-    streams = [_List((pool,), [j for j in jobs if j.pools == (pool,)]) for pool in "abc"]
+@given(candidates_st, st.integers(1, 40), st.sampled_from(["a", "ab", "abc"]))
+def test_streams_merge_in_placement_order_each_read_at_most_per_list(rows, per_list, lists):
+    jobs = [Candidate(n, "t", priority, (pool,)) for n, (priority, pool) in enumerate(rows)
+            if pool in lists]
+    streams = [_List((pool,), [j for j in jobs if j.pools == (pool,)]) for pool in lists]
     out = list(merged(streams, lambda pools: True, per_list))
     assert [placement_key(j) for j in out] == sorted(placement_key(j) for j in out)
-    for pool in "abc":
+    for pool in lists:
         total = sum(1 for j in jobs if j.pools == (pool,))
         assert sum(1 for j in out if j.pools == (pool,)) == min(total, per_list)
 
@@ -134,6 +135,11 @@ def test_a_stream_without_room_is_not_read_and_stops_when_its_room_ends():
         room["free"] = len(out) < 2  # the second job fills the pool
     assert out == [3, 4]
     assert len(full.jobs) == 3
+    alone = _List(("free",), [Candidate(n, "t", 0, ("free",)) for n in range(3)])
+    room["free"] = True
+    assert [j.id for j in merged([alone], lambda pools: room[pools[0]], 2)] == [0, 1]
+    room["free"] = False
+    assert list(merged([alone], lambda pools: room[pools[0]], 2)) == []
 
 
 def test_a_worker_declares_its_prefetch_window_when_it_opens_closes_or_moves_a_quarter():

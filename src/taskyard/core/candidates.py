@@ -43,6 +43,9 @@ def merged(streams: Sequence[CandidateStream], room: Callable[[tuple[str, ...]],
     not read; ``room`` is asked again after each job yielded, once the caller has
     offered it (the generator resumes after the offer); no stream yields more than
     ``per_list`` jobs."""
+    if len(streams) == 1:  # the usual case between bursts: no heap to keep
+        yield from _single(streams[0], room, per_list)
+        return
     heap: list[tuple[int, int, int]] = []
     for n, stream in enumerate(streams):
         if room(stream.pools):
@@ -61,3 +64,13 @@ def merged(streams: Sequence[CandidateStream], room: Callable[[tuple[str, ...]],
         head = stream.peek()
         if head is not None:
             heapq.heappush(heap, (-head.priority, head.id, n))
+
+
+def _single(stream: CandidateStream, room: Callable[[tuple[str, ...]], bool],
+            per_list: int) -> Iterator[Candidate]:
+    """:func:`merged` of one stream."""
+    pools = stream.pools
+    for _ in range(per_list):
+        if not room(pools) or stream.peek() is None:
+            return
+        yield stream.take()

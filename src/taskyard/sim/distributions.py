@@ -27,6 +27,8 @@ class DurationSpec:
     a: float = 0.0
     b: float = 0.0
     arg: str = ""
+    mu: float = 0.0
+    """``lognormal``: log of the median (the normal's mean), computed once."""
 
     def sample(self, rng: random.Random, args: Mapping[str, Any]) -> float:
         kind = self.kind
@@ -37,7 +39,7 @@ class DurationSpec:
         if kind == "uniform":
             return rng.uniform(self.a, self.b)
         if kind == "lognormal":
-            return rng.lognormvariate(math.log(self.a), self.b)
+            return math.exp(rng.gauss(self.mu, self.b))
         return duration(args.get(self.arg), f"args.{self.arg}")
 
 
@@ -62,8 +64,9 @@ def parse_duration_spec(value: Any, where: str) -> DurationSpec:
         body = mapping(body, at)
         if set(body) != {"median", "sigma"}:
             raise ScenarioError(f"{at}: must be {{median: DURATION, sigma: NUMBER}}")
-        return DurationSpec(kind, duration(body["median"], f"{at}.median", positive=True),
-                            number(body["sigma"], f"{at}.sigma"))
+        median = duration(body["median"], f"{at}.median", positive=True)
+        return DurationSpec(kind, median, number(body["sigma"], f"{at}.sigma"),
+                            mu=math.log(median))
     if not isinstance(body, str) or not body:
         raise ScenarioError(f"{at}: must name one of the job's args")
     return DurationSpec(kind, arg=body)
@@ -87,7 +90,9 @@ class ValueSpec:
         if self.choices:
             return self.choices[int(rng.random() * len(self.choices))]
         if self.high >= self.low:
-            return rng.randint(self.low, self.high)
+            # random() scaled: randint's rejection sampling costs 5x more, for a bias
+            # below 2**-40 on any range a scenario uses.
+            return self.low + int(rng.random() * (self.high - self.low + 1))
         return self.fixed
 
 

@@ -2,8 +2,8 @@
 
 Events (arrivals, ends of attempts, retry delays, crashes, lease expiries, schedule
 ticks) are kept in one heap by time. After all the events of an instant, the simulator
-runs what the daemons run in a cycle — dependents of the jobs that ended, requeue of
-suspended jobs, then placement — calling the same functions of :mod:`taskyard.core`:
+runs what the daemons run in a cycle — requeue of suspended jobs, dependents of the jobs
+that ended, then placement — calling the same functions of :mod:`taskyard.core`:
 :class:`~taskyard.core.placement.Planner` over candidates merged by
 :func:`~taskyard.core.candidates.merged`, and the decisions of
 :mod:`taskyard.core.lifecycle`. The Planner lives for the whole run and is told what
