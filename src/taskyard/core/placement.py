@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from taskyard.core.affinity import AffinityIndex
 from taskyard.core.locks import LockClaim
@@ -80,8 +81,10 @@ class Candidate:
     locks: tuple[LockClaim, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
+    """Place ``job_id`` on ``worker_id``. (Named tuples, as core.graph's Edge: one is
+    built for every candidate offered, and a frozen dataclass costs a few times more.)"""
+
     job_id: int
     worker_id: int
 
@@ -94,8 +97,7 @@ class SkipReason(StrEnum):
     NO_CAPACITY = "no_capacity"
 
 
-@dataclass(frozen=True, slots=True)
-class Skip:
+class Skip(NamedTuple):
     """Why a candidate was not placed; ``detail`` names the lock, pools or type."""
 
     job_id: int
