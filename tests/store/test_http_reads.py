@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import insert
+from tests.polling import wait_for
 
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import JobSubmission, TaskTypeSpec
@@ -26,6 +27,8 @@ def test_a_cursor_since_a_time_starts_at_the_first_event_at_or_after(store: Stor
     assert store.events.committed(store.events.cursor_since(100.0)).events == []
     # Ids with gaps (pruned or rolled back), times growing with the ids.
     _events(store, [(3, 10.0), (4, 20.0), (9, 20.0), (10, 30.0), (17, 40.0), (40, 50.0)])
+    # PostgreSQL shows them once older transactions on the server (other tests') end.
+    wait_for("the events", lambda: len(store.events.committed().events) == 6)
     for when, first in ((0.0, 3), (10.0, 3), (15.0, 4), (20.0, 4), (25.0, 10), (30.0, 10),
                         (45.0, 40), (50.0, 40)):
         page = store.events.committed(store.events.cursor_since(when), limit=1)

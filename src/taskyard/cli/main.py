@@ -152,10 +152,12 @@ def _register() -> None:
         tokens,
     )
     from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
+    from taskyard.cli.simulate import simulate_command  # noqa: PLC0415
 
     for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens):
         module.register(cli)
     cli.add_command(schedule_group)
+    cli.add_command(simulate_command)
 
 
 _register()

@@ -14,6 +14,11 @@ Seed 000's task manager, as a pure function over values:
 
 Capacity is derived from the active jobs in the snapshot, so it cannot leak.
 
+The daemons build a :class:`Planner` per cycle from a snapshot. The simulator keeps one
+for a whole run and tells it what changes (:meth:`Planner.release`,
+:meth:`Planner.add_worker`, :meth:`Planner.remove_worker`, :meth:`Planner.forget_ahead`):
+the same decisions, without rebuilding the snapshot at every event.
+
 A worker may also declare a *prefetch* window: jobs the cycle may place on it
 beyond its capacity. It queues them and starts each as soon as running ones leave
 room, so that short jobs do not wait for a round trip through the database
@@ -28,7 +33,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
+from taskyard.core.affinity import AffinityIndex
 from taskyard.core.locks import LockClaim
 
 
@@ -74,8 +81,10 @@ class Candidate:
     locks: tuple[LockClaim, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
+    """Place ``job_id`` on ``worker_id``. (Named tuples, as core.graph's Edge: one is
+    built for every candidate offered, and a frozen dataclass costs a few times more.)"""
+
     job_id: int
     worker_id: int
 
@@ -88,8 +97,7 @@ class SkipReason(StrEnum):
     NO_CAPACITY = "no_capacity"
 
 
-@dataclass(frozen=True, slots=True)
-class Skip:
+class Skip(NamedTuple):
     """Why a candidate was not placed; ``detail`` names the lock, pools or type."""
 
     job_id: int
@@ -103,7 +111,7 @@ class Skip:
 class Planner:
     """Working state of one cycle: feed candidates in order with :meth:`offer`."""
 
-    workers: Mapping[int, WorkerSlot]
+    workers: dict[int, WorkerSlot]
     queue_limits: Mapping[str, int] = field(default_factory=dict)
     _used: Counter[int] = field(default_factory=Counter)
     _jobs_on: Counter[int] = field(default_factory=Counter)
@@ -111,6 +119,11 @@ class Planner:
     _ahead: dict[str, list[tuple[LockClaim, int]]] = field(default_factory=dict)
     _queued: Counter[str] = field(default_factory=Counter)
     _by_pool: dict[str, list[WorkerSlot]] = field(default_factory=dict)
+    _affinity: AffinityIndex = field(default_factory=AffinityIndex)
+    _open: set[int] = field(default_factory=set)
+    """Workers that could take a job now (see :meth:`open`)."""
+    _open_in: dict[str, int] = field(default_factory=dict)
+    """Per pool, how many of its workers are open."""
 
     @classmethod
     def from_snapshot(
@@ -124,18 +137,93 @@ class Planner:
             for pool in worker.pools:
                 planner._by_pool.setdefault(pool, []).append(worker)
         for job in active:
-            planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks, jobs=job.jobs)
+            planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks, jobs=job.jobs,
+                            touch=False)
+        for worker_id in planner.workers:
+            planner._touch(worker_id)
         return planner
 
     def _occupy(
         self, job_id: int, type_: str, worker_id: int, cost: int, locks: Iterable[LockClaim],
-        *, jobs: int = 1,
+        *, jobs: int = 1, touch: bool = True,
     ) -> None:
         self._used[worker_id] += cost
         self._jobs_on[worker_id] += jobs
         self._queued[type_] += jobs
         for claim in locks:
             self._held.setdefault(claim.key, []).append((claim, job_id))
+        if touch:
+            self._touch(worker_id)
+
+    def _touch(self, worker_id: int) -> None:
+        """The worker's load changed: update its place in the index and the open counts."""
+        worker = self.workers[worker_id]
+        capacity, used, jobs = worker.capacity, self._used[worker_id], self._jobs_on[worker_id]
+        self._affinity.put(worker_id, worker.pools, (capacity, used, jobs, worker.prefetch))
+        # open(), inlined: this runs at every placement and release.
+        now_open = capacity > 0 and (jobs == 0 or capacity + worker.prefetch - used > 0)
+        if now_open != (worker_id in self._open):
+            self._count_open(worker, now_open)
+
+    def _count_open(self, worker: WorkerSlot, now_open: bool) -> None:
+        step = 1 if now_open else -1
+        if now_open:
+            self._open.add(worker.id)
+        else:
+            self._open.discard(worker.id)
+        open_in = self._open_in
+        for pool in worker.pools:  # a pool listed twice counts twice, on and off alike
+            open_in[pool] = open_in.get(pool, 0) + step
+
+    def release(
+        self, job_id: int, type_: str, worker_id: int, cost: int, locks: Iterable[LockClaim],
+        *, jobs: int = 1,
+    ) -> None:
+        """A job placed earlier (or in the snapshot) ended or left its worker: its
+        capacity, queue-length count and locks are free. The inverse of placing it."""
+        self._used[worker_id] -= cost
+        self._jobs_on[worker_id] -= jobs
+        self._queued[type_] -= jobs
+        for claim in locks:
+            holders = self._held[claim.key]
+            # By job id: comparing the claims (dataclasses) would cost more, and a job's
+            # entries under one key are all its own to remove.
+            del holders[next(n for n, (_, holder) in enumerate(holders) if holder == job_id)]
+            if not holders:
+                del self._held[claim.key]
+        if worker_id in self.workers:  # a snapshot may hold jobs of a worker that left
+            self._touch(worker_id)
+
+    def add_worker(self, worker: WorkerSlot) -> None:
+        """A worker joined (nothing placed on it yet), or changed its prefetch window."""
+        old = self.workers.get(worker.id)
+        if old is not None:
+            self._drop_worker(old)
+            self._affinity.remove(worker.id)
+        self.workers[worker.id] = worker
+        for pool in worker.pools:
+            self._by_pool.setdefault(pool, []).append(worker)
+        self._touch(worker.id)
+
+    def remove_worker(self, worker_id: int) -> None:
+        """A worker left; :meth:`release` the jobs it held first (they leave with it)."""
+        self._drop_worker(self.workers.pop(worker_id))
+        self._affinity.remove(worker_id)
+        self._used.pop(worker_id, None)
+        self._jobs_on.pop(worker_id, None)
+
+    def _drop_worker(self, worker: WorkerSlot) -> None:
+        for pool in worker.pools:
+            self._by_pool[pool] = [w for w in self._by_pool[pool] if w.id != worker.id]
+            if not self._by_pool[pool]:
+                del self._by_pool[pool]
+        if worker.id in self._open:
+            self._count_open(worker, False)
+
+    def forget_ahead(self) -> None:
+        """A new cycle: the locks wanted by jobs left behind in the last one are not
+        wanted ahead any more (each cycle offers its candidates in order afresh)."""
+        self._ahead.clear()
 
     def remaining(self, worker_id: int) -> int:
         """Capacity left on the worker (negative once a costly job runs alone on it)."""
@@ -157,11 +245,12 @@ class Planner:
     def has_room(self, pools: Iterable[str]) -> bool:
         """Could a job of these pools be placed at all: a worker serving one of them is
         open (idle or with room)? Its cost may still not fit."""
-        return any(self.open(w.id) for pool in pools for w in self._by_pool.get(pool, ()))
+        # map(), not a generator: this runs for every candidate read.
+        return any(map(self._open_in.get, pools))
 
     def exhausted(self) -> bool:
         """True when no worker can take any job: stop reading candidates."""
-        return not any(self.open(w) for w in self.workers)
+        return not self._open
 
     def offer(self, job: Candidate) -> Placement | Skip:
         """Place ``job`` or say why not. Candidates must come in placement order."""
@@ -191,42 +280,19 @@ class Planner:
             return Skip(job.id, SkipReason.QUEUE_FULL, job.type)
         served = False
         for pool in job.pools:
-            members = self._by_pool.get(pool, ())
-            served = served or bool(members)
-            worker = self.choose_worker(members, job.cost)
-            if worker is not None:
-                return Placement(job.id, worker.id)
+            served = served or pool in self._by_pool
+            worker_id = self._affinity.choose(pool, job.cost)
+            if worker_id is not None:
+                return Placement(job.id, worker_id)
         reason = SkipReason.NO_CAPACITY if served else SkipReason.NO_WORKER
         return Skip(job.id, reason, ",".join(job.pools))
 
-    def choose_worker(self, members: Iterable[WorkerSlot], cost: int) -> WorkerSlot | None:
-        """Node affinity: largest idle first, else largest remaining >= cost; only then
-        queue on the worker with the largest prefetch room >= cost."""
-        best_idle: WorkerSlot | None = None
-        best_fit: WorkerSlot | None = None
-        best_queue: WorkerSlot | None = None
-        for worker in members:
-            if worker.capacity <= 0:
-                continue  # drained: takes no job, not even the one an idle worker may
-            left = self.remaining(worker.id)
-            if self.idle(worker.id):
-                if best_idle is None or _better(left, worker, self.remaining(best_idle.id),
-                                                best_idle):
-                    best_idle = worker
-            elif left >= cost:
-                if best_fit is None or _better(left, worker, self.remaining(best_fit.id),
-                                               best_fit):
-                    best_fit = worker
-            elif best_fit is None and self.room(worker.id) >= cost and (
-                    best_queue is None or _better(self.room(worker.id), worker,
-                                                  self.room(best_queue.id), best_queue)):
-                best_queue = worker
-        return best_idle or best_fit or best_queue
-
-
-def _better(left: int, worker: WorkerSlot, other_left: int, other: WorkerSlot) -> bool:
-    # Ties go to the lowest id so that decisions are deterministic.
-    return left > other_left or (left == other_left and worker.id < other.id)
+    def choose_worker(self, pool: str, cost: int) -> WorkerSlot | None:
+        """Node affinity in ``pool``: largest idle first, else largest remaining >= cost;
+        only then queue on the worker with the largest prefetch room >= cost (ties: the
+        lowest id). See :mod:`taskyard.core.affinity`."""
+        worker_id = self._affinity.choose(pool, cost)
+        return None if worker_id is None else self.workers[worker_id]
 
 
 def place(

@@ -35,6 +35,16 @@ def prefetch_window(capacity: int, mean_duration: float | None, limit: int,
     return max(0, min(limit, math.ceil(round(in_flight, 6)) - capacity))
 
 
+def worth_declaring(window: int, declared: int) -> bool:
+    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
+    every declaration is a write, and the window follows a moving average."""
+    if window == declared:
+        return False
+    if window == 0 or declared == 0:
+        return True
+    return abs(window - declared) * 4 >= declared
+
+
 @dataclass
 class PaceTracker:
     """Exponentially weighted mean of job durations (seconds)."""
@@ -44,13 +54,3 @@ class PaceTracker:
     def observe(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
         self.mean = seconds if self.mean is None else self.mean + ALPHA * (seconds - self.mean)
-
-
-def worth_declaring(window: int, declared: int) -> bool:
-    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
-    every declaration is a write, and the window follows a moving average."""
-    if window == declared:
-        return False
-    if window == 0 or declared == 0:
-        return True
-    return abs(window - declared) * 4 >= declared

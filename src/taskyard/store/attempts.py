@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from taskyard.core.graph import result_references, substitute_results
-from taskyard.core.retry import decide_retry
+from taskyard.core.lifecycle import after_attempt
 from taskyard.core.routing import job_key
 from taskyard.core.states import AttemptState, JobState
 from taskyard.model.errors import InvalidInput
@@ -133,10 +133,10 @@ class Attempts:
         for o in part:
             end = ENDS[AttemptState(o.state)]
             delay = None
-            if end in (JobState.FAILED, JobState.ERROR) and o.job_id in policies:
+            if o.job_id in policies:  # a failure: a retry may be due
                 policy, failed = policies[o.job_id]
-                decision = decide_retry(policy, failed + 1, random.random())
-                delay = decision.delay if decision.retry else None
+                then = after_attempt(AttemptState(o.state), policy, failed, random.random())
+                delay = then.delay if then.state is JobState.PENDING else None
             values.append((o.job_id, o.attempt, end.value, o.exit_code,
                            None if o.result is None else dumps(o.result), o.error, delay,
                            ago.get((o.job_id, o.attempt))))

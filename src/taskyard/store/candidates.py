@@ -1,12 +1,11 @@
-"""The cycle's candidates: pending jobs of one pools list, read page by page, and the
-lists merged into placement order."""
+"""The cycle's candidates: pending jobs of one pools list, read page by page; the
+lists are merged into placement order by :func:`taskyard.core.candidates.merged`."""
 
 from __future__ import annotations
 
 import collections
 import functools
-import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,24 +23,30 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Stream:
-    """Pending jobs of one pools list, read page by page."""
+    """Pending jobs of one pools list, read page by page from the placement index as
+    the merge asks for them (a :class:`taskyard.core.candidates.CandidateStream`)."""
 
+    tx: CycleTx
     text: str
     pools: tuple[str, ...]
+    page: int
     buffer: collections.deque[Candidate] = field(default_factory=collections.deque)
     after: tuple[int, int] | None = None
     done: bool = False
-    read: int = 0
     first: list[Candidate] | None = None
     """The first page, when it was read with the pools lists (PostgreSQL)."""
     first_page: int = 0
     """The size ``first`` was read with (a list shorter than that has no more)."""
 
-    def key(self) -> tuple[int, int]:
-        head = self.buffer[0]
-        return (-head.priority, head.id)
+    def peek(self) -> Candidate | None:
+        if not self.buffer and not self._fill():
+            return None
+        return self.buffer[0]
 
-    def fill(self, tx: CycleTx, page: int) -> bool:
+    def take(self) -> Candidate:
+        return self.buffer.popleft()
+
+    def _fill(self) -> bool:
         """Read the next page; False when the list has nothing more."""
         if self.done:
             return False
@@ -49,37 +54,20 @@ class Stream:
             batch, self.first = self.first, None
             self.done = len(batch) < self.first_page
         else:
-            batch = tx.candidates(self.text, self.after, page)
-            self.done = len(batch) < page
+            batch = self.tx.candidates(self.text, self.after, self.page)
+            self.done = len(batch) < self.page
         if batch:
             self.after = (batch[-1].priority, batch[-1].id)
             self.buffer.extend(batch)
         return bool(batch)
 
 
-def merged(tx: CycleTx, lists: list[str], first: list[Candidate] | None, *, first_page: int,
-           room: Callable[[tuple[str, ...]], bool], page: int,
-           per_list: int) -> Iterator[Candidate]:
-    """Candidates of every pools list in ``lists``, in placement order (see
-    CycleTx.ordered_candidates); ``first``: the first list's first page, when it was
-    read ahead (with ``first_page`` rows at most)."""
-    heap: list[tuple[int, int, int, Stream]] = []
-    for n, text in enumerate(lists):
-        stream = Stream(text, pools_of(text), first=first if n == 0 else None,
-                        first_page=first_page)
-        if room(stream.pools) and stream.fill(tx, page):
-            heap.append((*stream.key(), n, stream))
-    heapq.heapify(heap)
-    while heap:
-        _, _, n, stream = heapq.heappop(heap)
-        job = stream.buffer.popleft()
-        stream.read += 1
-        yield job
-        if stream.read >= per_list or not room(stream.pools):
-            continue
-        if stream.buffer or stream.fill(tx, page):
-            heapq.heappush(heap, (*stream.key(), n, stream))
-
+def streams(tx: CycleTx, lists: list[str], first: list[Candidate] | None, *,
+            first_page: int, page: int) -> list[Stream]:
+    """One stream per pools list in ``lists``; ``first``: the first list's first page,
+    when it was read ahead (with ``first_page`` rows at most)."""
+    return [Stream(tx, text, pools_of(text), page, first=first if n == 0 else None,
+                   first_page=first_page) for n, text in enumerate(lists)]
 
 
 def to_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
 
+from taskyard.core.candidates import merged
+from taskyard.core.lifecycle import after_attempt, after_worker_loss
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
-from taskyard.core.retry import decide_retry
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.candidates import FIRST_PAGE, claims, merged, pools_of, to_candidates
+from taskyard.store.candidates import FIRST_PAGE, claims, pools_of, streams, to_candidates
 from taskyard.store.resolution import Ended
 from taskyard.store.sql import lit
 
@@ -84,10 +85,12 @@ class CycleTx:
         timed_out: list[int] = []
         for r in rows:
             policy, failed = policies[r.id]
-            decision = decide_retry(policy, failed + 1, random.random())
-            if self._fail_overdue(r, decision.retry, decision.delay):
+            # A timeout is a failure with exit code 130 (seed 001): retries apply.
+            then = after_attempt(AttemptState.FAILED, policy, failed, random.random())
+            retry = then.state is JobState.PENDING
+            if self._fail_overdue(r, retry, then.delay):
                 timed_out.append(r.id)
-                if not decision.retry:
+                if not retry:
                     ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
         if ended:
             self.tx.resolution.jobs_ended(ended)
@@ -119,16 +122,18 @@ class CycleTx:
     def requeue_suspended(self, limit: int = 1000) -> int:
         """Suspended jobs go back to pending, or to error when they have lost their worker
         more than their type's ``max_worker_losses`` times."""
-        ids = [r[0] for r in self.tx.raw.all(
-            "SELECT id FROM jobs WHERE state = 'suspended' LIMIT ?", (limit,))]
-        if not ids:
+        found = self.tx.raw.all("SELECT id, worker_losses, max_worker_losses FROM jobs "
+                                "WHERE state = 'suspended' LIMIT ?", (limit,))
+        if not found:
             return 0
+        ids = [job for job, _, _ in found]
+        lost = [job for job, losses, most in found
+                if after_worker_loss(losses, most) is JobState.ERROR]
         why = "lost its worker more times than max_worker_losses allows"
         conn = self.tx.conn
-        rows = conn.execute(
+        rows = [] if not lost else conn.execute(
             update(_J)
-            .where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED,
-                   _J.c.worker_losses > _J.c.max_worker_losses)
+            .where(_J.c.id.in_(lost), _J.c.state == JobState.SUSPENDED)
             .values(state=JobState.ERROR, finished_at=self.tx.now, error=why)
             .returning(_J.c.id, _J.c.graph_id, _J.c.routing)
         ).all()
@@ -241,8 +246,8 @@ class CycleTx:
         else:
             lists, rows = self.tx.dialect.pools_lists(self.tx.raw, page)
             first, first_page = (None if rows is None else to_candidates(rows)), page
-        yield from merged(self, lists, first, first_page=first_page, room=room, page=page,
-                          per_list=per_list)
+        yield from merged(streams(self, lists, first, first_page=first_page, page=page),
+                          room, per_list)
 
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""

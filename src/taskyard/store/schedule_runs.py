@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, false, select, update
 
 from taskyard.core.cron import CronError
+from taskyard.core.lifecycle import adaptive_tick
 from taskyard.core.recurrence import (
     Catchup,
     TickPlan,
@@ -149,12 +150,8 @@ class ScheduleRuns:
             return plan_ticks(m["next_run"], clock, following(m), Catchup(m["catchup"]))
         bounds = type_interval(m)
         interval = m["current_interval"] or (bounds.default if bounds else 60.0)
-        if m["last_state"] is not None and m["last_state"] not in TERMINAL:
-            # Adaptive runs never overlap: the last run is still going; look again later.
-            return TickPlan((), clock + interval)
-        tick = m["next_run"]
-        # Provisional: the run's outcome sets the real next run (end + new interval).
-        return TickPlan((tick,), adaptive_next_run(clock, interval, tick))
+        ended = m["last_state"] is None or m["last_state"] in TERMINAL
+        return adaptive_tick(m["next_run"], clock, interval, ended)
 
     def _claim(self, m: Any, spec: TaskTypeSpec, clock: float) -> list[dict[str, Any]]:
         """Advance one due schedule past its due ticks (guarded); return their job rows.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, case, func, select, text, update
+from sqlalchemy import and_, func, select, text, update
 
+from taskyard.core.lifecycle import losses_after_suspend
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.model.errors import Conflict, InvalidInput
@@ -122,20 +124,23 @@ class Workers:
         if not worker_ids:
             return 0
         conn = self.tx.conn
-        rows = conn.execute(
-            update(_J)
-            .where(_J.c.worker_id.in_(worker_ids), _J.c.state.in_(ACTIVE))
-            .values(
-                state=JobState.SUSPENDED,
-                worker_id=None,
-                deadline=None,
-                # A loss counts only for an attempt that had started: a job merely
-                # queued on the worker cannot be what brought it down.
-                worker_losses=_J.c.worker_losses + case(
-                    (_J.c.state == JobState.RUNNING, 1 if count_loss else 0), else_=0),
-            )
-            .returning(_J.c.id, _J.c.attempt, _J.c.graph_id, _J.c.routing)
-        ).all()
+        # Each job's losses after this one (core.lifecycle decides what counts), the
+        # rows locked as the update below locks them.
+        found = conn.execute(self.tx.dialect.lock_rows(
+            select(_J.c.id, _J.c.state, _J.c.worker_losses)
+            .where(_J.c.worker_id.in_(worker_ids), _J.c.state.in_(ACTIVE)))).all()
+        by_losses: dict[int, list[int]] = defaultdict(list)
+        for job_id, state, losses in found:
+            by_losses[losses_after_suspend(losses, state == JobState.RUNNING,
+                                           counts=count_loss)].append(job_id)
+        rows: list[Any] = []
+        for losses, ids in sorted(by_losses.items()):
+            rows += conn.execute(
+                update(_J).where(_J.c.id.in_(ids), _J.c.state.in_(ACTIVE))
+                .values(state=JobState.SUSPENDED, worker_id=None, deadline=None,
+                        worker_losses=losses)
+                .returning(_J.c.id, _J.c.attempt, _J.c.graph_id, _J.c.routing)
+            ).all()
         for job_id, attempt, _, _ in rows:
             conn.execute(
                 update(_A)

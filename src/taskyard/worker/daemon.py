@@ -274,6 +274,9 @@ class WorkerDaemon:
             self.executor.stop_all(ABANDONED)
             self.executor.shutdown()
             self._try_flush()
+            # Our lease ends with stop_worker: a renewal refused from now on is our own
+            # doing, not an expulsion (see _heartbeat).
+            self._leaving.set()
             try:
                 suspended = self.store.workers.stop(self.worker_id)
                 log.info("event=worker-stopping worker=%s suspended=%d", self.name, suspended)
@@ -337,6 +340,8 @@ class WorkerDaemon:
                 continue
             if status.renewed:
                 self._lease_until = sent + self.lease_seconds
+            if not status.renewed and self._leaving.is_set():
+                return  # stop_worker ended the lease while this renewal was in flight
             if not status.renewed:
                 log.error("event=expelled worker=%s", self.name)
                 self._fence(stop)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from taskyard.core.handlers import HandlerSpecError
+from taskyard.core.lifecycle import may_start
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.guardian import Guardian
@@ -173,7 +174,9 @@ class Executor:
             self.guardian.close()
 
     def _fits(self, job: ClaimedJob) -> bool:
-        return self._executing == 0 or self._used + job.cost <= self.capacity
+        # A slot asks only while it is free: the rule's bound on handlers at once
+        # (max(1, capacity), the number of slots) always holds here.
+        return may_start(self._executing, self._used, job.cost, self.capacity)
 
     def _next(self) -> list[ClaimedJob] | None:
         """Wait for the head job to fit, take it, and account for it (None: closing).

@@ -8,11 +8,9 @@ from typing import Any
 
 from taskyard.core.handlers import HandlerSpec, HandlerSpecError
 from taskyard.core.handlers import parse_handler as _parse
+from taskyard.core.lifecycle import TIMEOUT_EXIT_CODE
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.processes import ChildDied, Stopped
-
-TIMEOUT_EXIT_CODE = 130
-"""Exit code of an attempt that ran past its timeout (seed 001)."""
 
 
 def outcome_of(job: ClaimedJob, call: Callable[[], dict[str, Any]],

@@ -143,11 +143,12 @@ class EventFeed:
     def closed(self) -> bool:
         return self._closed.is_set()
 
-    def close(self) -> None:
-        """Wake every waiter and stop the listener thread."""
+    def close(self, *, wait: bool = True) -> None:
+        """Wake every waiter and stop the listener thread (``wait``: until it ended; a
+        signal handler must not block the event loop for that)."""
         self._closed.set()
         self._wake()
-        if self._thread is not None:
+        if wait and self._thread is not None:
             self._thread.join(5)
 
     def _ensure_thread(self) -> None:

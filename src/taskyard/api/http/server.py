@@ -23,7 +23,9 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.feed is not None:
-            self.feed.close()
+            # Not waiting for its listener thread: this runs in the event loop, which
+            # the streams need to end themselves (the app's shutdown joins the thread).
+            self.feed.close(wait=False)
         super().handle_exit(sig, frame)
 
 
@@ -34,7 +36,7 @@ class HttpServer:
                  log_level: str = "warning", access_log: bool = False) -> None:
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
                                 access_log=access_log, lifespan="on",
-                                timeout_graceful_shutdown=5, server_header=False)
+                                timeout_graceful_shutdown=10, server_header=False)
         self.app = app
         self._server = _Server(config)
         self._server.feed = app.state.feed

@@ -1,0 +1,145 @@
+"""Node affinity per pool, kept up to date as work is placed and released.
+
+The rule (seed 000's node affinity decider, see :mod:`taskyard.core.placement`): in a
+pool, the idle worker with the largest remaining capacity; else the busy worker with the
+largest remaining capacity >= the job's cost; only then the busy worker with the largest
+prefetch room >= the cost. Ties go to the lowest worker id; a worker of capacity 0 takes
+nothing.
+
+Scanning a pool's workers for each job costs O(workers) per placement: 500 ms for a
+cycle that places 1,000 jobs on 500 workers, and most of a simulated million-job day.
+This index answers in O(log workers): per pool, three heaps keyed by what the rule
+compares, whose entries carry the worker's version at the time they were pushed. A
+worker that changes gets a new version and new entries; stale ones are dropped when they
+reach the top, and a heap that holds far more stale entries than workers is rebuilt.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+_Entry = tuple[int, int, int]
+"""(negated key, worker id, version): the heap's least entry is the best worker."""
+
+
+Load = tuple[int, int, int, int]
+"""What the rule reads of one worker: (capacity, cost placed on it, jobs on it, prefetch
+window). A plain tuple: it is built at every placement and release."""
+
+
+@dataclass(slots=True)
+class _PoolHeaps:
+    idle: list[_Entry] = field(default_factory=list)
+    fit: list[_Entry] = field(default_factory=list)
+    """Busy workers by remaining capacity."""
+    queue: list[_Entry] = field(default_factory=list)
+    """Busy workers with a prefetch window, by room (capacity + window - used)."""
+    members: set[int] = field(default_factory=set)
+
+
+class AffinityIndex:
+    """The best worker of each pool for a job of a given cost, as the loads change."""
+
+    def __init__(self) -> None:
+        self._pools: dict[str, _PoolHeaps] = {}
+        self._loads: dict[int, Load] = {}
+        self._heaps_of: dict[int, list[_PoolHeaps]] = {}
+        self._version: dict[int, int] = {}
+        self._pushes = 0
+        """Entries pushed since the last rebuild (most of them stale by now)."""
+
+    def put(self, worker_id: int, pools: tuple[str, ...], load: Load) -> None:
+        """Add the worker (``pools``: those it serves), or record its new load."""
+        version = self._version[worker_id] = self._version.get(worker_id, 0) + 1
+        self._loads[worker_id] = load
+        heaps_of = self._heaps_of.get(worker_id)
+        if heaps_of is None:
+            heaps_of = self._heaps_of[worker_id] = [self._join(pool, worker_id)
+                                                    for pool in dict.fromkeys(pools)]
+        capacity, used, jobs, prefetch = load
+        if capacity <= 0:
+            return  # drained: takes no job, not even the one an idle worker may
+        # This runs at every placement and release: one entry shared by the pools.
+        entry = (used - capacity, worker_id, version)
+        push = heapq.heappush
+        if jobs == 0:
+            for heaps in heaps_of:
+                push(heaps.idle, entry)
+        else:
+            for heaps in heaps_of:
+                push(heaps.fit, entry)
+            if prefetch > 0:
+                # Without a window a worker's room is its remaining capacity: it can
+                # only be chosen as a fit, so it need not be in this heap.
+                queued = (entry[0] - prefetch, worker_id, version)
+                for heaps in heaps_of:
+                    push(heaps.queue, queued)
+        self._pushes += len(heaps_of)
+        if self._pushes > 4 * len(self._loads) + 64:
+            self._rebuild()
+
+    def _join(self, pool: str, worker_id: int) -> _PoolHeaps:
+        heaps = self._pools.get(pool)
+        if heaps is None:
+            heaps = self._pools[pool] = _PoolHeaps()
+        heaps.members.add(worker_id)
+        return heaps
+
+    def remove(self, worker_id: int) -> None:
+        """The worker left: it is no longer chosen."""
+        self._version[worker_id] = self._version.get(worker_id, 0) + 1
+        self._loads.pop(worker_id, None)
+        for heaps in self._heaps_of.pop(worker_id, ()):
+            heaps.members.discard(worker_id)
+
+    def choose(self, pool: str, cost: int) -> int | None:
+        """The worker of ``pool`` that takes a job of ``cost`` by node affinity, or None."""
+        heaps = self._pools.get(pool)
+        if heaps is None:
+            return None
+        best = self._top(heaps.idle)
+        if best is not None:
+            return best
+        best = self._top(heaps.fit)
+        if best is not None:
+            capacity, used, _, _ = self._loads[best]
+            if capacity - used >= cost:
+                return best
+        best = self._top(heaps.queue)
+        if best is not None:
+            capacity, used, _, prefetch = self._loads[best]
+            if capacity + prefetch - used >= cost:
+                return best
+        return None
+
+    def _top(self, heap: list[_Entry]) -> int | None:
+        version = self._version
+        while heap:
+            _, worker_id, pushed = heap[0]
+            if version[worker_id] == pushed:
+                return worker_id
+            heapq.heappop(heap)
+        return None
+
+    def _rebuild(self) -> None:
+        """Drop the stale entries: one current entry per member of each pool."""
+        self._pushes = 0
+        for heaps in self._pools.values():
+            idle: list[_Entry] = []
+            fit: list[_Entry] = []
+            queue: list[_Entry] = []
+            for worker_id in heaps.members:
+                capacity, used, jobs, prefetch = self._loads[worker_id]
+                if capacity <= 0:
+                    continue
+                entry = (used - capacity, worker_id, self._version[worker_id])
+                if jobs == 0:
+                    idle.append(entry)
+                    continue
+                fit.append(entry)
+                if prefetch > 0:
+                    queue.append((entry[0] - prefetch, worker_id, entry[2]))
+            for found in (idle, fit, queue):
+                heapq.heapify(found)
+            heaps.idle, heaps.fit, heaps.queue = idle, fit, queue

@@ -1,0 +1,152 @@
+"""The simulator runs the scheduling core, not a copy of it: fed the same workers, task
+types and jobs, a real cycle on a real store (both backends) and the simulator decide
+the same placements and skips, and every function of taskyard.core that the real
+cycle, completions and graph resolution call for those decisions, the simulator calls
+too (observed with a profiler hook, whatever the import style)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+import yaml
+from driver import drive
+
+from taskyard.model.records import ClaimedJob, JobSubmission, TaskTypeSpec
+from taskyard.scheduler.cycle import schedule
+from taskyard.sim import parse_scenario, simulate
+from taskyard.store import Store
+
+CORE = str(Path(__file__).parents[2] / "src" / "taskyard" / "core")
+WORKERS = [("small", ["a"], 2), ("big", ["a", "b"], 4), ("bee", ["b"], 1)]
+TYPES = {
+    "t1": {"pools": ["a", "b"], "locks": ["p:{p}"]},
+    "t2": {"pools": ["b"], "cost": 2, "locks": ["p:{p}:shared"], "max_queue_length": 2},
+    "t3": {"pools": ["a"], "cost": 3, "simultaneous": False},
+}
+JOBS = [("t1", 0, 1), ("t2", 0, 1), ("t2", 5, 2), ("t1", 5, 2), ("t3", 0, 1),
+        ("t3", 0, 1), ("t2", 1, 1), ("t1", 1, 1), ("t2", 0, 3), ("t1", 9, 3),
+        ("t3", 2, 2), ("t2", 0, 4), ("t1", 0, 4), ("t2", 3, 5), ("t1", 0, 5)]
+
+
+@contextmanager
+def core_calls() -> Iterator[set[str]]:
+    """The qualified names of the taskyard.core functions called meanwhile."""
+    seen: set[str] = set()
+
+    def hook(frame: FrameType, event: str, _: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(CORE):
+            module = Path(frame.f_code.co_filename).stem
+            seen.add(f"{module}.{frame.f_code.co_qualname}")
+
+    sys.setprofile(hook)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(None)
+
+
+def _types(store: Store, types: dict[str, dict[str, Any]]) -> None:
+    for name, body in types.items():
+        fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in body.items()
+                  if k not in ("duration", "fail")}
+        store.task_types.put(TaskTypeSpec(name, "python:nowhere:nothing", **fields))
+
+
+def test_one_cycle_places_and_skips_as_the_real_one(store: Store) -> None:
+    _types(store, TYPES)
+    for name, pools, capacity in WORKERS:
+        store.workers.register(name, pools, capacity, lease_seconds=300)
+    ids = store.jobs.submit([JobSubmission(t, {"p": p}, priority) for t, priority, p in JOBS])
+    with core_calls() as real_calls:
+        report = schedule(store)
+    assert report is not None
+    names = {w.id: w.name for w in store.workers.list()}
+    order = {job_id: n for n, job_id in enumerate(ids)}
+    real_placed = sorted((order[p.job_id], names[p.worker_id]) for p in report.placed)
+    real_skipped = [(order[s.job_id], s.reason.value) for s in report.skipped]
+
+    doc = {"workers": {name: {"capacity": capacity, "pools": pools, "prefetch": 0}
+                       for name, pools, capacity in WORKERS},
+           "task_types": {n: {**b, "duration": "1h"} for n, b in TYPES.items()},
+           "arrivals": [{"type": t, "at": 0, "priority": priority, "args": {"p": p}}
+                        for t, priority, p in JOBS]}
+    with core_calls() as sim_calls:
+        result = simulate(parse_scenario(doc), trace=True, keep_jobs=True)
+    assert result.trace is not None
+    sim_names = {w.id: f"{w.name.rsplit('-', 1)[0]}" for w in result.simulation.workers.values()}
+    first = [e for e in result.trace if e[0] == 0.0]
+    sim_placed = sorted((job - 1, sim_names[worker]) for _, what, job, worker, _ in first
+                        if what == "dispatch")
+    sim_skipped = [(job - 1, what.removeprefix("skip:")) for _, what, job, _, _ in first
+                   if what.startswith("skip:")]
+    assert sim_placed == real_placed
+    assert sim_skipped == real_skipped
+    assert len(real_placed) >= 4 and {r for _, r in real_skipped} >= {
+        "lock_held", "lock_wanted_ahead", "queue_full", "no_capacity"}
+    # The real cycle also sizes its page of candidates from each worker's room (how many
+    # rows to read at once: I/O, not a decision); the simulator reads no pages.
+    paging = {"placement.Planner.idle", "placement.Planner.room",
+              "placement.WorkerSlot.budget"}
+    deciding = {f for f in real_calls if f.startswith(("placement.", "affinity."))} - paging
+    assert {"placement.Planner.offer", "affinity.AffinityIndex.choose"} <= deciding
+    assert deciding <= sim_calls, deciding - sim_calls
+
+
+GRAPH = {"tasks": {
+    "build": {"type": "ok"},
+    "test": {"type": "broken", "requires": ["build"]},
+    "deploy": {"type": "ok", "requires": ["test"]},
+    "notify": {"type": "ok", "requires": [{"label": "test", "on": "failure"}]},
+    "cleanup": {"type": "ok", "requires": [{"label": "deploy", "on": "always"}]},
+    "either": {"type": "ok", "convergence": "any",
+               "requires": [{"label": "deploy", "on": "success"}, "notify"]},
+}}
+
+
+def _fail_broken(job: ClaimedJob) -> tuple[str, Any]:
+    return ("failed", None) if job.type == "broken" else ("succeeded", None)
+
+
+def test_ends_retries_and_dependents_are_decided_by_the_same_functions(
+        store: Store, tmp_path: Path) -> None:
+    types: dict[str, dict[str, Any]] = {"ok": {}, "broken": {"retries": 1}}
+    _types(store, types)
+    with core_calls() as real_calls:
+        graph_id = store.graphs.submit(GRAPH)
+        drive(store, _fail_broken)
+    graph = store.graphs.get(graph_id)
+    real = {j.label: (j.state, j.attempt) for j in graph.jobs}
+
+    (tmp_path / "g.yaml").write_text(yaml.safe_dump(GRAPH))
+    doc = {"workers": {"driver": {"capacity": 4}},
+           "task_types": {"ok": {"duration": "1s"},
+                          "broken": {"duration": "1s", "fail": 1.0, "retries": 1}},
+           "arrivals": [{"graph": "g.yaml", "at": 0}]}
+    with core_calls() as sim_calls:
+        result = simulate(parse_scenario(doc, base=tmp_path), keep_jobs=True)
+    assert result.simulation.jobs is not None
+    sim = {j.label: (j.state.value, j.attempt) for j in result.simulation.jobs.values()}
+    assert sim == real
+    assert real["test"] == ("failed", 2) and real["either"][0] == "succeeded"
+    assert graph.state == "finished"
+    assert result.report["graphs"]["states"] == {"finished": 1}
+    deciding = {f for f in real_calls if f.startswith(("edges.", "retry."))}
+    assert {"edges.edge_outcome", "edges.dependent_state", "edges.failure_is_handled",
+            "retry.decide_retry"} <= deciding
+    assert deciding <= sim_calls, deciding - sim_calls
+
+
+@pytest.mark.parametrize("hook", [core_calls])
+def test_the_profiler_hook_sees_core_calls(hook: Callable[[], Any]) -> None:
+    from taskyard.core.edges import edge_outcome
+    from taskyard.core.states import JobState
+
+    with hook() as seen:
+        edge_outcome(JobState.SUCCEEDED, "success")
+    assert seen == {"edges.edge_outcome"}
