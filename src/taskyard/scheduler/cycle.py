@@ -35,6 +35,8 @@ class CycleReport:
     stalled: list[int] = field(default_factory=list)
     scanned: int = 0
     seconds: float = 0.0
+    rate_wait: float | None = None
+    """Seconds until a job this cycle left behind for a rate limit may start."""
 
     @property
     def changed(self) -> bool:
@@ -105,7 +107,8 @@ def run_cycle(
             tx.forget_ahead()
     workers, active, limits = tx.snapshot()
     if workers:
-        planner = Planner.from_snapshot(workers, active, limits)
+        rates = tx.rate_book(limits)
+        planner = Planner.from_snapshot(workers, active, limits.queue, rates)
         # A page a little larger than the room left: most candidates get placed.
         free = _free_slots(planner)
         page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
@@ -124,6 +127,13 @@ def run_cycle(
                         break
         if report.placed:
             tx.dispatch(report.placed, {w.id: w.name for w in workers})
+        if rates is not None:
+            if rates.soonest is not None:
+                report.rate_wait = max(0.0, rates.soonest - rates.now)
+            if rates.started:
+                tx.tx.rate_starts.record(rates.started)
+            if maintain:
+                tx.tx.rate_starts.forget_old()
         if stall_after is not None and maintain:
             tx.restore_planner()
             served = {p for w in workers for p in w.pools}

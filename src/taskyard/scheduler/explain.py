@@ -33,8 +33,9 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         # Replay the cycle's placement, with its stopping rules, up to this job.
         cycle = CycleTx(tx)
         workers = cycle.workers()
-        limits = cycle.queue_limits()
-        planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits)
+        limits = cycle.limits()
+        planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits.queue,
+                                        cycle.rate_book(limits))
         names = {w.id: w.name for w in workers}
         ahead = 0
         if not planner.exhausted():
@@ -43,7 +44,7 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
                 decision = planner.offer(candidate)
                 if candidate.id == job_id:
                     return [from_decision(decision, ahead=ahead, worker_names=names,
-                                          queue_limit=limits.get(candidate.type))]
+                                          queue_limit=limits.queue.get(candidate.type))]
                 ahead += 1
                 if planner.exhausted():
                     break

@@ -79,9 +79,9 @@ def merged(tx: CycleTx, lists: list[str], first: list[Candidate] | None, *, firs
 
 
 def to_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
-    """Candidates from rows of (id, type, priority, pools, cost, locks)."""
-    return [Candidate(job, type_, priority, pools_of(text), cost, claims(locks))
-            for job, type_, priority, text, cost, locks in rows]
+    """Candidates from rows of (id, type, priority, pools, cost, locks, rate_key)."""
+    return [Candidate(job, type_, priority, pools_of(text), cost, claims(locks), rate_key)
+            for job, type_, priority, text, cost, locks, rate_key in rows]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -4,6 +4,7 @@ step by step, in ``scheduler/cycle.py``; this is the SQL it needs."""
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, update
 
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
+from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
 from taskyard.core.retry import decide_retry
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
@@ -143,20 +145,20 @@ class CycleTx:
             update(_J).where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED)
             .values(state=JobState.PENDING)).rowcount)
 
-    def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], dict[str, int]]:
-        """:meth:`workers`, :meth:`active_jobs` and :meth:`queue_limits` (PostgreSQL:
+    def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
+        """:meth:`workers`, :meth:`active_jobs` and :meth:`limits` (PostgreSQL:
         one statement, which also readies the candidate reads: see pg_cycle.Ahead)."""
         if self._ahead is None:
             self._ahead = self.tx.dialect.read_ahead(self.tx.raw, True,
                                                      self.tx.store.first_page)
         if self._ahead is None:
-            return self.workers(), self.active_jobs(), self.queue_limits()
+            return self.workers(), self.active_jobs(), self.limits()
         workers, active, limits = self._ahead.snapshot
         return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
                  for w, name, pools, capacity, prefetch in workers],
                 [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
                  for holder, type_, worker, cost, locks, count in active],
-                {name: int(n) for name, n in limits})
+                TypeLimits.of(limits))
 
     def forget_ahead(self) -> None:
         """Reads made ahead of the cycle are stale (its maintenance changed something):
@@ -193,10 +195,19 @@ class CycleTx:
         return [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
                 for holder, type_, worker, cost, locks, count in rows]
 
-    def queue_limits(self) -> dict[str, int]:
-        rows = self.tx.raw.all(
-            "SELECT name, max_queue_length FROM task_types WHERE max_queue_length IS NOT NULL")
-        return dict(rows)
+    def limits(self) -> TypeLimits:
+        """The task types' max queue lengths and rate limits."""
+        return TypeLimits.of(self.tx.raw.all(
+            "SELECT name, max_queue_length, rate_limit FROM task_types "
+            "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL"))
+
+    def rate_book(self, limits: TypeLimits) -> RateBook | None:
+        """The rate limits this cycle enforces, on the database clock (None when no type
+        has one: nothing is read)."""
+        if not limits.rates:
+            return None
+        starts = self.tx.rate_starts
+        return RateBook(limits.rates, starts.now(), starts.recent)
 
     def candidates(self, pools: str, after: tuple[int, int] | None,
                    limit: int) -> list[Candidate]:
@@ -204,7 +215,7 @@ class CycleTx:
         the keyset ``after``: through the partial index ``ix_jobs_pending_pools``,
         stopped at ``limit`` — O(limit) whatever the backlog. (SQLite must be told the
         index, and the state must be a literal for the partial index to apply.)"""
-        head = (f"SELECT id, type, priority, pools, cost, locks FROM jobs "
+        head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
                 f"{self.tx.dialect.pending_index} WHERE state = 'pending' AND pools = ? "
                 "AND (run_after IS NULL OR run_after <= {now}) ")
         if after is None:
@@ -271,6 +282,23 @@ def cycles_run(store: Store) -> int:
     with store.read() as tx:
         st = t.scheduler_state
         return int(tx.conn.execute(select(st.c.cycles).where(st.c.id == 1)).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class TypeLimits:
+    """Per task type, its max queue length and its rate limit (those that have one)."""
+
+    queue: dict[str, int]
+    rates: dict[str, RateLimit]
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[Any]]) -> TypeLimits:
+        """From rows of (name, max_queue_length, rate_limit)."""
+        return cls({name: int(n) for name, n, _ in rows if n is not None},
+                   {name: _rate(r) for name, _, r in rows if r is not None})
+
+
+_rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 
 @dataclass(frozen=True, slots=True)

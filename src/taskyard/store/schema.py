@@ -84,6 +84,9 @@ task_types = Table(
     Column("updated_at", Time, nullable=False),
     # Added by migration 0002 (hence last): times a job may lose its worker.
     Column("max_worker_losses", Integer, nullable=False, server_default="3"),
+    # Added by migration 0007: at most N starts per window (``10/s``), per rendered key.
+    Column("rate_limit", String(40)),
+    Column("rate_key", Text),
     CheckConstraint("cost >= 0", name="cost_nonnegative"),
     CheckConstraint("retries >= 0", name="retries_nonnegative"),
     CheckConstraint("max_queue_length IS NULL OR max_queue_length > 0", name="queue_positive"),
@@ -192,6 +195,10 @@ jobs = Table(
     # the job was submitted with once aging has raised ``priority`` (NULL: not aged).
     Column("max_worker_losses", Integer, nullable=False, server_default="3"),
     Column("base_priority", Integer),
+    # Added by migration 0007: the key a unique submit holds (per type), and the
+    # rate-limit key rendered from the args when the type has a template.
+    Column("unique_key", String(400)),
+    Column("rate_key", Text),
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
@@ -240,6 +247,10 @@ jobs = Table(
     Index("uq_jobs_dedup_key", "dedup_key", unique=True,
           sqlite_where=text("dedup_key IS NOT NULL"),
           postgresql_where=text("dedup_key IS NOT NULL")),
+    # A unique submit looks for a live or recent job with its key (migration 0007).
+    Index("ix_jobs_type_unique_key", "type", "unique_key", "id",
+          sqlite_where=text("unique_key IS NOT NULL"),
+          postgresql_where=text("unique_key IS NOT NULL")),
     Index("ix_jobs_schedule", "schedule_name", "id",
           sqlite_where=text("schedule_name IS NOT NULL"),
           postgresql_where=text("schedule_name IS NOT NULL")),
@@ -352,6 +363,20 @@ events = Table(
     Column("tx_id", BigInteger),
     Index("ix_events_job_id", "job_id"),
     Index("ix_events_tx_id", "tx_id", "id").ddl_if(dialect="postgresql"),
+)
+
+rate_starts = Table(
+    "rate_starts",
+    metadata,
+    # Migration 0007: when the cycle dispatched each job of a rate-limited type, by key.
+    # The cycle reads the newest starts of the keys it meets (the first index), and
+    # forgets those older than the longest window (the second).
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("type", String(200), nullable=False),
+    Column("rate_key", Text, nullable=False),
+    Column("at", Time, nullable=False),
+    Index("ix_rate_starts_type_rate_key_at", "type", "rate_key", "at"),
+    Index("ix_rate_starts_at", "at"),
 )
 
 wakeups = Table(
