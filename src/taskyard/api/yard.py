@@ -322,10 +322,14 @@ class Yard:
         return schedule(self.store, holder="api")
 
     # Schedules (store/schedules.py); the CLI's `schedule` group calls these.
-    def add_schedule(self, name: str, type: str, **options: Any) -> ScheduleRecord:
-        """Create (or with ``replace=True`` redefine) a schedule. Options as
-        :meth:`Schedules.add`: every, cron, args, timezone, priority, catchup, paused."""
-        record = self.store.schedules.add(name, type, **options)
+    def add_schedule(self, name: str, type: str | Callable[..., Any],
+                     **options: Any) -> ScheduleRecord:
+        """Create (or with ``replace=True`` redefine) a schedule of a task type (a name or
+        a task function). Options as :meth:`Schedules.add`: every, cron, args, timezone,
+        priority, catchup, paused."""
+        self._sync_declared()
+        record = self.store.schedules.add(name, getattr(type, "__taskyard_type__", type),
+                                          **options)
         self._cycle()
         return record
 

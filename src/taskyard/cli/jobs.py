@@ -36,7 +36,7 @@ def submit(state: State, type_name: str, args_text: str | None, priority: int,
            run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...],
            timeout: float | None, unique_key: str | None, unique_for: float | None,
            on_duplicate: str) -> None:
-    """Submit a job; prints only its id (with --unique-key, maybe an existing job's)."""
+    """Submit a job; prints only its id."""
     args = parse_json_option(args_text, "--args")
     if args is not None and not isinstance(args, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
