@@ -178,3 +178,21 @@ def test_schedulers_at_once_share_the_limit(store: Store, clock: MovableClock) -
     times = _starts(store, "api")[""]
     assert len(times) >= 5
     assert _most_in_a_window(times, 1.0) <= 5
+
+
+def test_jobs_behind_a_backlog_held_by_a_rate_limit_are_reached(store: Store) -> None:
+    """A cycle reads at most ``scan_limit`` candidates per pools list; jobs of keys out of
+    budget are left out in SQL, so 300 held jobs do not hide the free ones behind them."""
+    store.task_types.put(TaskTypeSpec("mail", "shell:true", rate_limit="2/h",
+                                      rate_key="{tenant}"))
+    store.task_types.put(TaskTypeSpec("free", "shell:true"))
+    store.workers.register("w", ["default"], 100, lease_seconds=LEASE)
+    held = store.jobs.submit([JobSubmission("mail", {"tenant": n % 3, "n": n})
+                              for n in range(300)])
+    free = store.jobs.submit([JobSubmission("free", {"n": n}) for n in range(3)])
+    report = schedule(store, scan_limit=50)
+    assert report is not None
+    assert sorted(p.job_id for p in report.placed) == sorted([*held[:6], *free])
+    assert report.scanned < 50
+    (reason,) = explain_job(store, held[-1])  # deep in the held backlog: still explained
+    assert reason.code == "rate_limited" and "on key 2: 2 starts" in reason.message

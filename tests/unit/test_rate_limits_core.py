@@ -10,7 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from taskyard.core.explain import from_decision
-from taskyard.core.placement import Candidate, Planner, Skip, SkipReason, WorkerSlot
+from taskyard.core.locks import LockClaim
+from taskyard.core.placement import (
+    Candidate,
+    Placement,
+    Planner,
+    Skip,
+    SkipReason,
+    WorkerSlot,
+)
 from taskyard.core.rate_limits import (
     RateBook,
     RateLimit,
@@ -153,3 +161,15 @@ def test_never_more_starts_in_any_window_than_the_limit(
     for starts in log.values():
         for first in starts:
             assert sum(1 for at in starts if first <= at < first + unit) <= count
+
+
+def test_a_job_held_by_a_rate_limit_does_not_hold_its_locks_ahead() -> None:
+    """It waits for time, not for other jobs: a younger job wanting its lock goes ahead."""
+    book = _book({"mail": RateLimit(1, 60.0)}, 0.0, defaultdict(list), [])
+    book.start("mail", None)
+    planner = Planner.from_snapshot([WorkerSlot(1, "w", ("default",), 10)], [], rates=book)
+    lock = (LockClaim("smtp"),)
+    held = planner.offer(Candidate(1, "mail", 0, ("default",), locks=lock))
+    assert isinstance(held, Skip) and held.reason is SkipReason.RATE_LIMITED
+    assert isinstance(planner.offer(Candidate(2, "other", 0, ("default",), locks=lock)),
+                      Placement)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from taskyard.api.tasks import type_name_of
 from taskyard.model.errors import InvalidInput
 
 
@@ -57,10 +58,7 @@ class Graph:
         ``timeout``, ``requires_mode``, ``convergence``."""
         if label in self._tasks:
             raise InvalidInput(f"graph: task {label!r} is in the graph already")
-        type_name = getattr(type, "__taskyard_type__", type)
-        if not isinstance(type_name, str):
-            raise InvalidInput(f"task {label!r}: {type!r} is not a task type")
-        body: dict[str, Any] = {"type": type_name}
+        body: dict[str, Any] = {"type": type_name_of(type, f"task {label!r}")}
         if args:
             body["args"] = dict(args)
         edges = [_edge(r) for r in requires]

@@ -92,6 +92,14 @@ class TaskFunction(Protocol[P, R_co]):
     def options(self, **options: Any) -> Submitter[P]: ...
 
 
+def type_name_of(task: str | Callable[..., Any], where: str) -> str:
+    """The task type of a task function, or the name given (InvalidInput otherwise)."""
+    name = getattr(task, "__taskyard_type__", task)
+    if not isinstance(name, str):
+        raise InvalidInput(f"{where}: {task!r} is not a task type name")
+    return name
+
+
 _FORBIDDEN: dict[inspect._ParameterKind, str] = {
     inspect.Parameter.POSITIONAL_ONLY: "positional-only", inspect.Parameter.VAR_POSITIONAL: "*args"}
 

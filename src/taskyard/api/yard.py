@@ -13,7 +13,7 @@ from taskyard.api.apply import Declarations, parse_config
 from taskyard.api.graph_builder import Graph
 from taskyard.api.handles import JobHandle, wait_until
 from taskyard.api.submissions import SubmitOptions
-from taskyard.api.tasks import TaskFunction, as_task
+from taskyard.api.tasks import TaskFunction, as_task, type_name_of
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
@@ -207,10 +207,7 @@ class Yard:
     def enqueue(self, type: str | Callable[..., Any], args_list: Sequence[Any],
                 options: SubmitOptions) -> list[int]:
         """Submit one job of ``type`` per args mapping, with ``options``; their ids."""
-        type_name = getattr(type, "__taskyard_type__", type)
-        if not isinstance(type_name, str):
-            raise InvalidInput(f"submit: {type!r} is not a task type name")
-        subs = options.submissions(type_name, args_list, self.store.now)
+        subs = options.submissions(type_name_of(type, "submit"), args_list, self.store.now)
         self._sync_declared()
         if options.connection is not None:
             # The caller's transaction: never the cycle in it (it would hold the global
@@ -328,7 +325,7 @@ class Yard:
         a task function). Options as :meth:`Schedules.add`: every, cron, args, timezone,
         priority, catchup, paused."""
         self._sync_declared()
-        record = self.store.schedules.add(name, getattr(type, "__taskyard_type__", type),
+        record = self.store.schedules.add(name, type_name_of(type, f"schedule {name!r}"),
                                           **options)
         self._cycle()
         return record

@@ -178,11 +178,13 @@ class Planner:
             self._occupy(job.id, job.type, decision.worker_id, job.cost, job.locks)
             if self.rates is not None:
                 self.rates.start(job.type, job.rate_key)
-        elif self.has_room(job.pools):
+        elif decision.reason is not SkipReason.RATE_LIMITED and self.has_room(job.pools):
             # A job left behind still wants its locks: younger conflicting jobs
             # must wait behind it (chronological fairness). Not one whose pools have no
             # open worker at all: it could hold the others back for ever, and the cycle
-            # does not even read it (see CycleTx.ordered_candidates).
+            # does not even read it (see CycleTx.ordered_candidates). Nor one held by a
+            # rate limit: it waits for time, not for the others (and the cycle leaves
+            # the jobs of a key out of budget unread).
             for claim in job.locks:
                 self._ahead.setdefault(claim.key, []).append((claim, job.id))
         return decision

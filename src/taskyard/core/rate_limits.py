@@ -133,6 +133,9 @@ class RateBook:
     recent: Recent
     started: list[tuple[str, str]] = field(default_factory=list)
     """(type, key) of every start this cycle added, in order: what the store records."""
+    spent: set[tuple[str, str]] = field(default_factory=set)
+    """(type, key) that this cycle found without budget: the candidates still to be read
+    may leave their jobs out (the same answer, without reading them)."""
     soonest: float | None = None
     """The earliest moment a job refused by this cycle may start (a scheduler wakes
     then, rather than at its next periodic cycle)."""
@@ -156,11 +159,8 @@ class RateBook:
         bucket = self._bucket(type_name, key or "")
         if bucket.left > 0:
             return None
-        limit = self.limits[type_name]
-        opens = reopens_at(limit, bucket.starts, self.now)
-        if opens is not None and (self.soonest is None or opens < self.soonest):
-            self.soonest = opens
-        return describe(type_name, key or "", limit, bucket.starts, self.now)
+        self._spend(type_name, key or "", bucket)
+        return describe(type_name, key or "", self.limits[type_name], bucket.starts, self.now)
 
     def start(self, type_name: str, key: str | None) -> None:
         """A job of ``type_name`` with ``key`` starts now (nothing for unlimited types)."""
@@ -170,3 +170,12 @@ class RateBook:
         bucket.starts.append(self.now)
         bucket.left -= 1
         self.started.append((type_name, key or ""))
+        if bucket.left <= 0:
+            self._spend(type_name, key or "", bucket)
+
+    def _spend(self, type_name: str, key: str, bucket: _Bucket) -> None:
+        """The key has no budget left in this cycle: note when it reopens."""
+        self.spent.add((type_name, key))
+        opens = reopens_at(self.limits[type_name], bucket.starts, self.now)
+        if opens is not None and (self.soonest is None or opens < self.soonest):
+            self.soonest = opens

@@ -114,8 +114,9 @@ def run_cycle(
         page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
         if not planner.exhausted():
             # closing(): the store may restore settings once the candidates are read.
-            with contextlib.closing(tx.ordered_candidates(planner.has_room, page,
-                                                          scan_limit)) as candidates:
+            spent = (lambda: rates.spent) if rates is not None else frozenset
+            with contextlib.closing(tx.ordered_candidates(planner.has_room, page, scan_limit,
+                                                          spent)) as candidates:
                 for job in candidates:
                     report.scanned += 1
                     decision = planner.offer(job)
@@ -125,15 +126,17 @@ def run_cycle(
                         report.skipped.append(decision)
                     if planner.exhausted():
                         break
+        if rates is not None and maintain:
+            # Before the dispatch turns the planner's scans back on (PostgreSQL): through
+            # the index on the start times, whatever the table's statistics say.
+            tx.tx.rate_starts.forget_old()
         if report.placed:
             tx.dispatch(report.placed, {w.id: w.name for w in workers})
         if rates is not None:
             if rates.soonest is not None:
                 report.rate_wait = max(0.0, rates.soonest - rates.now)
-            if rates.started:
+            if rates.started:  # after the dispatch: never earlier than the attempts' times
                 tx.tx.rate_starts.record(rates.started)
-            if maintain:
-                tx.tx.rate_starts.forget_old()
         if stall_after is not None and maintain:
             tx.restore_planner()
             served = {p for w in workers for p in w.pools}

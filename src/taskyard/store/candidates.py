@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import functools
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,15 +37,16 @@ class Stream:
         head = self.buffer[0]
         return (-head.priority, head.id)
 
-    def fill(self, tx: CycleTx, page: int) -> bool:
-        """Read the next page; False when the list has nothing more."""
+    def fill(self, tx: CycleTx, page: int, skip: Collection[tuple[str, str]] = ()) -> bool:
+        """Read the next page (without the jobs of the (type, rate key) in ``skip``);
+        False when the list has nothing more."""
         if self.done:
             return False
         if self.first is not None:
             batch, self.first = self.first, None
             self.done = len(batch) < self.first_page
         else:
-            batch = tx.candidates(self.text, self.after, page)
+            batch = tx.candidates(self.text, self.after, page, skip)
             self.done = len(batch) < page
         if batch:
             self.after = (batch[-1].priority, batch[-1].id)
@@ -54,26 +55,29 @@ class Stream:
 
 
 def merged(tx: CycleTx, lists: list[str], first: list[Candidate] | None, *, first_page: int,
-           room: Callable[[tuple[str, ...]], bool], page: int,
-           per_list: int) -> Iterator[Candidate]:
+           room: Callable[[tuple[str, ...]], bool], page: int, per_list: int,
+           skip: Callable[[], Collection[tuple[str, str]]] = frozenset) -> Iterator[Candidate]:
     """Candidates of every pools list in ``lists``, in placement order (see
     CycleTx.ordered_candidates); ``first``: the first list's first page, when it was
-    read ahead (with ``first_page`` rows at most)."""
+    read ahead (with ``first_page`` rows at most). ``skip()``: (type, rate key) whose
+    jobs later pages leave out."""
     heap: list[tuple[int, int, int, Stream]] = []
     for n, text in enumerate(lists):
         stream = Stream(text, pools_of(text), first=first if n == 0 else None,
                         first_page=first_page)
-        if room(stream.pools) and stream.fill(tx, page):
+        if room(stream.pools) and stream.fill(tx, page, skip()):
             heap.append((*stream.key(), n, stream))
     heapq.heapify(heap)
     while heap:
         _, _, n, stream = heapq.heappop(heap)
         job = stream.buffer.popleft()
-        stream.read += 1
-        yield job
+        spent = skip()
+        if not spent or (job.type, job.rate_key or "") not in spent:
+            stream.read += 1
+            yield job
         if stream.read >= per_list or not room(stream.pools):
             continue
-        if stream.buffer or stream.fill(tx, page):
+        if stream.buffer or stream.fill(tx, page, skip()):
             heapq.heappush(heap, (*stream.key(), n, stream))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -209,17 +209,27 @@ class CycleTx:
         starts = self.tx.rate_starts
         return RateBook(limits.rates, starts.now(), starts.recent)
 
-    def candidates(self, pools: str, after: tuple[int, int] | None,
-                   limit: int) -> list[Candidate]:
+    def candidates(self, pools: str, after: tuple[int, int] | None, limit: int,
+                   skip: Collection[tuple[str, str]] = ()) -> list[Candidate]:
         """Pending jobs due now whose pools list is ``pools``, in placement order, after
         the keyset ``after``: through the partial index ``ix_jobs_pending_pools``,
         stopped at ``limit`` — O(limit) whatever the backlog. (SQLite must be told the
-        index, and the state must be a literal for the partial index to apply.)"""
+        index, and the state must be a literal for the partial index to apply.)
+
+        ``skip``: (type, rate key) out of budget in this cycle; their jobs are left out
+        in SQL (the index is walked past them, but they are neither returned nor built
+        into candidates: a backlog held by a rate limit costs a fraction, and the jobs
+        behind it are reached)."""
         head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
                 f"{self.tx.dialect.pending_index} WHERE state = 'pending' AND pools = ? "
                 "AND (run_after IS NULL OR run_after <= {now}) ")
+        params: list[Any] = [pools]
+        if skip:
+            which, spent = self.tx.raw.member("type || ' ' || COALESCE(rate_key, '')",
+                                              sorted(f"{t} {k}" for t, k in skip))
+            head, params = f"{head}AND NOT ({which}) ", [pools, *spent]
         if after is None:
-            rows = self.tx.raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (pools, limit))
+            rows = self.tx.raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (*params, limit))
         else:
             # The rest of the last page's priority, then lower priorities: two index
             # ranges, so a page starts where the last one ended (an OR of the two would
@@ -229,17 +239,19 @@ class CycleTx:
                 f"ORDER BY id LIMIT ?) AS same UNION ALL SELECT * FROM ({head} "
                 "AND priority < ? ORDER BY priority DESC, id LIMIT ?) AS lower) AS page "
                 "ORDER BY priority DESC, id LIMIT ?",
-                (pools, after[0], after[1], limit, pools, after[0], limit, limit))
+                (*params, after[0], after[1], limit, *params, after[0], limit, limit))
         return to_candidates(rows)
 
     def ordered_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
-                           per_list: int) -> Generator[Candidate, None, None]:
+                           per_list: int, skip: Callable[[], Collection[tuple[str, str]]]
+                           = frozenset) -> Generator[Candidate, None, None]:
         """Pending jobs in placement order (highest priority, then oldest), merged from
         one stream per pools list. A list whose pools have no ``room`` is not read (and
         stops being read as soon as they have none); none is read past ``per_list``
         jobs in one cycle. So a backlog for busy pools costs nothing, and jobs for an
         idle pool are never stuck behind it. ``room`` is asked again after each job
-        yielded, once the caller has offered it."""
+        yielded, once the caller has offered it; ``skip()`` before each page is read
+        (see :meth:`candidates`)."""
         if not self._scans_off:
             # The planner must read candidates in index order (see the dialects): the
             # settings last until restore_planner or finish (or the transaction's end).
@@ -253,7 +265,7 @@ class CycleTx:
             lists, rows = self.tx.dialect.pools_lists(self.tx.raw, page)
             first, first_page = (None if rows is None else to_candidates(rows)), page
         yield from merged(self, lists, first, first_page=first_page, room=room, page=page,
-                          per_list=per_list)
+                          per_list=per_list, skip=skip)
 
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""

@@ -49,6 +49,8 @@ class RateStarts:
                          started)
 
     def forget_old(self) -> int:
-        """Forget starts that no window reaches any more; how many."""
-        return self.tx.raw.run("DELETE FROM rate_starts WHERE at < {now} - ?",
-                               (LONGEST_WINDOW,))
+        """Forget starts that no window reaches any more; how many. (The cutoff is a
+        value, not the clock's expression: PostgreSQL's clock is volatile, and a
+        condition on it could not use the index.)"""
+        return self.tx.raw.run("DELETE FROM rate_starts WHERE at < ?",
+                               (self.now() - LONGEST_WINDOW,))
