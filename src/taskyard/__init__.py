@@ -11,6 +11,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from taskyard.api.graph_builder import Graph as Graph
+    from taskyard.api.handles import JobFailed as JobFailed
+    from taskyard.api.handles import JobHandle as JobHandle
     from taskyard.api.yard import Yard as Yard
     from taskyard.core.states import JobState as JobState
     from taskyard.model.errors import Conflict as Conflict
@@ -30,9 +33,12 @@ if TYPE_CHECKING:
 _WHERE = {
     "Conflict": "taskyard.model.errors",
     "Fenced": "taskyard.worker.context",
+    "Graph": "taskyard.api.graph_builder",
     "GraphRecord": "taskyard.model.records",
     "InvalidInput": "taskyard.model.errors",
     "JobContext": "taskyard.worker.context",
+    "JobFailed": "taskyard.api.handles",
+    "JobHandle": "taskyard.api.handles",
     "JobRecord": "taskyard.model.records",
     "JobState": "taskyard.core.states",
     "NotFound": "taskyard.model.errors",
@@ -47,9 +53,12 @@ _WHERE = {
 __all__ = [
     "Conflict",
     "Fenced",
+    "Graph",
     "GraphRecord",
     "InvalidInput",
     "JobContext",
+    "JobFailed",
+    "JobHandle",
     "JobRecord",
     "JobState",
     "NotFound",

@@ -148,3 +148,34 @@ def test_a_worker_declares_its_prefetch_window_when_it_opens_closes_or_moves_a_q
     assert worth_declaring(0, 0) is False
     assert worth_declaring(8, 0) is True and worth_declaring(0, 8) is True
     assert worth_declaring(9, 8) is False and worth_declaring(10, 8) is True
+
+
+@given(candidates_st, st.integers(1, 40), st.sampled_from(["a", "ab", "abc"]),
+       st.sets(st.integers(0, 29)))
+def test_jobs_the_merge_does_not_want_are_passed_over_and_not_counted(
+        rows, per_list, lists, refused):
+    jobs = [Candidate(n, "t", priority, (pool,)) for n, (priority, pool) in enumerate(rows)
+            if pool in lists]
+    streams = [_List((pool,), [j for j in jobs if j.pools == (pool,)]) for pool in lists]
+    out = list(merged(streams, lambda pools: True, per_list,
+                      wanted=lambda job: job.id not in refused))
+    assert not {j.id for j in out} & refused
+    assert [placement_key(j) for j in out] == sorted(placement_key(j) for j in out)
+    for pool in lists:
+        left = [j for j in jobs if j.pools == (pool,) and j.id not in refused]
+        assert sum(1 for j in out if j.pools == (pool,)) == min(len(left), per_list)
+
+
+def test_one_holder_of_a_shared_lock_leaves_and_the_other_still_holds_it():
+    from taskyard.core.locks import LockClaim
+    from taskyard.core.placement import ActiveJob, Planner, Skip, WorkerSlot
+
+    shared, exclusive = LockClaim("db", exclusive=False), LockClaim("db", exclusive=True)
+    planner = Planner.from_snapshot([WorkerSlot(1, "w", ("a",), 4)], [
+        ActiveJob(1, "t", 1, 1, (shared,)), ActiveJob(2, "t", 1, 1, (shared,))])
+    planner.release(1, "t", 1, 1, (shared,))
+    assert isinstance(planner.offer(Candidate(3, "t", 0, ("a",), 1, (exclusive,))), Skip)
+    planner.release(2, "t", 1, 1, (shared,))
+    assert planner.idle(1)
+    # Job 3 now waits ahead for the lock; the next job in line to want it does not jump in.
+    assert planner.offer(Candidate(4, "t", 0, ("a",), 1, (exclusive,))).blocker == 3

@@ -60,6 +60,8 @@ def test_lock_templates_render_and_name_missing_args():
     assert claims == (LockClaim("project:7", exclusive=False),)
     with pytest.raises(LockTemplateError, match="project_id"):
         render_claims("t", ["project:{project_id}"], {})
+    with pytest.raises(LockTemplateError, match="the key is empty"):
+        render_claims("t", [":shared"], {})  # a submit's own locks are checked here
     a = render_claims("jt", [], {"x": 1}, simultaneous=False)
     assert a == render_claims("jt", [], {"x": 1}, simultaneous=False)
     assert a != render_claims("jt", [], {"x": 2}, simultaneous=False)

@@ -10,7 +10,8 @@ import taskyard
 
 def test_exported_names_are_pinned() -> None:
     assert taskyard.__all__ == [
-        "Conflict", "Fenced", "GraphRecord", "InvalidInput", "JobContext", "JobRecord",
+        "Conflict", "Fenced", "Graph", "GraphRecord", "InvalidInput", "JobContext",
+        "JobFailed", "JobHandle", "JobRecord",
         "JobState", "NotFound", "Prerequisite", "StoreError", "TaskTypeSpec", "WorkerRecord",
         "Yard", "current_job", "stage",
     ]

@@ -18,7 +18,7 @@ from taskyard.model.records import Prerequisite, TaskTypeSpec
 TASK_TYPE_FIELDS = {
     "handler", "description", "pools", "cost", "timeout", "retries", "retry_delay",
     "retry_backoff", "retry_max_delay", "interval", "backoff_factor", "max_queue_length",
-    "locks", "simultaneous", "prerequisites", "max_worker_losses",
+    "locks", "simultaneous", "prerequisites", "max_worker_losses", "rate_limit", "rate_key",
 }
 
 
@@ -126,6 +126,11 @@ def _prereqs(value: Any, where: str) -> tuple[Prerequisite, ...]:
     return tuple(out)
 
 
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{where} must be text")
+    return value
+
 _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "description": lambda v, w: str(v),
     "pools": _names,
@@ -142,7 +147,10 @@ _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "simultaneous": _bool,
     "prerequisites": _prereqs,
     "max_worker_losses": _int,
+    "rate_limit": _text,
+    "rate_key": _text,
 }
+
 
 
 def _prerequisites_first(specs: list[TaskTypeSpec]) -> list[TaskTypeSpec]:

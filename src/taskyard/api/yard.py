@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from taskyard.api.apply import Declarations, parse_config
-from taskyard.core.durations import DurationError, parse_duration, parse_when
+from taskyard.api.graph_builder import Graph
+from taskyard.api.handles import JobHandle, wait_until
+from taskyard.api.submissions import SubmitOptions
+from taskyard.api.tasks import TaskFunction, as_task, type_name_of
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.states import TERMINAL
@@ -29,7 +31,8 @@ from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
 from taskyard.scheduler.explain import explain_job
 from taskyard.store import MovableClock, Store, Tx, open_store
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 EVENT_MAINTENANCE = 0.25
 """Seconds between maintenance steps in cycles run on submit (placement is every time)."""
 DEFAULT_URL = "sqlite:///taskyard.db"
@@ -66,19 +69,6 @@ def verify_handler(handler: str) -> None:
         raise InvalidInput(
             f"handler {handler!r}: module {spec.module!r} has no function {spec.function!r}"
         )
-
-
-def _job_timeout(value: float | str | None) -> float | None:
-    """Seconds of a per-job timeout; InvalidInput unless a positive duration."""
-    if value is None:
-        return None
-    try:
-        seconds = parse_duration(value, field="timeout")
-    except DurationError as exc:
-        raise InvalidInput(f"submit: {exc}") from None
-    if seconds <= 0:
-        raise InvalidInput(f"submit: timeout: {value!r} must be more than 0 seconds")
-    return seconds
 
 
 class Yard:
@@ -141,11 +131,14 @@ class Yard:
             tx.schedules.put_many(schedules)
         return decl
 
-    def task_type(self, name: str | None = None, **policy: Any) -> Callable[[F], F]:
+    def task_type(self, name: str | None = None,
+                  **policy: Any) -> Callable[[Callable[P, R]], TaskFunction[P, R]]:
         """Decorator: declare a Python function as a task type (registered by :meth:`init`
-        or the first :meth:`submit`). The function must live in an importable module."""
+        or the first submit). The function must live in an importable module. It stays
+        callable as it was, and gains ``submit(*args, **kwargs)`` (a :class:`JobHandle`),
+        ``submit_many(calls)`` and ``options(**submit_options)``."""
 
-        def register(func: F) -> F:
+        def register(func: Callable[P, R]) -> TaskFunction[P, R]:
             module = func.__module__
             if module == "__main__":
                 raise InvalidInput(
@@ -162,9 +155,9 @@ class Yard:
             if unknown:
                 raise InvalidInput(f"task type {type_name!r}: unknown fields {sorted(unknown)}")
             spec = TaskTypeSpec(type_name, f"python:{module}:{func.__qualname__}", **policy)
+            as_task(self, type_name, func)
             self._declared[type_name] = spec
-            func.__taskyard_type__ = type_name  # type: ignore[attr-defined]
-            return func
+            return func  # type: ignore[return-value]  # as_task gave it the rest
 
         return register
 
@@ -183,49 +176,49 @@ class Yard:
         pools: Sequence[str] | None = None,
         locks: Sequence[str] = (),
         timeout: float | str | None = None,
+        unique_key: str | None = None,
+        unique_for: float | str | None = None,
+        on_duplicate: str = "existing",
+        connection: Any = None,
     ) -> int:
         """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time.
-        ``timeout``: per attempt, seconds or a duration (``5m``); None keeps the type's."""
-        type_name = getattr(type, "__taskyard_type__", type)
-        if not isinstance(type_name, str):
-            raise InvalidInput(f"submit: {type!r} is not a task type name")
-        seconds = _job_timeout(timeout)
-        self._sync_declared()
-        when: float | None
-        if isinstance(run_after, str):
-            try:
-                when = parse_when(run_after, now=self.store.now())
-            except DurationError as exc:
-                raise InvalidInput(str(exc)) from None
-        else:
-            when = run_after
-        sub = JobSubmission(
-            type=type_name,
-            args=dict(args or {}) if args is None or isinstance(args, dict) else args,
-            priority=priority,
-            pools=tuple(pools) if pools else None,
-            run_after=when,
-            locks=tuple(locks),
-            timeout=seconds,
-        )
-        (job_id,) = self._submit([sub])
+        ``timeout``: per attempt, seconds or a duration (``5m``); None keeps the type's.
+
+        ``unique_key``: while a job of this type with this key has not ended (and, with
+        ``unique_for``, for that long after it was created) no other is created: the
+        submit returns that job's id (``on_duplicate="existing"``) or raises Conflict
+        (``"reject"``). ``connection``: submit inside the caller's own transaction on
+        this PostgreSQL database (a SQLAlchemy Connection or a psycopg 3 connection):
+        the job exists once the caller commits, never if it rolls back."""
+        options = SubmitOptions(priority, run_after, pools, locks, timeout, unique_key,
+                                unique_for, on_duplicate, connection)
+        (job_id,) = self.enqueue(type, [args or {}], options)
         return job_id
 
     def submit_many(
         self, type: str | Callable[..., Any], args_list: Sequence[dict[str, Any]], *,
-        priority: int = 0, pools: Sequence[str] | None = None,
+        priority: int = 0, pools: Sequence[str] | None = None, **options: Any,
     ) -> list[int]:
         """Submit one job per args mapping in one transaction (all or none); returns the
-        ids in order. The batch counterpart of :meth:`submit`, for bulk enqueueing."""
-        type_name = getattr(type, "__taskyard_type__", type)
-        if not isinstance(type_name, str):
-            raise InvalidInput(f"submit: {type!r} is not a task type name")
+        ids in order. The batch counterpart of :meth:`submit` (the same options)."""
+        chosen = SubmitOptions.of("submit_many", priority=priority, pools=pools, **options)
+        return self.enqueue(type, args_list, chosen)
+
+    def enqueue(self, type: str | Callable[..., Any], args_list: Sequence[Any],
+                options: SubmitOptions) -> list[int]:
+        """Submit one job of ``type`` per args mapping, with ``options``; their ids."""
+        subs = options.submissions(type_name_of(type, "submit"), args_list, self.store.now)
         self._sync_declared()
-        chosen = tuple(pools) if pools else None
-        return self._submit([
-            JobSubmission(type=type_name, args=dict(a), priority=priority, pools=chosen)
-            for a in args_list
-        ])
+        if options.connection is not None:
+            # The caller's transaction: never the cycle in it (it would hold the global
+            # lock until the caller commits); the scheduler is woken by that commit.
+            with self.store.joined(options.connection) as tx:
+                return tx.jobs.submit(subs)
+        return self._submit(subs)
+
+    def handle(self, job_id: int) -> JobHandle:
+        """A :class:`JobHandle` on job ``job_id`` (to wait for its result)."""
+        return JobHandle(self, job_id)
 
     def _submit(self, subs: Sequence[JobSubmission]) -> list[int]:
         """Seed 000 runs schedule() on job creation: in the submit's own transaction,
@@ -243,17 +236,12 @@ class Yard:
         return job
 
     def wait(self, job_id: int, timeout: float | None = None) -> JobRecord:
-        """Block until the job is in a final state; TimeoutError after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.002
-        while True:
+        """Block until the job is in a final state; TimeoutError after ``timeout`` seconds.
+        Woken by the commits that write events, not a polling loop (see api/handles.py)."""
+        def ended() -> JobRecord | None:
             job = self.get_job(job_id)
-            if job.state in TERMINAL:
-                return job
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"job {job_id} still {job.state} after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.1)
+            return job if job.state in TERMINAL else None
+        return wait_until(self.store, ended, timeout, f"job {job_id} has not ended")
 
     def explain(self, job_id: int) -> list[Reason]:
         """Why the job is not running yet: dependencies, locks, capacity, queue, run_after."""
@@ -272,15 +260,20 @@ class Yard:
         self._cycle()
         return job
 
-    def submit_graph(self, doc: Mapping[str, Any]) -> int:
-        """Submit a task graph (TaskCluster's format, as a mapping); returns the graph id."""
-        graph_id = self.store.graphs.submit(doc)
+    def submit_graph(self, doc: Mapping[str, Any] | Graph) -> int:
+        """Submit a task graph — a :class:`Graph` built in Python, or TaskCluster's
+        format as a mapping; returns the graph id."""
+        self._sync_declared()
+        graph_id = self.store.graphs.submit(doc.document() if isinstance(doc, Graph) else doc)
         self._cycle()
         return graph_id
 
-    def add_graph_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
-        """Add tasks (``{"tasks": {...}}``) to a graph; returns the new job ids."""
-        ids = self.store.graphs.add_tasks(graph_id, doc)
+    def add_graph_tasks(self, graph_id: int, doc: Mapping[str, Any] | Graph) -> list[int]:
+        """Add tasks (a :class:`Graph`, or ``{"tasks": {...}}``) to a graph; returns the
+        new job ids. A Graph's tasks may require labels already in the graph."""
+        self._sync_declared()
+        ids = self.store.graphs.add_tasks(
+            graph_id, doc.document(tasks_only=True) if isinstance(doc, Graph) else doc)
         self._cycle()
         return ids
 
@@ -294,17 +287,11 @@ class Yard:
         return self.store.graphs.cancel(graph_id)
 
     def wait_graph(self, graph_id: int, timeout: float | None = None) -> GraphRecord:
-        """Block until the graph is finished, blocked or canceled."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.005
-        while True:
-            graph = self.store.graphs.get(graph_id, jobs=False)
-            if graph.state != "running":
-                return self.store.graphs.get(graph_id)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"graph {graph_id} still running after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.2)
+        """Block until the graph is finished, blocked or canceled (woken as :meth:`wait`)."""
+        def settled() -> bool | None:
+            return self.store.graphs.get(graph_id, jobs=False).state != "running" or None
+        wait_until(self.store, settled, timeout, f"graph {graph_id} still running")
+        return self.store.graphs.get(graph_id)
 
     def events(
         self, *, after_id: int | None = None, topic: str | None = None, limit: int = 1000
@@ -343,10 +330,14 @@ class Yard:
         return schedule(self.store, holder="api")
 
     # Schedules (store/schedules.py); the CLI's `schedule` group calls these.
-    def add_schedule(self, name: str, type: str, **options: Any) -> ScheduleRecord:
-        """Create (or with ``replace=True`` redefine) a schedule. Options as
-        :meth:`Schedules.add`: every, cron, args, timezone, priority, catchup, paused."""
-        record = self.store.schedules.add(name, type, **options)
+    def add_schedule(self, name: str, type: str | Callable[..., Any],
+                     **options: Any) -> ScheduleRecord:
+        """Create (or with ``replace=True`` redefine) a schedule of a task type (a name or
+        a task function). Options as :meth:`Schedules.add`: every, cron, args, timezone,
+        priority, catchup, paused."""
+        self._sync_declared()
+        record = self.store.schedules.add(name, type_name_of(type, f"schedule {name!r}"),
+                                          **options)
         self._cycle()
         return record
 

@@ -23,10 +23,17 @@ from taskyard.model.records import JobRecord
 @click.option("--lock", "locks", multiple=True, help="An extra lock for this job (repeatable).")
 @click.option("--timeout", type=POSITIVE_DURATION,
               help="Per attempt, instead of the type's: 90, 90s, 5m, 2h, 1d.")
+@click.option("--unique-key", help="No second job of this type with this key while one has "
+              "not ended (or, with --unique-for, was created that recently).")
+@click.option("--unique-for", type=POSITIVE_DURATION,
+              help="How long a job holds its unique key after it was created (duration).")
+@click.option("--on-duplicate", type=click.Choice(["existing", "reject"]), default="existing",
+              show_default=True, help="When the key is held: print the holder's id, or fail.")
 @click.pass_obj
 def submit(state: State, type_name: str, args_text: str | None, priority: int,
            run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...],
-           timeout: float | None) -> None:
+           timeout: float | None, unique_key: str | None, unique_for: float | None,
+           on_duplicate: str) -> None:
     """Submit a job; prints only its id."""
     args = parse_json_option(args_text, "--args")
     if args is not None and not isinstance(args, dict):
@@ -40,7 +47,9 @@ def submit(state: State, type_name: str, args_text: str | None, priority: int,
             raise click.BadParameter(f"{run_after!r} is neither a duration (2s, 5m) nor an "
                                      "ISO 8601 time", param_hint="--run-after") from None
     job_id = state.yard.submit(type_name, args or {}, priority=priority, run_after=run_after,
-                               pools=pools or None, locks=locks, timeout=timeout)
+                               pools=pools or None, locks=locks, timeout=timeout,
+                               unique_key=unique_key, unique_for=unique_for,
+                               on_duplicate=on_duplicate)
     click.echo(job_id)
 
 

@@ -11,7 +11,16 @@ import yaml
 from taskyard.cli.main import DURATION, POSITIVE_DURATION, State
 from taskyard.cli.output import json_option, print_json, print_table
 from taskyard.core.durations import DurationError, parse_interval
+from taskyard.core.rate_limits import RateLimitError, parse_rate_limit
 from taskyard.model.records import TaskTypeSpec
+
+
+def _rate_limit(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A malformed --rate-limit is bad usage (exit 2), like a malformed duration."""
+    try:
+        return None if value is None else parse_rate_limit(value, field="").encode()
+    except RateLimitError as exc:
+        raise click.BadParameter(str(exc).removeprefix(": "), param_hint="--rate-limit") from None
 
 
 @click.group("task-type")
@@ -44,13 +53,18 @@ def task_type() -> None:
               help="Two jobs of this type with the same args never run at once.")
 @click.option("--max-worker-losses", type=click.IntRange(min=0), default=3, show_default=True,
               help="Times a job may lose its worker before it ends in error (not retries).")
+@click.option("--rate-limit", callback=_rate_limit, metavar="N/s|N/m|N/h",
+              help="At most N starts per second, minute or hour (per --rate-key).")
+@click.option("--rate-key", metavar="TEMPLATE",
+              help="Split the rate limit per key, e.g. 'tenant:{tenant}' (from the args).")
 @click.option("--no-verify", is_flag=True, help="Do not check that a python handler imports.")
 @click.pass_obj
 def add(state: State, name: str, handler: str, description: str, pools: tuple[str, ...],
         cost: int, timeout: float | None, retries: int, retry_delay: float,
         retry_backoff: float, retry_max_delay: float | None, interval: str | None,
         backoff_factor: float | None, max_queue_length: int | None, locks: tuple[str, ...],
-        no_simultaneous: bool, max_worker_losses: int, no_verify: bool) -> None:
+        no_simultaneous: bool, max_worker_losses: int, rate_limit: str | None,
+        rate_key: str | None, no_verify: bool) -> None:
     """Create or update a task type."""
     try:
         parsed_interval = None if interval is None else parse_interval(interval,
@@ -65,7 +79,8 @@ def add(state: State, name: str, handler: str, description: str, pools: tuple[st
         pools=pools or ("default",), cost=cost, timeout=timeout, retries=retries,
         retry_delay=retry_delay, retry_backoff=retry_backoff, interval=parsed_interval,
         backoff_factor=backoff_factor, max_queue_length=max_queue_length, locks=locks,
-        simultaneous=not no_simultaneous, max_worker_losses=max_worker_losses, **optional,
+        simultaneous=not no_simultaneous, max_worker_losses=max_worker_losses,
+        rate_limit=rate_limit, rate_key=rate_key, **optional,
     )
     click.echo(f"task type {spec.name} saved")
 
@@ -108,6 +123,8 @@ def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> 
                 ("timeout", None if s.timeout is None else _human(s.timeout)),
                 ("interval", _interval_text(s)), ("backoff_factor", s.backoff_factor),
                 ("max_queue_length", s.max_queue_length),
+                ("rate_limit", s.rate_limit),
+                ("rate_key", s.rate_key),
                 ("num_retries", s.retries or None), ("retry_delay", retry_delay),
                 ("retry_max_delay", _human(s.retry_max_delay)),
                 ("max_worker_losses", s.max_worker_losses),

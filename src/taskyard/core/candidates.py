@@ -38,11 +38,15 @@ class CandidateStream(Protocol):
 
 
 def merged(streams: Sequence[CandidateStream], room: Callable[[tuple[str, ...]], bool],
-           per_list: int) -> Iterator[Candidate]:
+           per_list: int, wanted: Callable[[Candidate], bool] | None = None,
+           ) -> Iterator[Candidate]:
     """Jobs of ``streams`` in placement order. A stream whose pools have no ``room`` is
     not read; ``room`` is asked again after each job yielded, once the caller has
     offered it (the generator resumes after the offer); no stream yields more than
-    ``per_list`` jobs."""
+    ``per_list`` jobs. ``wanted``: jobs it refuses are passed over, not yielded nor
+    counted (the jobs of a rate key out of budget: they are not offered at all)."""
+    if wanted is not None:
+        streams = [_Wanted(stream, wanted) for stream in streams]
     if len(streams) == 1:  # the usual case between bursts: no heap to keep
         yield from _single(streams[0], room, per_list)
         return
@@ -74,3 +78,24 @@ def _single(stream: CandidateStream, room: Callable[[tuple[str, ...]], bool],
         if not room(pools) or stream.peek() is None:
             return
         yield stream.take()
+
+
+class _Wanted:
+    """A stream without the jobs ``wanted`` refuses (asked as each comes to the head)."""
+
+    __slots__ = ("_stream", "_wanted", "pools")
+
+    def __init__(self, stream: CandidateStream, wanted: Callable[[Candidate], bool]) -> None:
+        self._stream = stream
+        self._wanted = wanted
+        self.pools = stream.pools
+
+    def peek(self) -> Candidate | None:
+        head = self._stream.peek()
+        while head is not None and not self._wanted(head):
+            self._stream.take()
+            head = self._stream.peek()
+        return head
+
+    def take(self) -> Candidate:
+        return self._stream.take()

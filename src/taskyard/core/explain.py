@@ -39,6 +39,8 @@ def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[
     if r is SkipReason.QUEUE_FULL:
         return Reason("queue_full", f"task type {d} is at its max queue length "
                       f"({queue_limit} dispatched or running)", detail=d)
+    if r is SkipReason.RATE_LIMITED:
+        return Reason("rate_limited", f"rate limit {d}", detail=d)
     if r is SkipReason.NO_WORKER:
         return Reason("no_worker", f"no live worker serves its pools ({d})", detail=d)
     return Reason("no_capacity", f"no worker in its pools ({d}) has room for it; "

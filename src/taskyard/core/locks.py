@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from taskyard.core.templates import TemplateError, fill_template, template_fields
 
-class LockTemplateError(ValueError):
-    """A lock template that is malformed or names an arg the job lacks."""
+LockTemplateError = TemplateError
+"""A lock template that is malformed or names an arg the job lacks."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -57,41 +57,22 @@ def decode_claim(text: str) -> LockClaim:
     return LockClaim(text, exclusive=True)
 
 
-_FORMATTER = string.Formatter()
-
-
 def check_template(template: str) -> list[str]:
     """The ``{arg}`` names a lock template uses, or LockTemplateError if it cannot be
     rendered (an empty key, an unbalanced brace, a field that is not a plain name)."""
     claim = decode_claim(template)
     if not claim.key:
         raise LockTemplateError(f"lock {template!r}: the key is empty")
-    try:
-        fields = [f for _, f, _, _ in _FORMATTER.parse(claim.key) if f is not None]
-    except ValueError as exc:
-        raise LockTemplateError(f"lock {template!r}: {exc}") from None
-    for name in fields:
-        if not name.isidentifier():
-            raise LockTemplateError(
-                f"lock {template!r}: {{{name}}} must name one of the job's args")
-    return fields
+    return template_fields(claim.key, f"lock {template!r}")
 
 
 def render_claim(template: str, args: Mapping[str, object]) -> LockClaim:
     """Fill ``{arg}`` placeholders of a lock template from the job's args."""
     claim = decode_claim(template)
-    fields = check_template(template)
-    missing = [f for f in fields if f not in args]
-    if missing:
-        raise LockTemplateError(
-            f"lock {template!r}: the job's args have no {', '.join(repr(m) for m in missing)}"
-        )
-    values = {f: _plain(args[f]) for f in fields}
-    return LockClaim(claim.key.format_map(values), claim.exclusive, claim.group)
-
-
-def _plain(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    if not claim.key:
+        raise LockTemplateError(f"lock {template!r}: the key is empty")
+    key = fill_template(claim.key, args, f"lock {template!r}")
+    return LockClaim(key, claim.exclusive, claim.group)
 
 
 def simultaneous_claim(type_name: str, args: Mapping[str, object]) -> LockClaim:

@@ -6,7 +6,8 @@ Seed 000's task manager, as a pure function over values:
 * a candidate whose lock claims conflict with held locks, or with a pending
   job *ahead of it* that was not placed, is skipped (blocked groups run in
   creation order; jobs that conflict with nothing flow past);
-* a type at its max queue length is skipped;
+* a type at its max queue length is skipped, and so is a job whose rate-limit key
+  has had its starts in the window (:mod:`taskyard.core.rate_limits`);
 * the job's pools are tried in order of preference; within a pool the idle
   worker with the largest remaining capacity wins, else the worker with the
   largest remaining capacity >= the job's cost. An idle worker always takes
@@ -37,6 +38,7 @@ from typing import NamedTuple
 
 from taskyard.core.affinity import AffinityIndex
 from taskyard.core.locks import LockClaim
+from taskyard.core.rate_limits import RateBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ class Candidate:
     pools: tuple[str, ...]
     cost: int = 1
     locks: tuple[LockClaim, ...] = ()
+    rate_key: str | None = None
+    """Its rate-limit key, rendered when it was submitted (None: its type's only key)."""
 
 
 class Placement(NamedTuple):
@@ -95,6 +99,7 @@ class SkipReason(StrEnum):
     QUEUE_FULL = "queue_full"
     NO_WORKER = "no_worker"
     NO_CAPACITY = "no_capacity"
+    RATE_LIMITED = "rate_limited"
 
 
 class Skip(NamedTuple):
@@ -113,6 +118,8 @@ class Planner:
 
     workers: dict[int, WorkerSlot]
     queue_limits: Mapping[str, int] = field(default_factory=dict)
+    rates: RateBook | None = None
+    """The rate limits of the cycle (None: no type has one)."""
     _used: Counter[int] = field(default_factory=Counter)
     _jobs_on: Counter[int] = field(default_factory=Counter)
     _held: dict[str, list[tuple[LockClaim, int]]] = field(default_factory=dict)
@@ -131,8 +138,9 @@ class Planner:
         workers: Iterable[WorkerSlot],
         active: Iterable[ActiveJob],
         queue_limits: Mapping[str, int] | None = None,
+        rates: RateBook | None = None,
     ) -> Planner:
-        planner = cls({w.id: w for w in workers}, dict(queue_limits or {}))
+        planner = cls({w.id: w for w in workers}, dict(queue_limits or {}), rates)
         for worker in planner.workers.values():
             for pool in worker.pools:
                 planner._by_pool.setdefault(pool, []).append(worker)
@@ -257,11 +265,15 @@ class Planner:
         decision = self._decide(job)
         if isinstance(decision, Placement):
             self._occupy(job.id, job.type, decision.worker_id, job.cost, job.locks)
-        elif self.has_room(job.pools):
+            if self.rates is not None:
+                self.rates.start(job.type, job.rate_key)
+        elif decision.reason is not SkipReason.RATE_LIMITED and self.has_room(job.pools):
             # A job left behind still wants its locks: younger conflicting jobs
             # must wait behind it (chronological fairness). Not one whose pools have no
             # open worker at all: it could hold the others back for ever, and the cycle
-            # does not even read it (see CycleTx.ordered_candidates).
+            # does not even read it (see CycleTx.ordered_candidates). Nor one held by a
+            # rate limit: it waits for time, not for the others (and the cycle leaves
+            # the jobs of a key out of budget unread).
             for claim in job.locks:
                 self._ahead.setdefault(claim.key, []).append((claim, job.id))
         return decision
@@ -278,6 +290,10 @@ class Planner:
         limit = self.queue_limits.get(job.type)
         if limit is not None and self._queued[job.type] >= limit:
             return Skip(job.id, SkipReason.QUEUE_FULL, job.type)
+        if self.rates is not None and self.rates.limited(job.type):
+            refused = self.rates.refusal(job.type, job.rate_key)
+            if refused is not None:
+                return Skip(job.id, SkipReason.RATE_LIMITED, refused)
         served = False
         for pool in job.pools:
             served = served or pool in self._by_pool
@@ -300,9 +316,10 @@ def place(
     active: Iterable[ActiveJob],
     candidates: Iterable[Candidate],
     queue_limits: Mapping[str, int] | None = None,
+    rates: RateBook | None = None,
 ) -> tuple[list[Placement], list[Skip]]:
     """Run one cycle's placement over ``candidates`` (already in placement order)."""
-    planner = Planner.from_snapshot(workers, active, queue_limits)
+    planner = Planner.from_snapshot(workers, active, queue_limits, rates)
     placed: list[Placement] = []
     skipped: list[Skip] = []
     for job in candidates:

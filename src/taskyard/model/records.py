@@ -43,6 +43,10 @@ class TaskTypeSpec:
     max_worker_losses: int = 3
     """Times a job may lose its worker (crash, expiry) before it ends in ``error``;
     separate from ``retries``, which count the handler's own failures."""
+    rate_limit: str | None = None
+    """At most N starts per second, minute or hour (``10/s``, ``100/m``, ``5/h``)."""
+    rate_key: str | None = None
+    """A template over args (``tenant:{tenant}``): each key has ``rate_limit`` to itself."""
 
     def to_json(self) -> dict[str, JSON]:
         interval = self.interval
@@ -68,7 +72,14 @@ class TaskTypeSpec:
                 {"type": p.type, "args": p.args, "cache": p.cache} for p in self.prerequisites
             ],
             "max_worker_losses": self.max_worker_losses,
+            "rate_limit": self.rate_limit,
+            "rate_key": self.rate_key,
         }
+
+
+ON_DUPLICATE = ("existing", "reject")
+"""What a submit with a unique key does when a job holds that key: give the existing
+job's id (the default), or refuse (Conflict)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,12 @@ class JobSubmission:
     dedup_key: str | None = None
     args_text: str | None = None
     """``args`` already checked against the limits and encoded (graphs do it whole)."""
+    unique_key: str | None = None
+    """At most one job of this type with this key is unfinished (or, with
+    ``unique_for``, was created within that many seconds)."""
+    unique_for: float | None = None
+    on_duplicate: str = "existing"
+    """One of :data:`ON_DUPLICATE`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +190,9 @@ class JobRecord:
     stages: tuple[StageRecord, ...] = ()
     base_priority: int | None = None
     """The priority it was submitted with, when aging has raised ``priority``."""
+    unique_key: str | None = None
+    rate_key: str | None = None
+    """Its rate-limit key, rendered from its args when it was submitted."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -202,6 +222,8 @@ class JobRecord:
             "attempts": [a.to_json() for a in self.attempts],
             "stages": [s.to_json() for s in self.stages],
             "base_priority": self.base_priority,
+            "unique_key": self.unique_key,
+            "rate_key": self.rate_key,
         }
 
 

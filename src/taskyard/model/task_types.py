@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.core.locks import LockTemplateError, check_template
+from taskyard.core.rate_limits import RateLimitError, check_rate_key, parse_rate_limit
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 
@@ -38,3 +39,12 @@ def validate_task_type(spec: TaskTypeSpec) -> None:
             check_template(lock)
         except LockTemplateError as exc:
             raise InvalidInput(f"{where}: {exc}") from None
+    try:
+        if spec.rate_limit is not None:
+            parse_rate_limit(spec.rate_limit)
+        if spec.rate_key is not None:
+            check_rate_key(spec.rate_key)
+    except RateLimitError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+    if spec.rate_key is not None and spec.rate_limit is None:
+        raise InvalidInput(f"{where}: rate_key needs a rate_limit")

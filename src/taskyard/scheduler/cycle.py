@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from taskyard.core.placement import Placement, Planner, Skip
+from taskyard.core.placement import Placement, Planner, Skip, WorkerSlot
+from taskyard.core.rate_limits import RateBook
 from taskyard.store import CycleTx, Store
 from taskyard.store.cycle import SCAN_LIMIT, TIMEOUT_GRACE
 from taskyard.store.watchdog import flag_stalled_graphs
@@ -35,6 +37,8 @@ class CycleReport:
     stalled: list[int] = field(default_factory=list)
     scanned: int = 0
     seconds: float = 0.0
+    rate_wait: float | None = None
+    """Seconds until a job this cycle left behind for a rate limit may start."""
 
     @property
     def changed(self) -> bool:
@@ -105,25 +109,11 @@ def run_cycle(
             tx.forget_ahead()
     workers, active, limits = tx.snapshot()
     if workers:
-        planner = Planner.from_snapshot(workers, active, limits)
-        # A page a little larger than the room left: most candidates get placed.
-        free = _free_slots(planner)
-        page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
-        if not planner.exhausted():
-            # closing(): the store may restore settings once the candidates are read.
-            with contextlib.closing(tx.ordered_candidates(planner.has_room, page,
-                                                          scan_limit)) as candidates:
-                for job in candidates:
-                    report.scanned += 1
-                    decision = planner.offer(job)
-                    if isinstance(decision, Placement):
-                        report.placed.append(decision)
-                    else:
-                        report.skipped.append(decision)
-                    if planner.exhausted():
-                        break
-        if report.placed:
-            tx.dispatch(report.placed, {w.id: w.name for w in workers})
+        rates = tx.rate_book(limits)
+        planner = Planner.from_snapshot(workers, active, limits.queue, rates)
+        spent = (lambda: rates.spent) if rates is not None else frozenset
+        _place(tx, planner, report, scan_limit, spent)
+        _dispatch(tx, report, workers, rates, maintain)
         if stall_after is not None and maintain:
             tx.restore_planner()
             served = {p for w in workers for p in w.pools}
@@ -134,6 +124,44 @@ def run_cycle(
         tx.record_cycle(holder)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _place(tx: CycleTx, planner: Planner, report: CycleReport, scan_limit: int,
+           spent: Callable[[], Collection[tuple[str, str]]]) -> None:
+    """Offer the candidates in placement order until no worker can take more."""
+    # A page a little larger than the room left: most candidates get placed.
+    free = _free_slots(planner)
+    page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
+    if planner.exhausted():
+        return
+    # closing(): the store may restore settings once the candidates are read.
+    with contextlib.closing(tx.ordered_candidates(planner.has_room, page, scan_limit,
+                                                  spent)) as candidates:
+        for job in candidates:
+            report.scanned += 1
+            decision = planner.offer(job)
+            if isinstance(decision, Placement):
+                report.placed.append(decision)
+            else:
+                report.skipped.append(decision)
+            if planner.exhausted():
+                break
+
+
+def _dispatch(tx: CycleTx, report: CycleReport, workers: list[WorkerSlot],
+              rates: RateBook | None, maintain: bool) -> None:
+    """Write the placements, and the starts of rate-limited jobs."""
+    if rates is not None and maintain:
+        # Before the dispatch turns the planner's scans back on (PostgreSQL): through
+        # the index on the start times, whatever the table's statistics say.
+        tx.tx.rate_starts.forget_old()
+    if report.placed:
+        tx.dispatch(report.placed, {w.id: w.name for w in workers})
+    if rates is not None:
+        if rates.soonest is not None:
+            report.rate_wait = max(0.0, rates.soonest - rates.now)
+        if rates.started:  # after the dispatch: never earlier than the attempts' times
+            tx.tx.rate_starts.record(rates.started)
 
 
 _last_maintenance: dict[int, float] = {}

@@ -14,6 +14,9 @@ from taskyard.store import Store
 from taskyard.store.retention import prune
 
 log = logging.getLogger("taskyard.scheduler")
+RATE_SLACK = 0.005
+"""Seconds past the moment a rate limit reopens that the scheduler wakes (clocks of
+the host and the database tick apart)."""
 AGING_PERIOD = 600.0
 """Default anti-starvation aging: +1 priority per 10 minutes a job has waited."""
 
@@ -111,15 +114,19 @@ class SchedulerDaemon:
                     # Something changed: look again at once (more may be placeable).
                     periodic = False
                     continue
-                periodic = True
+                # A job held by a rate limit may start before the next periodic cycle:
+                # the cycle then places it (the time-driven steps wait for their tick).
+                wait = self.interval if report is None or report.rate_wait is None \
+                    else min(self.interval, report.rate_wait + RATE_SLACK)
+                periodic = wait >= self.interval
                 if listener is not None:
-                    deadline = time.monotonic() + self.interval
+                    deadline = time.monotonic() + wait
                     while not stop.is_set() and time.monotonic() < deadline:
                         if listener.wait(min(0.25, deadline - time.monotonic())):
                             periodic = False
                             break
                 else:
-                    stop.wait(self.interval)
+                    stop.wait(wait)
         finally:
             if listener is not None:
                 listener.close()

@@ -33,17 +33,21 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         # Replay the cycle's placement, with its stopping rules, up to this job.
         cycle = CycleTx(tx)
         workers = cycle.workers()
-        limits = cycle.queue_limits()
-        planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits)
+        limits = cycle.limits()
+        rates = cycle.rate_book(limits)
+        planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits.queue, rates)
+        # Left out as the cycle leaves them out: jobs of keys out of budget, but this one's.
+        own = {(job.type, job.rate_key or "")}
+        spent = (lambda: rates.spent - own) if rates is not None else frozenset
         names = {w.id: w.name for w in workers}
         ahead = 0
         if not planner.exhausted():
             for candidate in cycle.ordered_candidates(planner.has_room, EXPLAIN_PAGE,
-                                                      SCAN_LIMIT):
+                                                      SCAN_LIMIT, spent):
                 decision = planner.offer(candidate)
                 if candidate.id == job_id:
                     return [from_decision(decision, ahead=ahead, worker_names=names,
-                                          queue_limit=limits.get(candidate.type))]
+                                          queue_limit=limits.queue.get(candidate.type))]
                 ahead += 1
                 if planner.exhausted():
                     break

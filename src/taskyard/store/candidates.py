@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,8 @@ class Stream:
     text: str
     pools: tuple[str, ...]
     page: int
+    skip: Callable[[], Collection[tuple[str, str]]] = frozenset
+    """(type, rate key) out of budget now: their jobs are left out of the pages read."""
     buffer: collections.deque[Candidate] = field(default_factory=collections.deque)
     after: tuple[int, int] | None = None
     done: bool = False
@@ -54,7 +56,7 @@ class Stream:
             batch, self.first = self.first, None
             self.done = len(batch) < self.first_page
         else:
-            batch = self.tx.candidates(self.text, self.after, self.page)
+            batch = self.tx.candidates(self.text, self.after, self.page, self.skip())
             self.done = len(batch) < self.page
         if batch:
             self.after = (batch[-1].priority, batch[-1].id)
@@ -63,17 +65,18 @@ class Stream:
 
 
 def streams(tx: CycleTx, lists: list[str], first: list[Candidate] | None, *,
-            first_page: int, page: int) -> list[Stream]:
+            first_page: int, page: int,
+            skip: Callable[[], Collection[tuple[str, str]]] = frozenset) -> list[Stream]:
     """One stream per pools list in ``lists``; ``first``: the first list's first page,
-    when it was read ahead (with ``first_page`` rows at most)."""
-    return [Stream(tx, text, pools_of(text), page, first=first if n == 0 else None,
+    when it was read ahead (with ``first_page`` rows at most); ``skip()``: see Stream."""
+    return [Stream(tx, text, pools_of(text), page, skip, first=first if n == 0 else None,
                    first_page=first_page) for n, text in enumerate(lists)]
 
 
 def to_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
-    """Candidates from rows of (id, type, priority, pools, cost, locks)."""
-    return [Candidate(job, type_, priority, pools_of(text), cost, claims(locks))
-            for job, type_, priority, text, cost, locks in rows]
+    """Candidates from rows of (id, type, priority, pools, cost, locks, rate_key)."""
+    return [Candidate(job, type_, priority, pools_of(text), cost, claims(locks), rate_key)
+            for job, type_, priority, text, cost, locks, rate_key in rows]
 
 
 @functools.lru_cache(maxsize=4096)

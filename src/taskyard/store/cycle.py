@@ -4,8 +4,9 @@ step by step, in ``scheduler/cycle.py``; this is the SQL it needs."""
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from sqlalchemy import select, update
 from taskyard.core.candidates import merged
 from taskyard.core.lifecycle import after_attempt, after_worker_loss
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
+from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
@@ -148,20 +150,20 @@ class CycleTx:
             update(_J).where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED)
             .values(state=JobState.PENDING)).rowcount)
 
-    def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], dict[str, int]]:
-        """:meth:`workers`, :meth:`active_jobs` and :meth:`queue_limits` (PostgreSQL:
+    def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
+        """:meth:`workers`, :meth:`active_jobs` and :meth:`limits` (PostgreSQL:
         one statement, which also readies the candidate reads: see pg_cycle.Ahead)."""
         if self._ahead is None:
             self._ahead = self.tx.dialect.read_ahead(self.tx.raw, True,
                                                      self.tx.store.first_page)
         if self._ahead is None:
-            return self.workers(), self.active_jobs(), self.queue_limits()
+            return self.workers(), self.active_jobs(), self.limits()
         workers, active, limits = self._ahead.snapshot
         return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
                  for w, name, pools, capacity, prefetch in workers],
                 [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
                  for holder, type_, worker, cost, locks, count in active],
-                {name: int(n) for name, n in limits})
+                TypeLimits.of(limits))
 
     def forget_ahead(self) -> None:
         """Reads made ahead of the cycle are stale (its maintenance changed something):
@@ -198,22 +200,41 @@ class CycleTx:
         return [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
                 for holder, type_, worker, cost, locks, count in rows]
 
-    def queue_limits(self) -> dict[str, int]:
-        rows = self.tx.raw.all(
-            "SELECT name, max_queue_length FROM task_types WHERE max_queue_length IS NOT NULL")
-        return dict(rows)
+    def limits(self) -> TypeLimits:
+        """The task types' max queue lengths and rate limits."""
+        return TypeLimits.of(self.tx.raw.all(
+            "SELECT name, max_queue_length, rate_limit FROM task_types "
+            "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL"))
 
-    def candidates(self, pools: str, after: tuple[int, int] | None,
-                   limit: int) -> list[Candidate]:
+    def rate_book(self, limits: TypeLimits) -> RateBook | None:
+        """The rate limits this cycle enforces, on the database clock (None when no type
+        has one: nothing is read)."""
+        if not limits.rates:
+            return None
+        starts = self.tx.rate_starts
+        return RateBook(limits.rates, starts.now(), starts.recent)
+
+    def candidates(self, pools: str, after: tuple[int, int] | None, limit: int,
+                   skip: Collection[tuple[str, str]] = ()) -> list[Candidate]:
         """Pending jobs due now whose pools list is ``pools``, in placement order, after
         the keyset ``after``: through the partial index ``ix_jobs_pending_pools``,
         stopped at ``limit`` — O(limit) whatever the backlog. (SQLite must be told the
-        index, and the state must be a literal for the partial index to apply.)"""
-        head = (f"SELECT id, type, priority, pools, cost, locks FROM jobs "
+        index, and the state must be a literal for the partial index to apply.)
+
+        ``skip``: (type, rate key) out of budget in this cycle; their jobs are left out
+        in SQL (the index is walked past them, but they are neither returned nor built
+        into candidates: a backlog held by a rate limit costs a fraction, and the jobs
+        behind it are reached)."""
+        head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
                 f"{self.tx.dialect.pending_index} WHERE state = 'pending' AND pools = ? "
                 "AND (run_after IS NULL OR run_after <= {now}) ")
+        params: list[Any] = [pools]
+        if skip:
+            which, spent = self.tx.raw.member("type || ' ' || COALESCE(rate_key, '')",
+                                              sorted(f"{t} {k}" for t, k in skip))
+            head, params = f"{head}AND NOT ({which}) ", [pools, *spent]
         if after is None:
-            rows = self.tx.raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (pools, limit))
+            rows = self.tx.raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (*params, limit))
         else:
             # The rest of the last page's priority, then lower priorities: two index
             # ranges, so a page starts where the last one ended (an OR of the two would
@@ -223,17 +244,19 @@ class CycleTx:
                 f"ORDER BY id LIMIT ?) AS same UNION ALL SELECT * FROM ({head} "
                 "AND priority < ? ORDER BY priority DESC, id LIMIT ?) AS lower) AS page "
                 "ORDER BY priority DESC, id LIMIT ?",
-                (pools, after[0], after[1], limit, pools, after[0], limit, limit))
+                (*params, after[0], after[1], limit, *params, after[0], limit, limit))
         return to_candidates(rows)
 
     def ordered_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
-                           per_list: int) -> Generator[Candidate, None, None]:
+                           per_list: int, skip: Callable[[], Collection[tuple[str, str]]]
+                           = frozenset) -> Generator[Candidate, None, None]:
         """Pending jobs in placement order (highest priority, then oldest), merged from
         one stream per pools list. A list whose pools have no ``room`` is not read (and
         stops being read as soon as they have none); none is read past ``per_list``
         jobs in one cycle. So a backlog for busy pools costs nothing, and jobs for an
         idle pool are never stuck behind it. ``room`` is asked again after each job
-        yielded, once the caller has offered it."""
+        yielded, once the caller has offered it; ``skip()`` before each page is read
+        (see :meth:`candidates`)."""
         if not self._scans_off:
             # The planner must read candidates in index order (see the dialects): the
             # settings last until restore_planner or finish (or the transaction's end).
@@ -246,8 +269,9 @@ class CycleTx:
         else:
             lists, rows = self.tx.dialect.pools_lists(self.tx.raw, page)
             first, first_page = (None if rows is None else to_candidates(rows)), page
-        yield from merged(streams(self, lists, first, first_page=first_page, page=page),
-                          room, per_list)
+        yield from merged(
+            streams(self, lists, first, first_page=first_page, page=page, skip=skip),
+            room, per_list, wanted=lambda job: (job.type, job.rate_key or "") not in skip())
 
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""
@@ -276,6 +300,23 @@ def cycles_run(store: Store) -> int:
     with store.read() as tx:
         st = t.scheduler_state
         return int(tx.conn.execute(select(st.c.cycles).where(st.c.id == 1)).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class TypeLimits:
+    """Per task type, its max queue length and its rate limit (those that have one)."""
+
+    queue: dict[str, int]
+    rates: dict[str, RateLimit]
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[Any]]) -> TypeLimits:
+        """From rows of (name, max_queue_length, rate_limit)."""
+        return cls({name: int(n) for name, n, _ in rows if n is not None},
+                   {name: _rate(r) for name, _, r in rows if r is not None})
+
+
+_rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 
 @dataclass(frozen=True, slots=True)

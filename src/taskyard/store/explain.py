@@ -28,6 +28,8 @@ class JobPlace:
     pools: tuple[str, ...]
     now: float
     """The database clock when read."""
+    type: str = ""
+    rate_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +46,12 @@ class OpenParent:
 def job_place(tx: Tx, job_id: int) -> JobPlace:
     """The job's state, due time and pools (NotFound if there is no such job)."""
     row = tx.conn.execute(
-        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now).where(_J.c.id == job_id)
+        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now, _J.c.type, _J.c.rate_key)
+        .where(_J.c.id == job_id)
     ).first()
     if row is None:
         raise NotFound(f"no job {job_id}")
-    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]))
+    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4], row[5])
 
 
 def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:

@@ -15,10 +15,11 @@ from typing import Any
 
 from taskyard.core.graph import CONDITIONS, Edge, GraphSpec, TaskNode
 from taskyard.core.locks import LockTemplateError
+from taskyard.core.rate_limits import RateLimitError
 from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
-from taskyard.store.job_rows import locks_text, pools_text
+from taskyard.store.job_rows import locks_text, pools_text, rate_key_of
 
 _gc_lock = threading.Lock()
 _gc_pauses = [0, False]  # graphs being written now; was collection on before the first
@@ -91,7 +92,7 @@ COLUMNS = (
     "type", "args", "priority", "pools", "cost", "locks", "retries", "retry_delay",
     "retry_backoff", "retry_max_delay", "max_worker_losses", "timeout", "run_after", "label",
     "graph_id", "routing", "launch_type", "schedule_name", "dedup_key", "state", "unmet_deps",
-    "convergence", "definition_hash",
+    "convergence", "definition_hash", "rate_key",
 )
 """The keys of :func:`job_row`, in the order of :func:`graph_rows`' tuples."""
 
@@ -112,7 +113,8 @@ def graph_rows(graph_id: int, spec: GraphSpec,
         cost, retries, delay, backoff, max_delay, losses, timeout, pools = types[node.type]
         try:
             locks = locks_text(ts, node.args, node.locks)
-        except LockTemplateError as exc:
+            rate_key = rate_key_of(ts, node.args)
+        except (LockTemplateError, RateLimitError) as exc:
             raise InvalidInput(f"task {label!r}: {exc}") from None
         routing = routings.get(node.routing)
         if routing is None:
@@ -125,5 +127,5 @@ def graph_rows(graph_id: int, spec: GraphSpec,
             losses, timeout if node.timeout is None else node.timeout, None, label, graph_id,
             routing, "graph", None, None,
             JobState.WAITING if node.requires else JobState.PENDING, len(node.requires),
-            node.convergence, definition_hash(node),
+            node.convergence, definition_hash(node), rate_key,
         )

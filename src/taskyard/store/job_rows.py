@@ -10,6 +10,7 @@ from sqlalchemy import and_
 
 from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
 from taskyard.core.locks import LockTemplateError, render_claims
+from taskyard.core.rate_limits import RateLimitError, render_rate_key
 from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import (
@@ -43,7 +44,8 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
         args_text = (sub.args_text or dumps(sub.args) if args_checked
                      else encode_args(sub.args, where=where, limits=limits))
         locks = locks_text(spec, sub.args, sub.locks)
-    except (LimitError, LockTemplateError) as exc:
+        rate_key = rate_key_of(spec, sub.args)
+    except (LimitError, LockTemplateError, RateLimitError) as exc:
         raise InvalidInput(str(exc)) from None
     pools = sub.pools or spec.pools
     if any(not p for p in pools):
@@ -75,7 +77,17 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
         "unmet_deps": 0,
         "convergence": "all",
         "definition_hash": None,
+        "unique_key": sub.unique_key,
+        "rate_key": rate_key,
     }
+
+
+def rate_key_of(spec: TaskTypeSpec, args: dict[str, Any]) -> str | None:
+    """The rate-limit key of a job of type ``spec`` with ``args`` (None when the type
+    has no key template: its jobs share one budget). RateLimitError names a missing arg."""
+    if spec.rate_limit is None or spec.rate_key is None:
+        return None
+    return render_rate_key(spec.rate_key, args)
 
 
 _NO_LOCKS = dumps([])
@@ -126,6 +138,8 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         attempts=tuple(attempts),
         stages=tuple(stages),
         base_priority=m["base_priority"],
+        unique_key=m["unique_key"],
+        rate_key=m["rate_key"],
     )
 
 

@@ -25,6 +25,7 @@ from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_r
 from taskyard.store.marks import reads
 from taskyard.store.prereqs import PrereqPlan
 from taskyard.store.resolution import Ended
+from taskyard.store.unique_jobs import find_duplicates
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -45,7 +46,24 @@ class Jobs:
         The scheduler is woken to place them, unless ``cycle_next``: the caller runs
         the cycle in this transaction next (seed 000 runs schedule() on job creation,
         and in one transaction a job reaches its worker with one commit) — and wakes the
-        scheduler itself if the cycle's lock was taken."""
+        scheduler itself if the cycle's lock was taken.
+
+        A submission with a ``unique_key`` whose key a job holds is not inserted: its
+        id is the holder's (or Conflict, see :mod:`taskyard.store.unique_jobs`)."""
+        if any(s.unique_key is not None or s.unique_for is not None for s in subs):
+            return self._submit_unique(subs, cycle_next)
+        return self._submit(subs, cycle_next)
+
+    def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
+        found = find_duplicates(self.tx, subs)
+        fresh = [i for i in range(len(subs))
+                 if i not in found.existing and i not in found.earlier]
+        ids = dict(zip(fresh, self._submit([subs[i] for i in fresh], cycle_next),
+                       strict=True))
+        ids.update(found.existing)
+        return [ids[found.earlier.get(i, i)] for i in range(len(subs))]
+
+    def _submit(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
         if not subs:
             return []
         tx = self.tx

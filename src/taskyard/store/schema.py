@@ -12,6 +12,7 @@ tables; a test checks that a migrated schema equals ``metadata.create_all``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import (
     DDL,
@@ -51,6 +52,11 @@ Id = BigInteger().with_variant(Integer(), "sqlite")
 Time = Float(precision=53)
 
 
+def _where(condition: str) -> dict[str, Any]:
+    """The keyword arguments of a partial index's condition, on both backends."""
+    return {"sqlite_where": text(condition), "postgresql_where": text(condition)}
+
+
 def _quoted(states: Iterable[str]) -> str:
     return ", ".join(f"'{s}'" for s in sorted(states))
 
@@ -84,6 +90,8 @@ task_types = Table(
     Column("updated_at", Time, nullable=False),
     # Added by migration 0002 (hence last): times a job may lose its worker.
     Column("max_worker_losses", Integer, nullable=False, server_default="3"),
+    # Added by migration 0007: at most N starts per window (``10/s``), per rendered key.
+    Column("rate_limit", String(40)), Column("rate_key", Text),
     CheckConstraint("cost >= 0", name="cost_nonnegative"),
     CheckConstraint("retries >= 0", name="retries_nonnegative"),
     CheckConstraint("max_queue_length IS NULL OR max_queue_length > 0", name="queue_positive"),
@@ -116,19 +124,8 @@ workers = Table(
     CheckConstraint("capacity >= 0", name="capacity_nonnegative"),
     CheckConstraint("state IN ('active', 'stopped', 'expelled')", name="state_known"),
     # Only one live worker per name; stopped/expelled rows stay for history.
-    Index(
-        "uq_workers_live_name",
-        "name",
-        unique=True,
-        sqlite_where=text("state = 'active'"),
-        postgresql_where=text("state = 'active'"),
-    ),
-    Index(
-        "ix_workers_active_lease",
-        "lease_expires_at",
-        sqlite_where=text("state = 'active'"),
-        postgresql_where=text("state = 'active'"),
-    ),
+    Index("uq_workers_live_name", "name", unique=True, **_where("state = 'active'")),
+    Index("ix_workers_active_lease", "lease_expires_at", **_where("state = 'active'")),
 )
 
 graphs = Table(
@@ -192,6 +189,9 @@ jobs = Table(
     # the job was submitted with once aging has raised ``priority`` (NULL: not aged).
     Column("max_worker_losses", Integer, nullable=False, server_default="3"),
     Column("base_priority", Integer),
+    # Added by migration 0007: the key a unique submit holds (per type); the rate-limit
+    # key rendered from the args when the type has a template.
+    Column("unique_key", String(400)), Column("rate_key", Text),
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
@@ -218,39 +218,20 @@ jobs = Table(
         sqlite_where=text("state = 'pending'"),
         postgresql_where=text("state = 'pending'"),
     ),
-    Index(
-        "ix_jobs_active_worker",
-        "worker_id",
-        sqlite_where=text(f"state IN ({_ACTIVE_SQL})"),
-        postgresql_where=text(f"state IN ({_ACTIVE_SQL})"),
-    ),
-    Index(
-        "ix_jobs_suspended",
-        "id",
-        sqlite_where=text("state = 'suspended'"),
-        postgresql_where=text("state = 'suspended'"),
-    ),
+    Index("ix_jobs_active_worker", "worker_id", **_where(f"state IN ({_ACTIVE_SQL})")),
+    Index("ix_jobs_suspended", "id", **_where("state = 'suspended'")),
     Index("ix_jobs_type_state_id", "type", "state", "id"),
     Index("ix_jobs_state_id", "state", "id"),
     # Partial (migration 0003): most jobs have no graph, dedup key or schedule, and an
     # index a row is not in costs nothing when the row changes state.
-    Index("ix_jobs_graph_label", "graph_id", "label",
-          sqlite_where=text("graph_id IS NOT NULL"),
-          postgresql_where=text("graph_id IS NOT NULL")),
-    Index("uq_jobs_dedup_key", "dedup_key", unique=True,
-          sqlite_where=text("dedup_key IS NOT NULL"),
-          postgresql_where=text("dedup_key IS NOT NULL")),
-    Index("ix_jobs_schedule", "schedule_name", "id",
-          sqlite_where=text("schedule_name IS NOT NULL"),
-          postgresql_where=text("schedule_name IS NOT NULL")),
+    Index("ix_jobs_graph_label", "graph_id", "label", **_where("graph_id IS NOT NULL")),
+    Index("uq_jobs_dedup_key", "dedup_key", unique=True, **_where("dedup_key IS NOT NULL")),
+    # A unique submit looks for a live or recent job with its key (migration 0007).
+    Index("ix_jobs_type_unique_key", "type", "unique_key", "id",
+          **_where("unique_key IS NOT NULL")),
+    Index("ix_jobs_schedule", "schedule_name", "id", **_where("schedule_name IS NOT NULL")),
     # Prerequisite reuse looks up recent successes of a type within a cache window.
-    Index(
-        "ix_jobs_type_succeeded",
-        "type",
-        "finished_at",
-        sqlite_where=text("state = 'succeeded'"),
-        postgresql_where=text("state = 'succeeded'"),
-    ),
+    Index("ix_jobs_type_succeeded", "type", "finished_at", **_where("state = 'succeeded'")),
 )
 
 attempts = Table(
@@ -352,6 +333,16 @@ events = Table(
     Column("tx_id", BigInteger),
     Index("ix_events_job_id", "job_id"),
     Index("ix_events_tx_id", "tx_id", "id").ddl_if(dialect="postgresql"),
+)
+
+# Migration 0007: when the cycle dispatched each job of a rate-limited type, by key; read
+# per key met (the first index), forgotten past the longest window (the second).
+rate_starts = Table(
+    "rate_starts", metadata, Column("id", Id, primary_key=True, autoincrement=True),
+    Column("type", String(200), nullable=False), Column("rate_key", Text, nullable=False),
+    Column("at", Time, nullable=False),
+    Index("ix_rate_starts_type_rate_key_at", "type", "rate_key", "at"),
+    Index("ix_rate_starts_at", "at"),
 )
 
 wakeups = Table(

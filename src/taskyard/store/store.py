@@ -90,6 +90,20 @@ class Store:
             tx.finish()
 
     @contextlib.contextmanager
+    def joined(self, connection: Any) -> Iterator[Tx]:
+        """A unit of work inside the caller's own transaction on ``connection`` (a
+        SQLAlchemy Connection of the psycopg 3 driver, or a psycopg 3 connection, on
+        this database; PostgreSQL only, else InvalidInput). It never begins, commits,
+        rolls back or closes that transaction: what it leaves to its end (events,
+        wake-ups) is written when the block ends, and published by the caller's commit —
+        or never, if the caller rolls back. It never runs the scheduling cycle (which
+        would hold the global lock until the caller commits): the scheduler is woken."""
+        with self.dialect.join(connection, self.clock) as conn:
+            tx = Tx(self, conn, joined=True)
+            yield tx
+            tx.finish()
+
+    @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction (one snapshot for its statements)."""
         with self.dialect.read(self.engine) as conn:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from taskyard.core.durations import Interval
+from taskyard.core.rate_limits import parse_rate_limit
 from taskyard.model.records import Prerequisite, TaskTypeSpec, dumps, loads
 from taskyard.store import schema as t
 
@@ -35,6 +36,9 @@ def spec_to_row(spec: TaskTypeSpec) -> dict[str, Any]:
             [{"type": p.type, "args": p.args, "cache": p.cache} for p in spec.prerequisites]
         ),
         "max_worker_losses": spec.max_worker_losses,
+        "rate_limit": None if spec.rate_limit is None
+        else parse_rate_limit(spec.rate_limit).encode(),
+        "rate_key": spec.rate_key,
     }
 
 
@@ -79,4 +83,6 @@ def _spec(m: Mapping[str, Any]) -> TaskTypeSpec:
             for p in loads(m["prerequisites"])
         ),
         max_worker_losses=m["max_worker_losses"],
+        rate_limit=m["rate_limit"],
+        rate_key=m["rate_key"],
     )

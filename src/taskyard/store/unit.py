@@ -28,6 +28,7 @@ from taskyard.store.events import Events
 from taskyard.store.graphs import Graphs
 from taskyard.store.jobs import Jobs
 from taskyard.store.prereqs import Prerequisites
+from taskyard.store.rate_starts import RateStarts
 from taskyard.store.raw import Raw
 from taskyard.store.resolution import Resolution
 from taskyard.store.retries import Retries
@@ -44,9 +45,12 @@ if TYPE_CHECKING:
 class Tx:
     """One transaction of ``store`` on ``conn``, with its aggregates and its end."""
 
-    def __init__(self, store: Store, conn: Connection) -> None:
+    def __init__(self, store: Store, conn: Connection, *, joined: bool = False) -> None:
         self.store = store
         self.conn = conn
+        self.joined = joined
+        """The transaction is a caller's own (see :meth:`Store.joined`): this unit of work
+        never begins, commits or ends it."""
         self.dialect = store.dialect
         self.now = store.now_expr
         """The database clock, as an SQL expression."""
@@ -94,6 +98,9 @@ class Tx:
         None when another process holds it. ``locked``: the caller took the lock
         before this transaction began (SQLite's order, see Store.cycle)."""
         ahead, self.ahead = self.ahead, None
+        if self.joined:  # never the global lock until a caller's commit
+            yield None
+            return
         if locked:
             held: contextlib.AbstractContextManager[bool] = contextlib.nullcontext(True)
         elif ahead is not None:
@@ -136,6 +143,10 @@ class Tx:
         return Prerequisites(self)
 
     @cached_property
+    def rate_starts(self) -> RateStarts:
+        return RateStarts(self)
+
+    @cached_property
     def resolution(self) -> Resolution:
         return Resolution(self)
 
@@ -166,8 +177,8 @@ class Tx:
 
 AGGREGATES: dict[str, type] = {
     "aging": Aging, "attempts": Attempts, "events": Events, "graphs": Graphs, "jobs": Jobs,
-    "prereqs": Prerequisites, "resolution": Resolution, "retries": Retries,
-    "schedule_runs": ScheduleRuns, "schedules": Schedules, "stages": Stages,
+    "prereqs": Prerequisites, "rate_starts": RateStarts, "resolution": Resolution,
+    "retries": Retries, "schedule_runs": ScheduleRuns, "schedules": Schedules, "stages": Stages,
     "task_types": TaskTypes, "workers": Workers,
 }
 """Each aggregate's class, by its name on :class:`Tx`."""

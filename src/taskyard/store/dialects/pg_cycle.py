@@ -27,8 +27,8 @@ _SNAPSHOT_COLUMNS = (
     f"SELECT {_ACTIVE} AS holder, type, worker_id, SUM(cost) AS cost, locks, COUNT(*) AS n "
     "FROM jobs WHERE state IN ('dispatched', 'running') "
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
-    "(SELECT json_agg(json_build_array(name, max_queue_length)) FROM task_types "
-    "WHERE max_queue_length IS NOT NULL)")
+    "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit)) FROM task_types "
+    "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL)")
 # The cycle reads and writes jobs through their indexes only: no bitmap scans (see
 # LOCK_AHEAD) and no sequential scans. Before autovacuum has analysed a table that
 # just grew, a dispatch of a few hundred ids would otherwise be planned as a scan of the
@@ -54,12 +54,12 @@ _LISTS_WITH = (
     "FROM lists WHERE lists.p IS NOT NULL), "
     # The first list's first page, as CycleTx.candidates reads it (through the
     # placement index, in placement order, stopped at the page size).
-    "first AS (SELECT id, type, priority, pools, cost, locks FROM jobs "
+    "first AS (SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
     "WHERE state = 'pending' AND pools = (SELECT MIN(p) FROM lists) "
     "AND (run_after IS NULL OR run_after <= {now}) ORDER BY priority DESC, id LIMIT %(n)s) ")
 _LISTS_COLUMNS = (
     "(SELECT json_agg(p ORDER BY p) FROM lists WHERE p IS NOT NULL), "
-    "(SELECT json_agg(json_build_array(id, type, priority, pools, cost, locks) "
+    "(SELECT json_agg(json_build_array(id, type, priority, pools, cost, locks, rate_key) "
     "ORDER BY priority DESC, id) FROM first)")
 _PENDING_LISTS = f"{_LISTS_WITH}SELECT {_LISTS_COLUMNS}"
 # The pools lists and the first page only when a worker is alive to take them (a CASE
@@ -71,7 +71,7 @@ _AHEAD_READS = (
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(p ORDER BY p) FROM lists "
     "WHERE p IS NOT NULL) END, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
-    "pools, cost, locks) ORDER BY priority DESC, id) FROM first) END")
+    "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END")
 LOCK_AHEAD = (
     # The global lock, alone or in a statement that does more (a submit's insert). Once
     # it is ours: waiting for a row lock (held by a frozen transaction) must not keep

@@ -30,7 +30,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql import Select
 
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import pg_cycle, pg_paths, pg_rows, pg_submit
+from taskyard.store.dialects import pg_cycle, pg_join, pg_paths, pg_rows, pg_submit
 from taskyard.store.dialects.pg_engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.dialects.pg_listen import PgListener, pg_channel
 from taskyard.store.raw import Raw
@@ -51,6 +51,8 @@ class PostgresDialect:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._engines: dict[str, Engine] = {}
+        """Engines besides the store's: the one over borrowed connections (pg_join)."""
 
     # -- engine and transactions ---------------------------------------------------------
 
@@ -75,6 +77,11 @@ class PostgresDialect:
         with engine.connect() as raw:
             yield raw.execution_options(isolation_level="AUTOCOMMIT")
 
+    def join(self, connection: Any,
+             clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
+        """A unit of work's connection inside the caller's transaction (see pg_join)."""
+        return pg_join.join(self._engines, self.url, connection, clock)
+
     @contextlib.contextmanager
     def cycle_lock(self, raw: Raw | None) -> Iterator[bool]:
         """The global lock: a transaction-scoped advisory lock, released on commit,
@@ -85,13 +92,22 @@ class PostgresDialect:
         yield pg_cycle.take_lock(raw)
 
     def close(self) -> None:
-        """Nothing held outside the engine."""
+        """Engines of borrowed connections hold none of their own."""
+        for engine in self._engines.values():
+            engine.dispose()
+        self._engines.clear()
 
     # -- locks and wake-ups --------------------------------------------------------------
 
     def serialize_on(self, raw: Raw, key: str) -> None:
         """Transactions serialising on ``key`` run one after the other (until commit)."""
         raw.all("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
+
+    def sees_commits_after_lock(self, raw: Raw) -> bool:
+        """Does each statement see what committed before it (READ COMMITTED), so that a
+        read made after :meth:`serialize_on` sees what the lock's last holder wrote?"""
+        row = raw.first("SELECT current_setting('transaction_isolation')")
+        return row is not None and row[0] == "read committed"
 
     def lock_rows(self, query: Select[Any], *, shared: bool = False,
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:

@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import Select
 
+from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
 from taskyard.store.clock import MovableClock
 from taskyard.store.dialects import sqlite_paths, sqlite_rows
@@ -84,6 +85,14 @@ class SqliteDialect:
 
     read_each = read
 
+    def join(self, connection: Any,
+             clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
+        """Refused: a caller's SQLite transaction would have to take taskyard's write
+        lock (held around ``BEGIN IMMEDIATE``) for its whole length, which taskyard
+        cannot do on a connection it did not open."""
+        raise InvalidInput("connection: transactional submit needs PostgreSQL; on SQLite, "
+                           "submit after your own transaction commits")
+
     @contextlib.contextmanager
     def cycle_lock(self, _raw: Raw | None) -> Iterator[bool]:
         """The global lock: an flock beside the database. Releasing it before the
@@ -108,6 +117,10 @@ class SqliteDialect:
 
     def serialize_on(self, raw: Raw, key: str) -> None:
         """Nothing to do: write transactions are serial already."""
+
+    def sees_commits_after_lock(self, raw: Raw) -> bool:
+        """Write transactions are serial: each sees every commit before it."""
+        return True
 
     def lock_rows(self, query: Select[Any], *, shared: bool = False,
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
