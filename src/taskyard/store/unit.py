@@ -27,6 +27,7 @@ from taskyard.store.cycle import CycleTx
 from taskyard.store.events import Events
 from taskyard.store.graphs import Graphs
 from taskyard.store.jobs import Jobs
+from taskyard.store.outbox import Outbox
 from taskyard.store.prereqs import Prerequisites
 from taskyard.store.raw import Raw
 from taskyard.store.resolution import Resolution
@@ -132,6 +133,10 @@ class Tx:
         return Jobs(self)
 
     @cached_property
+    def outbox(self) -> Outbox:
+        return Outbox(self)
+
+    @cached_property
     def prereqs(self) -> Prerequisites:
         return Prerequisites(self)
 
@@ -166,7 +171,7 @@ class Tx:
 
 AGGREGATES: dict[str, type] = {
     "aging": Aging, "attempts": Attempts, "events": Events, "graphs": Graphs, "jobs": Jobs,
-    "prereqs": Prerequisites, "resolution": Resolution, "retries": Retries,
+    "outbox": Outbox, "prereqs": Prerequisites, "resolution": Resolution, "retries": Retries,
     "schedule_runs": ScheduleRuns, "schedules": Schedules, "stages": Stages,
     "task_types": TaskTypes, "workers": Workers,
 }
