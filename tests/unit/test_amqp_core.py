@@ -47,13 +47,13 @@ def test_keys_in_seed_004s_layout():
     assert message_key("job-pending", "oneword", None) == "_._._._._._.oneword"
 
 
-@given(graph=st.integers(1, 10**9), graph_routing=_ROUTING, job_routing=_ROUTING,
+@given(graph=st.integers(1, 10**9), routing=st.tuples(_ROUTING, _ROUTING),
        job=st.integers(1, 10**9), attempt=st.one_of(st.none(), st.integers(1, 99)),
        names=st.tuples(_NAME, _NAME, _NAME))
-def test_one_pattern_serves_a_graph_and_its_jobs(graph, graph_routing, job_routing, job,
-                                                 attempt, names):
+def test_one_pattern_serves_a_graph_and_its_jobs(graph, routing, job, attempt, names):
     """Seed 004's point: ``*.*.*.*.*.*.<scheduler>.<graph>.#`` binds a graph's messages
     and its tasks' alike, whatever the routing parts and names hold."""
+    graph_routing, job_routing = routing
     graph_msg = message_key("graph-finished", routing_key(graph, graph_routing, ""), None)
     facts = JobFacts(*names)
     job_msg = message_key("job-running", routing_key(graph, graph_routing, job_routing), job,

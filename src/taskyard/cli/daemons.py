@@ -14,6 +14,7 @@ import click
 
 from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
 from taskyard.cli.main import DURATION, State
+from taskyard.cli.publisher import AMQP, start_publisher
 from taskyard.cli.serve import dashboard_url, make_server
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.scheduler.cycle import run_cycle
@@ -120,10 +121,11 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
               help="Also serve the HTTP API and the dashboard on this port.")
 @click.option("--http-host", default="127.0.0.1", show_default=True,
               envvar="TASKYARD_HTTP_HOST", help="Address the HTTP API binds (with --http).")
+@AMQP
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
        until_idle: bool, interval: float, stall_after: float, aging: float,
-       http_port: int | None, http_host: str) -> None:
+       http_port: int | None, http_host: str, amqp_url: str | None) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
@@ -150,12 +152,14 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
         state.yard.store, interval=interval, stall_after=stall_after, aging=aging or None,
         on_cycle=None if http is None else http.app.state.metrics.observe_cycle), stop)
     codes: list[int | None] = []
+    publishing: threading.Thread | None = None
     try:
         supervisor.start()
         scheduler.start()
         if http is not None:
             http.start()
             log.info("event=http-started url=%s", dashboard_url(http_host, http_port or 0))
+        publishing = None if amqp_url is None else start_publisher(state, amqp_url, stop)
         idle_since: float | None = None
         while not stop.wait(0.2):
             supervisor.poll()
@@ -170,6 +174,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
             http.stop()
         codes = supervisor.stop()
         scheduler.join(10)
+        if publishing is not None:
+            publishing.join(10)
     # A worker SIGTERM stopped exits 0 (or by the signal); anything else is worth exit 1.
     failed = [c for c in codes if c not in (0, -signal.SIGTERM)]
     ctx.exit(1 if failed else 0)

@@ -146,6 +146,7 @@ def _register() -> None:
         graphs,
         jobs,
         logs,
+        publisher,
         retention,
         serve,
         task_types,
@@ -153,7 +154,8 @@ def _register() -> None:
     )
     from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
 
-    for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens):
+    for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens,
+                   publisher):
         module.register(cli)
     cli.add_command(schedule_group)
 
