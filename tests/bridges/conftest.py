@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from tests.bridges.servers import (
     RABBITMQ_SERVER,
     REDIS_SERVER,

@@ -11,15 +11,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tests.bridges.consumer import Consumer
+from tests.bridges.servers import RabbitBroker
+from tests.polling import wait_for
+from tests.store.driver import drive
+
 from taskyard.api.yard import Yard
 from taskyard.bridges.amqp_link import Outgoing
 from taskyard.bridges.publisher import Publisher
 from taskyard.model.records import ClaimedJob
 from taskyard.store.events import START
-from tests.bridges.consumer import Consumer
-from tests.bridges.servers import RabbitBroker
-from tests.polling import wait_for
-from tests.store.driver import drive
 
 GRAPH_EXCHANGES = [f"v1/scheduler:task-graph-{s}" for s in ("running", "blocked", "finished")]
 JOB_EXCHANGES = [f"v1/scheduler:job-{s}"
@@ -61,7 +62,7 @@ def _publisher(url: str, broker: RabbitBroker, log: Path) -> subprocess.Popen[by
 def _all_messages(yard: Yard) -> dict[str, Outgoing]:
     """What the log holds, as messages (the mapping itself is unit-tested in core)."""
     publisher = Publisher(yard.store, "amqp://unused", batch=10_000)
-    cursor, messages = publisher.read(START)
+    _cursor, messages = publisher.read(START)
     assert len(messages) < 10_000
     return {m.message_id: m for m in messages}
 
