@@ -9,6 +9,7 @@ import pytest
 from tests.bridges.servers import (
     RABBITMQ_SERVER,
     REDIS_SERVER,
+    CeleryWorker,
     RabbitBroker,
     RedisServer,
     missing,
@@ -38,3 +39,15 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(redis_server: RedisServer,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryWorker]:
+    """A Celery worker on redis (broker: db 0, results: db 1)."""
+    base = redis_server.url.rsplit("/", 1)[0]
+    worker = CeleryWorker(tmp_path_factory.mktemp("celery"), f"{base}/0", f"{base}/1")
+    try:
+        yield worker
+    finally:
+        worker.stop()

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -121,7 +122,11 @@ class RedisServer:
              "--appendonly", "no", "--dir", str(folder), "--daemonize", "no"],
             stdout=(folder / "redis.log").open("wb"), stderr=subprocess.STDOUT,
             start_new_session=True)
-        wait_for("redis-server to answer PING", self._ready, timeout=60)
+        try:
+            wait_for("redis-server to answer PING", self._ready, timeout=60)
+        except BaseException:
+            self.stop()
+            raise
 
     def _ready(self) -> bool:
         assert self.proc.poll() is None, "redis-server exited"
@@ -134,3 +139,39 @@ class RedisServer:
 
     def stop(self) -> None:
         _stop_group(self.proc, signal.SIGTERM, 10)
+
+
+class CeleryWorker:
+    """A real ``celery worker`` (prefork, 3 processes, no ``-E``: the pool asks for
+    events) running the tasks of ``tests/bridges/celery_tasks.py``."""
+
+    def __init__(self, folder: Path, broker: str, backend: str) -> None:
+        root = Path(__file__).resolve().parents[2]
+        self.broker, self.backend = broker, backend
+        env = {**os.environ, "PYTHONPATH": str(root), "TASKYARD_TEST_CELERY_BROKER": broker,
+               "TASKYARD_TEST_CELERY_BACKEND": backend}
+        celery = Path(sys.executable).with_name("celery")
+        self.log = folder / "celery-worker.log"
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [str(celery), "-A", "tests.bridges.celery_tasks", "worker", "--pool", "prefork",
+                 "--concurrency", "3", "--without-gossip", "--without-mingle",
+                 "--loglevel", "INFO", "--hostname", "tests@%h"],
+                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        from tests.bridges.celery_tasks import app
+
+        app.conf.broker_url, app.conf.result_backend = broker, backend
+        self.app = app
+        try:
+            wait_for("the celery worker to answer a ping", self._ready, timeout=120)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _ready(self) -> bool:
+        assert self.proc.poll() is None, self.log.read_text()[-2000:]
+        return bool(self.app.control.ping(timeout=0.5))
+
+    def stop(self) -> None:
+        _stop_group(self.proc, signal.SIGTERM, 20)

@@ -141,6 +141,7 @@ POSITIVE_DURATION = DurationParam(positive=True)
 def _register() -> None:
     # Imported here so each module can import `cli` and `State` from this one.
     from taskyard.cli import (  # noqa: PLC0415
+        celery_pool,
         daemons,
         events,
         graphs,
@@ -155,7 +156,7 @@ def _register() -> None:
     from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
 
     for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens,
-                   publisher):
+                   publisher, celery_pool):
         module.register(cli)
     cli.add_command(schedule_group)
 
