@@ -3,6 +3,9 @@ Celery tasks, outcomes come back from the event bus, the fence holds, cancels re
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +156,34 @@ def test_a_worker_refuses_a_celery_job_in_one_line() -> None:
         executor.shutdown()
     assert outcomes[0].state == "error"
     assert "taskyard celery-pool" in (outcomes[0].error or "")
+
+
+def test_the_command_runs_a_graph_through_celery_and_stops_cleanly(
+        db_url: str, celery_worker: CeleryWorker, tmp_path: Path) -> None:
+    """``taskyard celery-pool`` as users run it: a graph whose last task adds its
+    parents' results (``$result``), then SIGTERM."""
+    yard = Yard(db_url)
+    yard.add_task_type("add", handler="celery:tests.add", pools=["celery"])
+    graph_id = yard.submit_graph({"routing": "nightly", "tasks": {
+        "a": {"type": "add", "args": {"x": 1, "y": 2}},
+        "b": {"type": "add", "args": {"x": 10, "y": 20}},
+        "sum": {"type": "add", "requires": ["a", "b"],
+                "args": {"x": {"$result": "a"}, "y": {"$result": "b"}}}}})
+    log = tmp_path / "celery-pool.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "taskyard", "--db", db_url, "celery-pool", "--broker",
+             celery_worker.broker, "--result-backend", celery_worker.backend,
+             "--name", "bridge", "--capacity", "2"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        graph = yard.wait_graph(graph_id, timeout=120)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+    assert graph.state == "finished", log.read_text()[-2000:]
+    results = {j.label: j.result for j in graph.jobs}
+    assert results == {"a": 3, "b": 30, "sum": 33}
+    assert code == 0, log.read_text()[-2000:]
+    (worker,) = [w for w in yard.workers(include_gone=True) if w.name == "bridge"]
+    assert worker.state == "stopped"
+    yard.close()

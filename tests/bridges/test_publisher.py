@@ -4,6 +4,7 @@ message it binds — through a SIGKILL of the publisher and one of the broker.""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -116,3 +117,31 @@ def test_every_bound_message_arrives_through_a_publisher_kill_and_a_broker_kill(
     assert blocked and all(b["state"] == "blocked" and b["schedulerId"] == "taskyard"
                            for b in blocked)
     assert any(r.routing_key.startswith("_._._._._._.taskyard.") for r in consumer.received)
+
+
+def test_up_publishes_its_events_before_it_exits(db_url: str, rabbitmq: RabbitBroker,
+                                                 tmp_path: Path) -> None:
+    """``up --amqp URL --until-idle``: the last jobs' events are published before it exits."""
+    consumer = Consumer(f"127.0.0.1:{rabbitmq.port}", f"taskyard-up-{uuid.uuid4().hex[:8]}",
+                        [("v1/scheduler:job-completed", "#")])
+    consumer.declare()
+    consumer.start()
+    yard = Yard(db_url)
+    yard.init()
+    yard.add_task_type("step", handler="python:tests.handlers_for_tests:echo")
+    jobs = [yard.submit("step", {"n": n}) for n in range(3)]
+    yard.close()
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "taskyard", "--db", db_url, "up", "--workers", "1",
+             "--until-idle", "--amqp", rabbitmq.url], check=False, cwd=root,
+            capture_output=True,
+            timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        wait_for("the three completions", lambda: len(consumer.ids()) >= 3)
+    finally:
+        consumer.stop()
+    keys = sorted(r.routing_key for r in consumer.received)
+    assert [k.split(".")[0] for k in keys] == [str(j) for j in sorted(jobs)]
+    assert all(k.endswith(".taskyard.step.taskyard._._._") for k in keys)

@@ -87,6 +87,8 @@ class CeleryPool:
         self._stopping: list[Key] = []
         self._kick = threading.Event()
         self._woken = threading.Event()
+        self._place_first = True
+        """Run the cycle in the first report: jobs may wait for a pool like this one."""
         self.events = CeleryEvents(app, self.holds, self._on_start, self._on_end)
 
     # -- what the event bus reports -------------------------------------------------
@@ -150,17 +152,18 @@ class CeleryPool:
             held = set(self._flights)
         for key in stopping:
             self._revoke(key)
-        if started or ended:
+        place = self.placer if ended or self._place_first else None
+        if started or ended or place is not None:
             try:
                 report = report_batch(self.store, self.worker_id, started, ended,
-                                      place=self.placer if ended else None, fetch=True,
-                                      known=held)
+                                      place=place, fetch=True, known=held)
             except Exception:
                 with self._lock:  # reported with the next round
                     self._started[:0] = started
                     self._ended[:0] = ended
                 raise
             self.stats.reports += 1
+            self._place_first = False
             self._forget(ended, report.accepted)
             assignment = report.assignment
         elif look:
