@@ -36,3 +36,9 @@ def wait_for(self: Any, path: str, timeout: float = 120.0) -> dict[str, Any]:
     headers = self.request.headers or {}
     return {"task_id": self.request.id,
             "attempt": self.request.get("taskyard_attempt", headers.get("taskyard_attempt"))}
+
+
+@app.task(name="tests.now")
+def now() -> float:
+    """When the task started (the benchmark's submit→start latency)."""
+    return time.time()
