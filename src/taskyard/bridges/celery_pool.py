@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 from taskyard.bridges.celery_events import CeleryEvents, Key, task_id
@@ -352,18 +350,12 @@ def celery_app(broker: str, result_backend: str | None) -> Any:
     return app
 
 
-def main_celery_pool(url: str, broker: str, *, result_backend: str | None, name: str | None,
-                     pools: Sequence[str], capacity: int, lease_seconds: float,
-                     queue: str | None, placer: Placer | None) -> int:
-    """Run a celery-pool until SIGTERM/SIGINT; used by ``taskyard celery-pool``."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("event=signal signal=%s", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+def main_celery_pool(url: str, broker: str, stop: threading.Event, *,
+                     result_backend: str | None, name: str | None, pools: Sequence[str],
+                     capacity: int, lease_seconds: float, queue: str | None,
+                     placer: Placer | None) -> int:
+    """Run a celery-pool until ``stop`` (or until fenced: 1); used by ``taskyard
+    celery-pool``."""
     store = open_store(url)
     try:
         pool = CeleryPool(store, celery_app(broker, result_backend), name=name, pools=pools,

@@ -14,11 +14,9 @@ looks again every ``poll`` seconds for events held back by an older transaction
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from dataclasses import dataclass
-from types import FrameType
 
 from taskyard.bridges.amqp_link import AmqpLink, LinkError, Outgoing
 from taskyard.bridges.amqp_messages import fact_keys, outgoing
@@ -163,17 +161,9 @@ class Publisher:
         return page.cursor, [outgoing(event, facts) for event in page.events]
 
 
-def main_publisher(url: str, amqp_url: str, *, name: str = DEFAULT_NAME,
-                   batch: int = BATCH) -> int:
-    """Run a publisher until SIGTERM/SIGINT; used by ``taskyard publisher``."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("event=signal signal=%s", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+def main_publisher(url: str, amqp_url: str, stop: threading.Event, *,
+                   name: str = DEFAULT_NAME, batch: int = BATCH) -> int:
+    """Run a publisher until ``stop``; used by ``taskyard publisher``."""
     store = open_store(url)
     try:
         Publisher(store, amqp_url, name=name, batch=batch).run(stop)

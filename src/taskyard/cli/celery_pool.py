@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from taskyard.cli.daemons import stop_on_signals
 from taskyard.cli.main import State
 from taskyard.scheduler.cycle import run_cycle
 
@@ -45,7 +46,7 @@ def celery_pool(ctx: click.Context, broker: str, result_backend: str | None,
     state.yard.store.workers.list()  # fail now, in one line, if the database is unusable
     state.close()
     ctx.exit(main_celery_pool(
-        state.url, broker, result_backend=result_backend, name=name,
+        state.url, broker, stop_on_signals(), result_backend=result_backend, name=name,
         pools=pools or ("celery",), capacity=capacity, lease_seconds=lease, queue=queue,
         placer=lambda cycle: run_cycle(cycle, holder="celery-pool", maintenance_every=0.25,
                                        record=False)))

@@ -24,7 +24,8 @@ from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
 log = logging.getLogger("taskyard.up")
 
 
-def _stop_on_signals() -> threading.Event:
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT: how every daemon command stops."""
     stop = threading.Event()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -79,7 +80,7 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
     """Run the scheduling cycle periodically and on submit/completion."""
     _daemon_logging(ctx)
     _preflight(ctx.obj)
-    stop = _stop_on_signals()
+    stop = stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
                     retain=retain, aging=aging or None).run(stop)
@@ -135,7 +136,7 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     state.yard.init()
     http = (None if http_port is None
             else make_server(state, http_host, http_port, MAX_BODY_DEFAULT))
-    stop = _stop_on_signals()
+    stop = stop_on_signals()
     host = socket.gethostname().split(".")[0]
     commands: dict[str, list[str]] = {}
     for i in range(1, count + 1):

@@ -55,6 +55,7 @@ def publisher(ctx: click.Context, amqp_url: str | None, name: str, batch: int) -
     """Publish every committed event to RabbitMQ topic exchanges (seed 004's layout),
     at least once, resuming after the last event the broker confirmed."""
     from taskyard.bridges.publisher import main_publisher  # noqa: PLC0415
+    from taskyard.cli.daemons import stop_on_signals  # noqa: PLC0415 - daemons imports us
 
     if amqp_url is None:
         raise click.UsageError("Missing option '--amqp' (or TASKYARD_AMQP_URL).")
@@ -63,7 +64,7 @@ def publisher(ctx: click.Context, amqp_url: str | None, name: str, batch: int) -
         logging.getLogger("taskyard").setLevel(logging.INFO)
     state: State = ctx.obj
     state.yard.store.workers.list()  # fail now, in one line, if the database is unusable
-    ctx.exit(main_publisher(state.url, amqp_url, name=name, batch=batch))
+    ctx.exit(main_publisher(state.url, amqp_url, stop_on_signals(), name=name, batch=batch))
 
 
 def start_publisher(state: State, amqp_url: str, stop: threading.Event) -> threading.Thread:
