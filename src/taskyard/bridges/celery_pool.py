@@ -249,7 +249,10 @@ class CeleryPool:
         self.register()
         receiver = threading.Thread(target=self.events.run, name="celery-events", daemon=True)
         receiver.start()
-        self.events.ready.wait(30)
+        if not self.events.ready.wait(30):
+            log.warning("event=celery-events-silent worker=%s: no event from any Celery worker "
+                        "yet (are workers running on this broker?); ends are read from the "
+                        "result backend meanwhile", self.name)
         threads = [threading.Thread(target=self._heartbeat, args=(stop,), daemon=True),
                    threading.Thread(target=self._listen, args=(stop,), daemon=True)]
         for thread in threads:
