@@ -7,6 +7,11 @@ BENCH_VENV ?= .venv-bench
 # The browser tests drive Debian's chromium (Playwright's own browser download cannot
 # work here): installed once, when missing.
 CHROMIUM := /usr/bin/chromium
+# The bridges' tests run real servers (docs/integrations/): RabbitMQ for the publisher,
+# Redis as the Celery broker. Installed once, when missing; the harness starts throwaway
+# ones on free ports (the packages' own services are not used).
+RABBITMQ := /usr/sbin/rabbitmq-server
+REDIS := /usr/bin/redis-server
 UI_PORT ?= 8080
 
 .PHONY: demo ui test lint bench clean
@@ -28,6 +33,11 @@ $(CHROMIUM):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
+$(RABBITMQ) $(REDIS):
+	@command -v apt-get >/dev/null || { echo "make: install Debian's rabbitmq-server and redis-server for the bridge tests" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server redis-server
+
 demo: $(VENV)/.installed
 	$(PY) examples/demo/run_demo.py
 
@@ -36,7 +46,7 @@ demo: $(VENV)/.installed
 ui: $(VENV)/.installed
 	$(PY) examples/demo/ui.py --port $(UI_PORT)
 
-test: $(VENV)/.installed $(CHROMIUM)
+test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
 # taskyard vs procrastinate, huey and Celery: bench/results/latest.md and the plots.

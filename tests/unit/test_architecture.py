@@ -15,7 +15,8 @@ PACKAGE = ROOT / "src" / "taskyard"
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 REFERENCE = re.compile(r"`((?:[a-z_]+/)+[a-z_]+\.py)(?::([A-Za-z_][A-Za-z_0-9.]*))?`")
 REFERENCES = sorted({r for r in REFERENCE.findall(DOC) if not r[0].startswith("tests/")})
-LAYER = {"core": 0, "model": 1, "store": 2, "worker": 3, "scheduler": 3, "api": 4, "cli": 4}
+LAYER = {"core": 0, "model": 1, "store": 2, "worker": 3, "scheduler": 3, "bridges": 3, "sim": 3,
+         "api": 4, "cli": 4}
 
 
 def test_the_map_names_many_places() -> None:

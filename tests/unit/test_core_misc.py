@@ -211,6 +211,15 @@ def test_a_shell_handler_keeps_its_command_whole() -> None:
     assert str(spec) == "shell:curl -s http://host:8080/{path}"
 
 
+def test_a_celery_handler_names_the_celery_task() -> None:
+    spec = parse_handler("celery:swh.loader.git.tasks.UpdateGitRepository")
+    assert (spec.kind, spec.target) == ("celery", "swh.loader.git.tasks.UpdateGitRepository")
+    assert parse_handler(str(spec)) == spec
+    for bad in ["celery:", "celery:two words"]:
+        with pytest.raises(HandlerSpecError, match="celery:TASK_NAME"):
+            parse_handler(bad)
+
+
 @pytest.mark.parametrize("value", [{"x": {1, 2}}, {"x": float("nan")}, {"x": [float("inf")]},
                                    {"x": object()}])
 def test_args_that_are_not_json_are_refused_naming_the_field(value: dict[str, object]) -> None:

@@ -14,6 +14,7 @@ import click
 
 from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
 from taskyard.cli.main import DURATION, State
+from taskyard.cli.publisher import AMQP, start_publisher
 from taskyard.cli.serve import dashboard_url, make_server
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.scheduler.cycle import run_cycle
@@ -23,7 +24,8 @@ from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
 log = logging.getLogger("taskyard.up")
 
 
-def _stop_on_signals() -> threading.Event:
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT: how every daemon command stops."""
     stop = threading.Event()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -78,7 +80,7 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
     """Run the scheduling cycle periodically and on submit/completion."""
     _daemon_logging(ctx)
     _preflight(ctx.obj)
-    stop = _stop_on_signals()
+    stop = stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
                     retain=retain, aging=aging or None).run(stop)
@@ -120,10 +122,11 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
               help="Also serve the HTTP API and the dashboard on this port.")
 @click.option("--http-host", default="127.0.0.1", show_default=True,
               envvar="TASKYARD_HTTP_HOST", help="Address the HTTP API binds (with --http).")
+@AMQP
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
        until_idle: bool, interval: float, stall_after: float, aging: float,
-       http_port: int | None, http_host: str) -> None:
+       http_port: int | None, http_host: str, amqp_url: str | None) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
@@ -133,7 +136,7 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     state.yard.init()
     http = (None if http_port is None
             else make_server(state, http_host, http_port, MAX_BODY_DEFAULT))
-    stop = _stop_on_signals()
+    stop = stop_on_signals()
     host = socket.gethostname().split(".")[0]
     commands: dict[str, list[str]] = {}
     for i in range(1, count + 1):
@@ -150,12 +153,14 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
         state.yard.store, interval=interval, stall_after=stall_after, aging=aging or None,
         on_cycle=None if http is None else http.app.state.metrics.observe_cycle), stop)
     codes: list[int | None] = []
+    publishing: threading.Thread | None = None
     try:
         supervisor.start()
         scheduler.start()
         if http is not None:
             http.start()
             log.info("event=http-started url=%s", dashboard_url(http_host, http_port or 0))
+        publishing = None if amqp_url is None else start_publisher(state, amqp_url, stop)
         idle_since: float | None = None
         while not stop.wait(0.2):
             supervisor.poll()
@@ -170,6 +175,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
             http.stop()
         codes = supervisor.stop()
         scheduler.join(10)
+        if publishing is not None:
+            publishing.join(10)
     # A worker SIGTERM stopped exits 0 (or by the signal); anything else is worth exit 1.
     failed = [c for c in codes if c not in (0, -signal.SIGTERM)]
     ctx.exit(1 if failed else 0)

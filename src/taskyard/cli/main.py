@@ -141,11 +141,13 @@ POSITIVE_DURATION = DurationParam(positive=True)
 def _register() -> None:
     # Imported here so each module can import `cli` and `State` from this one.
     from taskyard.cli import (  # noqa: PLC0415
+        celery_pool,
         daemons,
         events,
         graphs,
         jobs,
         logs,
+        publisher,
         retention,
         serve,
         task_types,
@@ -154,7 +156,8 @@ def _register() -> None:
     from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
     from taskyard.cli.simulate import simulate_command  # noqa: PLC0415
 
-    for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens):
+    for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens,
+                   publisher, celery_pool):
         module.register(cli)
     cli.add_command(schedule_group)
     cli.add_command(simulate_command)

@@ -30,7 +30,9 @@ def task_type() -> None:
 
 @task_type.command("add")
 @click.argument("name")
-@click.option("--handler", required=True, help="python:MODULE:FUNCTION or shell:'COMMAND {arg}'.")
+@click.option("--handler", required=True,
+              help="python:MODULE:FUNCTION, shell:'COMMAND {arg}' or celery:TASK_NAME "
+                   "(run by `taskyard celery-pool`).")
 @click.option("--description", default="")
 @click.option("--pool", "pools", multiple=True, help="Pool, in order of preference (repeatable).")
 @click.option("--cost", type=click.IntRange(min=0), default=1, show_default=True,

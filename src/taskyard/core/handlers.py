@@ -1,4 +1,5 @@
-"""Handler specifications: ``python:MOD:FUNC`` and ``shell:CMD``."""
+"""Handler specifications: ``python:MOD:FUNC``, ``shell:CMD`` and ``celery:TASK`` (a Celery
+task, run by Celery workers through ``taskyard celery-pool``)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ class HandlerSpecError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class HandlerSpec:
-    """A parsed handler: a Python callable or a shell command template."""
+    """A parsed handler: a Python callable, a shell command template or a Celery task."""
 
-    kind: Literal["python", "shell"]
+    kind: Literal["python", "shell", "celery"]
     target: str
-    """``module:function`` for python, the command template for shell."""
+    """``module:function`` for python, the command template for shell, the task's
+    registered name for celery."""
 
     @property
     def module(self) -> str:
@@ -40,13 +42,19 @@ class HandlerSpec:
 
 @functools.lru_cache(maxsize=1024)
 def parse_handler(text: str) -> HandlerSpec:
-    """Read ``python:MOD:FUNC`` or ``shell:CMD``; the message says what is wrong."""
+    """Read ``python:MOD:FUNC``, ``shell:CMD`` or ``celery:TASK``; the message says what
+    is wrong."""
     kind, sep, rest = text.partition(":")
-    if not sep or kind not in ("python", "shell"):
+    if not sep or kind not in ("python", "shell", "celery"):
         raise HandlerSpecError(
-            f"handler {text!r}: must start with 'python:' (python:MODULE:FUNCTION) "
-            "or 'shell:' (shell:COMMAND)"
+            f"handler {text!r}: must start with 'python:' (python:MODULE:FUNCTION), "
+            "'shell:' (shell:COMMAND) or 'celery:' (celery:TASK_NAME)"
         )
+    if kind == "celery":
+        if not rest or any(c.isspace() for c in rest):
+            raise HandlerSpecError(
+                f"handler {text!r}: expected celery:TASK_NAME, e.g. celery:proj.tasks.add")
+        return HandlerSpec("celery", rest)
     if kind == "shell":
         if not rest.strip():
             raise HandlerSpecError(f"handler {text!r}: the shell command is empty")

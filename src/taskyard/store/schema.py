@@ -345,6 +345,18 @@ rate_starts = Table(
     Index("ix_rate_starts_at", "at"),
 )
 
+outbox_cursors = Table(
+    "outbox_cursors",
+    metadata,
+    # Migration 0008: how far each outbox follower (the RabbitMQ publisher, by name) has
+    # delivered the event log: the last event the broker confirmed, as an EventCursor
+    # (the writing transaction and the event id; tx_id is 0 on SQLite, -1 before any).
+    Column("name", String(200), primary_key=True),
+    Column("tx_id", BigInteger, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("updated_at", Time, nullable=False),
+)
+
 wakeups = Table(
     "wakeups",
     metadata,

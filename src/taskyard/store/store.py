@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from taskyard.store.events import Events
     from taskyard.store.graphs import Graphs
     from taskyard.store.jobs import Jobs
+    from taskyard.store.outbox import Outbox
     from taskyard.store.retries import Retries
     from taskyard.store.schedule_runs import ScheduleRuns
     from taskyard.store.schedules import Schedules
@@ -185,6 +186,10 @@ class Store:
     @property
     def jobs(self) -> Jobs:
         return cast("Jobs", OneShot(self, "jobs"))
+
+    @property
+    def outbox(self) -> Outbox:
+        return cast("Outbox", OneShot(self, "outbox"))
 
     @property
     def retries(self) -> Retries:

@@ -27,6 +27,7 @@ from taskyard.store.cycle import CycleTx
 from taskyard.store.events import Events
 from taskyard.store.graphs import Graphs
 from taskyard.store.jobs import Jobs
+from taskyard.store.outbox import Outbox
 from taskyard.store.prereqs import Prerequisites
 from taskyard.store.rate_starts import RateStarts
 from taskyard.store.raw import Raw
@@ -139,6 +140,10 @@ class Tx:
         return Jobs(self)
 
     @cached_property
+    def outbox(self) -> Outbox:
+        return Outbox(self)
+
+    @cached_property
     def prereqs(self) -> Prerequisites:
         return Prerequisites(self)
 
@@ -177,8 +182,9 @@ class Tx:
 
 AGGREGATES: dict[str, type] = {
     "aging": Aging, "attempts": Attempts, "events": Events, "graphs": Graphs, "jobs": Jobs,
-    "prereqs": Prerequisites, "rate_starts": RateStarts, "resolution": Resolution,
-    "retries": Retries, "schedule_runs": ScheduleRuns, "schedules": Schedules, "stages": Stages,
+    "outbox": Outbox, "prereqs": Prerequisites, "rate_starts": RateStarts,
+    "resolution": Resolution, "retries": Retries, "schedule_runs": ScheduleRuns,
+    "schedules": Schedules, "stages": Stages,
     "task_types": TaskTypes, "workers": Workers,
 }
 """Each aggregate's class, by its name on :class:`Tx`."""

@@ -25,7 +25,7 @@ from taskyard.core.lifecycle import may_start
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.guardian import Guardian
-from taskyard.worker.outcomes import is_python, outcome_of, parse_handler
+from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
 from taskyard.worker.processes import PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
@@ -314,8 +314,11 @@ class Executor:
             spec = parse_handler(job.handler)
         except HandlerSpecError as exc:
             return Outcome(job.job_id, job.attempt, "error", error=str(exc))
-        if spec.kind != "shell":
+        if spec.kind == "python":
             return outcome_of(job, lambda: self._run_python(index, job), self._stop_state)
+        if spec.kind == "celery":
+            return Outcome(job.job_id, job.attempt, "error",
+                           error=CELERY_ELSEWHERE.format(handler=job.handler))
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
         return outcome_of(job, lambda: run_shell(
             spec.target, job.args, self._env(job), deadline=deadline,

@@ -42,9 +42,14 @@ def parse_handler(text: str) -> HandlerSpec:
     return _parse(text)
 
 
+CELERY_ELSEWHERE = ("handler {handler!r} is a Celery task: jobs of its type run through "
+                   "`taskyard celery-pool`, not on a worker (give the type a pool that only "
+                   "a celery-pool serves)")
+
+
 def is_python(handler: str) -> bool:
     """A handler a Python child runs (a shell one runs in the slot's own thread)."""
     try:
-        return parse_handler(handler).kind != "shell"
+        return parse_handler(handler).kind == "python"
     except HandlerSpecError:
         return False
