@@ -37,9 +37,18 @@ def bad(doc: object, message: str) -> None:
      "task_types.t.fail: must be a number in [0, 1]"),
     ({"task_types": {"t": {"duration": "1s", "locks": ["p:{x"]}}},
      "task_types.t.locks[0]: lock 'p:{x': expected '}' before end of string"),
-    ({"task_types": {"t": {"duration": "1s", "rate_limit": "5/s"}}},
-     "task_types.t.rate_limit: rate limits are not simulated yet (taskyard has none yet; "
-     "see docs/simulator.md)"),
+    ({"task_types": {"t": {"duration": "1s", "rate_limit": "5/d"}}},
+     "task_types.t.rate_limit: '5/d' is not a rate limit (use N/s, N/m or N/h)"),
+    ({"task_types": {"t": {"duration": "1s", "rate_limit": "0/s"}}},
+     "task_types.t.rate_limit: '0/s' must allow at least 1 start"),
+    ({"task_types": {"t": {"duration": "1s", "rate_key": "k:{k}"}}},
+     "task_types.t.rate_key: needs a rate_limit"),
+    ({"task_types": {"t": {"duration": "1s", "rate_limit": "5/s", "rate_key": "k:{k"}}},
+     "task_types.t.rate_key 'k:{k': expected '}' before end of string"),
+    ({"task_types": {"t": {"duration": "1s", "rate_limit": "5/s", "rate_key": "k:{k}"}},
+      "arrivals": [{"type": "t", "at": 0, "args": {"j": 1}}]},
+     "arrivals[0].args: task type 't' takes its rate key from arg 'k', which these jobs "
+     "lack"),
     ({"task_types": {"t": {"duration": {"weibull": 3}}}},
      "task_types.t.duration: must be a duration (30s), {exponential: MEAN}, "
      "{uniform: [LOW, HIGH]}, {lognormal: {median: M, sigma: S}} or {arg: NAME}"),

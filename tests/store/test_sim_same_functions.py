@@ -20,7 +20,7 @@ from driver import drive
 from taskyard.model.records import ClaimedJob, JobSubmission, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.sim import parse_scenario, simulate
-from taskyard.store import Store
+from taskyard.store import MovableClock, Store
 
 CORE = str(Path(__file__).parents[2] / "src" / "taskyard" / "core")
 WORKERS = [("small", ["a"], 2), ("big", ["a", "b"], 4), ("bee", ["b"], 1)]
@@ -96,6 +96,63 @@ def test_one_cycle_places_and_skips_as_the_real_one(store: Store) -> None:
     deciding = {f for f in real_calls if f.startswith(("placement.", "affinity."))} - paging
     assert {"placement.Planner.offer", "affinity.AffinityIndex.choose"} <= deciding
     assert deciding <= sim_calls, deciding - sim_calls
+
+
+RATED = {
+    "mail": {"pools": ["a", "b"], "rate_limit": "2/m", "rate_key": "t:{p}"},
+    "sync": {"pools": ["a"], "rate_limit": "1/m"},
+    "t1": {"pools": ["a", "b"], "locks": ["p:{p}"]},
+}
+# (type, priority, p, pools): mail of key t:1 in two pools lists, so that one of them is
+# read before its key runs out and refused by the Planner (the rest are passed over).
+RATED_JOBS = [("mail", 0, 1, None), ("mail", 5, 1, None), ("mail", 0, 1, ("b",)),
+              ("mail", 0, 1, None), ("sync", 0, 1, None), ("mail", 1, 2, None),
+              ("t1", 0, 1, None), ("sync", 3, 1, None), ("mail", 0, 2, None),
+              ("mail", 0, 2, None), ("t1", 0, 2, None), ("mail", 0, 1, ("b",))]
+
+
+def _real_cycle(store: Store, order: dict[int, int]) -> tuple[list[int], list[tuple[int, str]]]:
+    report = schedule(store)
+    assert report is not None
+    return (sorted(order[p.job_id] for p in report.placed),
+            [(order[s.job_id], s.reason.value) for s in report.skipped])
+
+
+def test_rate_limits_are_decided_by_the_same_functions(store: Store,
+                                                       clock: MovableClock) -> None:
+    _types(store, RATED)
+    for name, pools, _ in WORKERS:
+        store.workers.register(name, pools, 20, lease_seconds=1e6)
+    ids = store.jobs.submit([JobSubmission(t, {"p": p}, priority, pools=pools)
+                             for t, priority, p, pools in RATED_JOBS])
+    order = {job_id: n for n, job_id in enumerate(ids)}
+    with core_calls() as real_calls:
+        real = [_real_cycle(store, order)]
+    clock.advance(61)  # every window has moved on: the keys' budgets are whole again
+    real.append(_real_cycle(store, order))
+
+    doc = {"workers": {name: {"capacity": 20, "pools": pools, "prefetch": 0}
+                       for name, pools, _ in WORKERS},
+           "task_types": {n: {**b, "duration": "1h"} for n, b in RATED.items()},
+           "arrivals": [{"type": t, "at": 0, "priority": priority, "args": {"p": p},
+                         **({"pools": list(pools)} if pools else {})}
+                        for t, priority, p, pools in RATED_JOBS]}
+    with core_calls() as sim_calls:
+        result = simulate(parse_scenario(doc), trace=True, keep_jobs=True)
+    assert result.trace is not None
+    sim = []
+    for instant in (0.0, 60.0):  # the cycle at 60 s: the first refused key reopens then
+        here = [e for e in result.trace if e[0] == instant]
+        sim.append((sorted(job - 1 for _, what, job, _, _ in here if what == "dispatch"),
+                    [(job - 1, what.removeprefix("skip:")) for _, what, job, _, _ in here
+                     if what.startswith("skip:")]))
+    assert sim == real
+    assert ("rate_limited" in {r for _, r in real[0][1]}) and len(real[1][0]) >= 3
+    deciding = {f for f in real_calls if f.startswith(("placement.", "rate_limits."))}
+    assert {"rate_limits.RateBook.refusal", "rate_limits.RateBook.start",
+            "rate_limits.budget", "rate_limits.reopens_at"} <= deciding
+    assert deciding - {"placement.Planner.idle", "placement.Planner.room",
+                       "placement.WorkerSlot.budget"} <= sim_calls, deciding - sim_calls
 
 
 GRAPH = {"tasks": {

@@ -14,6 +14,7 @@ import yaml
 
 from taskyard.core.cron import CronError, parse_cron, resolve_zone
 from taskyard.core.graph import GraphError, GraphSpec, parse_graph
+from taskyard.core.templates import template_fields
 from taskyard.sim.distributions import ArgsSpec, ValueSpec, parse_args, parse_value
 from taskyard.sim.fields import (
     ScenarioError,
@@ -112,7 +113,7 @@ def _arrival(n: int, body: Any, types: Mapping[str, TypeSpec], until: float | No
         raise ScenarioError(f"{where}: arrives for ever: give its end or count, or the "
                             "scenario's until")
     if type_name is not None:
-        _check_duration_args(types[type_name], args.names(), where)
+        _check_args(types[type_name], args.names(), where)
     return arrival
 
 
@@ -159,13 +160,19 @@ def _graph(value: Any, where: str, types: Mapping[str, TypeSpec], base: Path) ->
     except GraphError as exc:
         raise ScenarioError(f"{where}: {exc}") from None
     for label, node in spec.tasks.items():
-        _check_duration_args(types[node.type], set(node.args), f"{where} task {label!r}")
+        _check_args(types[node.type], set(node.args), f"{where} task {label!r}")
     return spec
 
 
-def _check_duration_args(spec: TypeSpec, given: set[str], where: str) -> None:
+def _check_args(spec: TypeSpec, given: set[str], where: str) -> None:
+    """The args a type needs from every job: its duration's, its rate key's."""
     arg = spec.duration.arg
     if arg and arg not in given:
         raise ScenarioError(f"{where}.args: task type {spec.name!r} takes its duration from "
                             f"arg {arg!r}, which these jobs lack")
+    if spec.rate_key is not None:
+        lacking = [f for f in template_fields(spec.rate_key, "rate_key") if f not in given]
+        if lacking:
+            raise ScenarioError(f"{where}.args: task type {spec.name!r} takes its rate key "
+                                f"from arg {lacking[0]!r}, which these jobs lack")
 

@@ -30,10 +30,12 @@ from taskyard.sim.faults import Faults
 from taskyard.sim.metrics import Metrics
 from taskyard.sim.model import PendingStream, SimJob, SimWorker
 from taskyard.sim.periodic import Periodic
+from taskyard.sim.rates import KeyedStream, SimRates, render_key
 from taskyard.sim.scenario import Scenario, TypeSpec
 
 _PENDING, _DISPATCHED, _RUNNING = JobState.PENDING, JobState.DISPATCHED, JobState.RUNNING
 _LOCKS = (SkipReason.LOCK_HELD, SkipReason.LOCK_WANTED_AHEAD)
+_RATED = SkipReason.RATE_LIMITED
 Trace = list[tuple[float, str, int, int, int]]
 """(time, what, job id, worker id, attempt): the simulation's events, in order."""
 
@@ -66,13 +68,17 @@ class Simulation:
         self._seq = 0
         self._foreground = 0
         self._next_job = 0
-        self._streams: dict[tuple[str, ...], PendingStream] = {}
+        self._streams: dict[tuple[str, ...], PendingStream | KeyedStream] = {}
         self._scan_limit = scenario.scheduler.scan_limit
         self._claims: dict[Any, tuple[LockClaim, ...]] = {}
         self._retry = {name: spec.retry for name, spec in scenario.types.items()}
         limits = {name: spec.max_queue_length for name, spec in scenario.types.items()
                   if spec.max_queue_length is not None}
         self.planner = Planner.from_snapshot([], [], limits)
+        rates = {name: spec.rate_limit for name, spec in scenario.types.items()
+                 if spec.rate_limit is not None}
+        self.rates = SimRates(self, rates) if rates else None
+        """The rate limits, if a type has one."""
         self.dependents = Dependents(self)
         self.faults = Faults(self)
         self.arrivals = Arrivals(self)
@@ -144,7 +150,8 @@ class Simulation:
             claims = self._claims_of(spec, args, extra_locks)
         job = SimJob(self._next_job, spec, args, priority, pools=pools or spec.pools,
                      claims=claims, now=self.now, retry=retry,
-                     timeout=spec.timeout if timeout is None else timeout)
+                     timeout=spec.timeout if timeout is None else timeout,
+                     rate_key=None if spec.rate_key is None else render_key(spec, args))
         if rng is not None:
             job.first = self._draw(spec, args, rng)
         self.live[job.id] = job
@@ -195,7 +202,9 @@ class Simulation:
     def _enqueue(self, job: SimJob) -> None:
         stream = self._streams.get(job.pools)
         if stream is None:
-            stream = self._streams[job.pools] = PendingStream(job.pools)
+            stream = self._streams[job.pools] = (
+                PendingStream(job.pools) if self.rates is None
+                else KeyedStream(job.pools, self.rates))
         stream.push(job)
         self.pending += 1
         self.metrics.pending_by_type[job.type.name] += 1
@@ -220,14 +229,15 @@ class Simulation:
 
     def _place(self) -> None:
         """Placement, as the cycle does it: candidates merged from the pools lists that
-        have room, offered in order until no worker can take more. (Rate limits, once
-        taskyard has them, skip a candidate here, with the function the cycle uses.)"""
-        planner = self.planner
+        have room, offered in order until no worker can take more; the Planner consults
+        the cycle's rate limits (see :mod:`taskyard.sim.rates`)."""
+        planner, rates = self.planner, self.rates
         planner.forget_ahead()
         streams = [s for s in self._streams.values() if s.heap]
         live, workers, metrics = self.live, self.workers, self.metrics
         skipped = False
-        for cand in merged(streams, planner.has_room, self._scan_limit):
+        wanted = None if rates is None else rates.open(self.now)
+        for cand in merged(streams, planner.has_room, self._scan_limit, wanted):
             decision = planner.offer(cand)
             job = live[cand.id]
             if isinstance(decision, Placement):
@@ -238,15 +248,16 @@ class Simulation:
             skipped = True
             if decision.reason in _LOCKS:
                 metrics.blocked(job, decision.detail, self.now)
+            elif decision.reason is _RATED and rates is not None:
+                rates.refused(job)
             if self.trace is not None:
                 self.note(f"skip:{decision.reason.value}", job.id)
             if planner.exhausted():
                 break
         for stream in streams:
-            if skipped:
-                stream.put_back()  # what the cycle read and left waits for the next one
-            else:
-                stream.taken.clear()
+            stream.end_cycle(skipped)  # what the cycle read and left waits for the next
+        if rates is not None:
+            rates.close()
 
     def _dispatch(self, job: SimJob, worker: SimWorker) -> None:
         job.state = _DISPATCHED
@@ -292,6 +303,8 @@ class Simulation:
         if job.started is None:
             job.started = now
             self.metrics.started(job, now)
+            if self.rates is not None and job.type.rate_limit is not None:
+                self.rates.first_start(job, now)
         if self.trace is not None:
             self.note("start", job.id, worker.id, job.attempt)
         seconds, job.outcome = self._attempt(job)

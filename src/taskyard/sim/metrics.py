@@ -13,6 +13,7 @@ from taskyard.core.states import JobState
 if TYPE_CHECKING:
     from taskyard.sim.engine import Simulation
     from taskyard.sim.model import SimGraph, SimJob, SimWorker
+    from taskyard.sim.rates import RateKey, RateStats
     from taskyard.sim.scenario import Scenario
 
 
@@ -47,6 +48,8 @@ class Metrics:
         self.samples: list[tuple[float, int, int, tuple[int, ...]]] = []
         """(time, pending, running, pending per type in :attr:`types` order)."""
         self.locks: dict[str, LockStats] = {}
+        self.rates: dict[RateKey, RateStats] = {}
+        """Per (type, rate key): what its rate limit held back (see taskyard.sim.rates)."""
         self.graphs_submitted = 0
         self.graphs: list[tuple[float, str]] = []
         """(seconds from submit to the last job's end, final state) per graph."""
@@ -110,6 +113,8 @@ class Metrics:
     def close(self, sim: Simulation) -> None:
         """The run ended at ``sim.now``: close the books."""
         self.end = sim.now
+        if sim.rates is not None:
+            self.rates = sim.rates.stats
         for worker in self.workers:
             if worker.alive:
                 worker.account(sim.now)

@@ -69,7 +69,8 @@ class SimJob:
 
     def __init__(self, job_id: int, spec: TypeSpec, args: dict[str, Any], priority: int, *,
                  pools: tuple[str, ...], claims: tuple[LockClaim, ...], now: float,
-                 retry: RetryPolicy, timeout: float | None) -> None:
+                 retry: RetryPolicy, timeout: float | None, rate_key: str | None = None,
+                 ) -> None:
         self.id = job_id
         self.type = spec
         self.args = args
@@ -77,7 +78,7 @@ class SimJob:
         self.pools = pools
         self.cost = spec.cost
         self.claims = claims
-        self.cand = Candidate(job_id, spec.name, priority, pools, spec.cost, claims)
+        self.cand = Candidate(job_id, spec.name, priority, pools, spec.cost, claims, rate_key)
         self.state = JobState.WAITING
         self.attempt = 0
         self.failures = 0
@@ -201,6 +202,13 @@ class PendingStream:
         job = heapq.heappop(self.heap)[3]
         self.taken.append(job)
         return job.cand
+
+    def end_cycle(self, put_back: bool) -> None:
+        """After a cycle: :meth:`put_back` what it read (when it left some), else forget."""
+        if put_back:
+            self.put_back()
+        else:
+            self.taken.clear()
 
     def put_back(self) -> None:
         """After a cycle: the jobs it read but did not place wait for the next one."""

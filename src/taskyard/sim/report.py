@@ -44,6 +44,7 @@ def build_report(metrics: Metrics, *, seed: int, wall_seconds: float) -> dict[st
         "waits": _waits(metrics),
         "starvation": _starvation(metrics),
         "locks": _locks(metrics),
+        "rate_limits": _rate_limits(metrics),
         "graphs": _graphs(metrics),
         "queue": _queue(metrics),
     }
@@ -107,6 +108,14 @@ def _locks(metrics: Metrics, top: int = 20) -> list[dict[str, Any]]:
     return [{"lock": key, "jobs": s.jobs, "skips": s.skips, "seconds": round(s.seconds, 6),
              "mean": round(s.seconds / s.jobs, 6) if s.jobs else 0.0}
             for key, s in ranked[:top]]
+
+
+def _rate_limits(metrics: Metrics, top: int = 20) -> list[dict[str, Any]]:
+    ranked = sorted(metrics.rates.items(), key=lambda item: (-item[1].seconds, item[0]))
+    return [{"type": type_, "key": key, "limit": s.limit.encode(), "jobs": s.jobs,
+             "cycles": s.cycles, "skips": s.skips, "seconds": round(s.seconds, 6),
+             "mean": round(s.seconds / s.jobs, 6) if s.jobs else 0.0}
+            for (type_, key), s in ranked[:top]]
 
 
 def _graphs(metrics: Metrics) -> dict[str, Any]:
@@ -199,4 +208,10 @@ def tables(report: dict[str, Any]) -> list[Table]:
                                              "waited", "mean"),
                          [(lk["lock"], lk["jobs"], lk["skips"], human(lk["seconds"]),
                            human(lk["mean"])) for lk in report["locks"][:10]]))
+    if report["rate_limits"]:
+        out.append(Table("rate limits", ("type", "key", "limit", "jobs held back", "cycles",
+                                         "skips", "waited", "mean"),
+                         [(r["type"], r["key"] or "-", r["limit"], r["jobs"], r["cycles"],
+                           r["skips"], human(r["seconds"]), human(r["mean"]))
+                          for r in report["rate_limits"][:10]]))
     return out

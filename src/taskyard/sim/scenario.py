@@ -18,6 +18,7 @@ import yaml
 
 from taskyard.core.durations import DurationError, Interval, parse_interval
 from taskyard.core.locks import LockTemplateError, check_template
+from taskyard.core.rate_limits import RateLimit, RateLimitError, check_rate_key, parse_rate_limit
 from taskyard.core.retry import RetryPolicy
 from taskyard.sim.arrival_spec import Arrival, parse_arrivals
 from taskyard.sim.distributions import DurationSpec, parse_duration_spec
@@ -72,6 +73,9 @@ class TypeSpec:
     interval: Interval | None = None
     backoff_factor: float | None = None
     prerequisites: tuple[Prerequisite, ...] = ()
+    rate_limit: RateLimit | None = None
+    rate_key: str | None = None
+    """Its rate-limit key template over args (``tenant:{tenant}``); None: one key."""
     duration: DurationSpec = _ONE_SECOND
     fail: float = 0.0
     """Probability that an attempt fails (the handler's own failure)."""
@@ -257,10 +261,6 @@ def _task_type(name: str, body: Any) -> TypeSpec:
     where = f"task_types.{name}"
     body = mapping(body, where)
     known_keys(body, _TYPE_FIELDS, where)
-    for absent in ("rate_limit", "rate_key"):
-        if absent in body:
-            raise ScenarioError(f"{where}.{absent}: rate limits are not simulated yet "
-                                "(taskyard has none yet; see docs/simulator.md)")
     if "duration" not in body:
         raise ScenarioError(f"{where}.duration: required (how long an attempt runs)")
     opt = body.get
@@ -299,11 +299,27 @@ def _task_type(name: str, body: Any) -> TypeSpec:
         backoff_factor=None if opt("backoff_factor") is None else _factor(
             opt("backoff_factor"), f"{where}.backoff_factor"),
         prerequisites=_prerequisites(opt("prerequisites"), f"{where}.prerequisites"),
+        **_rate(opt("rate_limit"), opt("rate_key"), where),
         duration=parse_duration_spec(body["duration"], f"{where}.duration"),
         fail=probability(opt("fail", 0.0), f"{where}.fail"),
         eventful=None if opt("eventful") is None else probability(opt("eventful"),
                                                                   f"{where}.eventful"),
     )
+
+
+def _rate(limit: Any, key: Any, where: str) -> dict[str, Any]:
+    """``rate_limit`` and ``rate_key``, checked as ``taskyard apply`` checks them."""
+    if limit is None:
+        if key is not None:
+            raise ScenarioError(f"{where}.rate_key: needs a rate_limit")
+        return {}
+    try:
+        rate = parse_rate_limit(limit, field=f"{where}.rate_limit")
+        if key is not None:
+            check_rate_key(text(key, f"{where}.rate_key"), field=f"{where}.rate_key")
+    except RateLimitError as exc:
+        raise ScenarioError(str(exc)) from None
+    return {"rate_limit": rate, "rate_key": key}
 
 
 def _factor(value: Any, where: str) -> float:
