@@ -49,6 +49,10 @@ def bad(doc: object, message: str) -> None:
       "arrivals": [{"type": "t", "at": 0, "args": {"j": 1}}]},
      "arrivals[0].args: task type 't' takes its rate key from arg 'k', which these jobs "
      "lack"),
+    ({"task_types": {"t": {"duration": "1s", "locks": ["repo:{repo}"]}},
+      "arrivals": [{"type": "t", "at": 0, "args": {"j": 1}}]},
+     "arrivals[0].args: task type 't' takes its lock 'repo:{repo}' from arg 'repo', which "
+     "these jobs lack"),
     ({"task_types": {"t": {"duration": {"weibull": 3}}}},
      "task_types.t.duration: must be a duration (30s), {exponential: MEAN}, "
      "{uniform: [LOW, HIGH]}, {lognormal: {median: M, sigma: S}} or {arg: NAME}"),

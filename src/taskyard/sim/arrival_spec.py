@@ -14,6 +14,7 @@ import yaml
 
 from taskyard.core.cron import CronError, parse_cron, resolve_zone
 from taskyard.core.graph import GraphError, GraphSpec, parse_graph
+from taskyard.core.locks import check_template
 from taskyard.core.templates import template_fields
 from taskyard.sim.distributions import ArgsSpec, ValueSpec, parse_args, parse_value
 from taskyard.sim.fields import (
@@ -165,11 +166,16 @@ def _graph(value: Any, where: str, types: Mapping[str, TypeSpec], base: Path) ->
 
 
 def _check_args(spec: TypeSpec, given: set[str], where: str) -> None:
-    """The args a type needs from every job: its duration's, its rate key's."""
+    """The args a type needs from every job: its duration's, its locks', its rate key's."""
     arg = spec.duration.arg
     if arg and arg not in given:
         raise ScenarioError(f"{where}.args: task type {spec.name!r} takes its duration from "
                             f"arg {arg!r}, which these jobs lack")
+    for lock in spec.locks:
+        lacking = [f for f in check_template(lock) if f not in given]
+        if lacking:
+            raise ScenarioError(f"{where}.args: task type {spec.name!r} takes its lock "
+                                f"{lock!r} from arg {lacking[0]!r}, which these jobs lack")
     if spec.rate_key is not None:
         lacking = [f for f in template_fields(spec.rate_key, "rate_key") if f not in given]
         if lacking:
