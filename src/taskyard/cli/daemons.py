@@ -12,6 +12,7 @@ from types import FrameType
 
 import click
 
+from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, State
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.scheduler.cycle import run_cycle
@@ -84,11 +85,11 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
 
 @click.command("worker")
 @click.option("--pool", "pools", multiple=True, help="Pools served (repeatable; default: default).")
-@click.option("--capacity", type=click.IntRange(min=0), help="Capacity units [default: CPUs].")
+@click.option("--capacity", type=COUNT, help="Capacity units [default: CPUs].")
 @click.option("--name", help="Worker name [default: HOST-PID].")
 @click.option("--lease", default=15.0, show_default=True, type=float,
               help="Lease seconds: expelled when not renewed for this long.")
-@click.option("--prefetch", type=click.IntRange(min=0), default=DEFAULT_PREFETCH,
+@click.option("--prefetch", type=COUNT, default=DEFAULT_PREFETCH,
               show_default=True,
               help="Most jobs queued here beyond capacity while jobs are short (0: none).")
 @click.pass_context
@@ -106,8 +107,8 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 
 
 @click.command("up")
-@click.option("--workers", "count", type=click.IntRange(min=0), default=2, show_default=True)
-@click.option("--capacity", type=click.IntRange(min=1), help="Per worker [default: CPUs].")
+@click.option("--workers", "count", type=COUNT, default=2, show_default=True)
+@click.option("--capacity", type=POSITIVE_COUNT, help="Per worker [default: CPUs].")
 @click.option("--pool", "pools", multiple=True, help="Pools the workers serve (repeatable).")
 @click.option("--until-idle", is_flag=True,
               help="Exit once no job is waiting, pending, dispatched, running or suspended.")

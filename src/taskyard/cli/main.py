@@ -3,7 +3,6 @@ exit 0 on success, 1 for a failed operation, 2 for bad usage."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ import click
 
 from taskyard.api.yard import Yard, default_url
 from taskyard.core.durations import DurationError, parse_duration
+from taskyard.core.limits import one_line
 from taskyard.model.errors import StoreError
 from taskyard.store.diagnosis import (
     DatabaseUrlError,
@@ -102,16 +102,6 @@ def cli(ctx: click.Context, db: str | None, verbose: int) -> None:
     ctx.call_on_close(state.close)
 
 
-def parse_json_option(text: str | None, option: str) -> Any:
-    """JSON from an option, or a usage error naming the option."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise click.BadParameter(f"not valid JSON ({exc})", param_hint=option) from None
-
-
 class DurationParam(click.ParamType[float, Any]):
     """A duration option (``90``, ``90s``, ``5m``, ``2h``, ``1d``) as seconds; a value that
     is not one is bad usage (exit 2), like malformed JSON."""
@@ -185,5 +175,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"taskyard: error: {' '.join(message.split())}", err=True)
+    click.echo(f"taskyard: error: {one_line(message)}", err=True)
     sys.exit(code)

@@ -173,6 +173,8 @@ class JobRecord:
     stages: tuple[StageRecord, ...] = ()
     base_priority: int | None = None
     """The priority it was submitted with, when aging has raised ``priority``."""
+    schedule_name: str | None = None
+    """The schedule that created it (a recurring job), else None (a one-shot job)."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -202,6 +204,7 @@ class JobRecord:
             "attempts": [a.to_json() for a in self.attempts],
             "stages": [s.to_json() for s in self.stages],
             "base_priority": self.base_priority,
+            "schedule": self.schedule_name,
         }
 
 

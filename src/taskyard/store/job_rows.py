@@ -8,10 +8,19 @@ from typing import Any
 
 from sqlalchemy import and_
 
-from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
+from taskyard.core.handlers import check_shell_job
+from taskyard.core.limits import (
+    DEFAULT_LIMITS,
+    PRIORITY_MAX,
+    LimitError,
+    Limits,
+    check_name,
+    encode_args,
+    whole,
+)
 from taskyard.core.locks import LockTemplateError, render_claims
 from taskyard.core.states import JobState
-from taskyard.model.errors import InvalidInput
+from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import (
     AttemptRecord,
     JobRecord,
@@ -46,10 +55,14 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
     except (LimitError, LockTemplateError) as exc:
         raise InvalidInput(str(exc)) from None
     pools = sub.pools or spec.pools
-    if any(not p for p in pools):
-        raise InvalidInput(f"{where}: pool names must not be empty")
-    if isinstance(sub.priority, bool) or not isinstance(sub.priority, int):
-        raise InvalidInput(f"{where}: priority must be an integer")
+    with refused_as_invalid(where):
+        if spec.handler.startswith("shell:"):
+            check_shell_job(spec.handler[6:], sub.args, args_text)
+        whole(sub.priority, "priority", minimum=-PRIORITY_MAX, maximum=PRIORITY_MAX)
+        if sub.retries is not None:
+            whole(sub.retries, "retries")
+        for pool in sub.pools or ():
+            check_name(pool, "pool name")
     return {
         "type": spec.name,
         "args": args_text,
@@ -126,6 +139,7 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         attempts=tuple(attempts),
         stages=tuple(stages),
         base_priority=m["base_priority"],
+        schedule_name=m["schedule_name"],
     )
 
 

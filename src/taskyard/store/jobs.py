@@ -6,11 +6,12 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 
+from taskyard.core.limits import check_name
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
-from taskyard.model.errors import Conflict, InvalidInput, NotFound
+from taskyard.model.errors import Conflict, InvalidInput, NotFound, refused_as_invalid
 from taskyard.model.records import (
     AttemptRecord,
     JobRecord,
@@ -49,6 +50,9 @@ class Jobs:
         scheduler itself if the cycle's lock was taken."""
         if not subs:
             return []
+        for name in {s.type for s in subs}:  # before it reaches SQL, the same on both stores
+            with refused_as_invalid():
+                check_name(name, "task type name")
         tx = self.tx
         if len(subs) == 1:
             sub = subs[0]
@@ -189,9 +193,16 @@ class Jobs:
 
     @reads
     def pending(self, type: str, limit: int = 100) -> list[JobRecord]:
-        """That type's pending jobs, oldest first (swh's ``task list-pending``)."""
+        """That type's jobs due now: pending, with no ``run_after`` still ahead on the
+        database clock; oldest first (swh's ``task list-pending``). NotFound for an
+        unknown type."""
+        with refused_as_invalid():
+            check_name(type, "task type name")
+        if self.tx.task_types.get(type) is None:
+            raise NotFound(f"no task type {type!r}")
         query = (select(*JOB_COLUMNS).select_from(JOB_FROM)
-                 .where(_J.c.type == type, _J.c.state == JobState.PENDING)
+                 .where(_J.c.type == type, _J.c.state == JobState.PENDING,
+                        or_(_J.c.run_after.is_(None), _J.c.run_after <= self.tx.now))
                  .order_by(_J.c.id).limit(limit))
         return [to_record(r) for r in self.tx.conn.execute(query)]
 

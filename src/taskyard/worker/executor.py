@@ -321,8 +321,10 @@ class Executor:
             guardian=self.guardian), self._stop_state)
 
     def _env(self, job: ClaimedJob) -> dict[str, str]:
+        # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
+        args = json.dumps(job.args, separators=(",", ":"))
         return {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
-                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": json.dumps(job.args)}
+                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
 
     def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
         key = (job.job_id, job.attempt)
