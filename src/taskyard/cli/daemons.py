@@ -9,14 +9,15 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import Any
 
 import click
 
 from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
-from taskyard.cli.main import DURATION, State
+from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.scheduler.cycle import run_cycle
-from taskyard.scheduler.daemon import SchedulerDaemon
+from taskyard.scheduler.daemon import RETENTION, SchedulerDaemon
 from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
 
 log = logging.getLogger("taskyard.up")
@@ -59,6 +60,23 @@ STALL = click.option("--stall-after", default=600.0, show_default=True, type=flo
 AGING = click.option("--aging", type=DURATION, default="10m", show_default=True,
                      help="A pending job gains 1 priority per this much waiting (0: off).")
 
+class _Retain(DurationParam):
+    """``--retain``: a duration, or ``0`` / ``off`` to keep everything."""
+
+    name = "retain"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return 0.0
+        return super().convert(value, param, ctx)
+
+
+RETAIN = click.option(
+    "--retain", type=_Retain(), default=RETENTION, show_default=True,
+    help="Prune jobs that finished, and events, longer ago than this, every 10 minutes "
+         "(0 or off: keep everything).")
+
 INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float,
                         help="Seconds between periodic cycles (wake-ups also trigger them).")
 
@@ -68,19 +86,18 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 @STALL
 @click.option("--cancel-stalled", is_flag=True, help="Cancel graphs flagged stalled.")
 @click.option("--no-wakeups", is_flag=True, help="Periodic cycles only.")
-@click.option("--retain", type=DURATION,
-              help="Prune finished work older than this (e.g. 30d), every 10 min.")
+@RETAIN
 @AGING
 @click.pass_context
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
-              no_wakeups: bool, retain: float | None, aging: float) -> None:
+              no_wakeups: bool, retain: float, aging: float) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     stop = _stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
-                    retain=retain, aging=aging or None).run(stop)
+                    retain=retain or None, aging=aging or None).run(stop)
 
 
 @click.command("worker")
@@ -114,10 +131,12 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
               help="Exit once no job is waiting, pending, dispatched, running or suspended.")
 @INTERVAL
 @STALL
+@RETAIN
 @AGING
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
-       until_idle: bool, interval: float, stall_after: float, aging: float) -> None:
+       until_idle: bool, interval: float, stall_after: float, retain: float,
+       aging: float) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
@@ -139,7 +158,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     supervisor = WorkerSupervisor(dict(commands),
                                   on_exit=lambda name, pid: _release(state, name, pid))
     scheduler = _SchedulerThread(SchedulerDaemon(state.yard.store, interval=interval,
-                                                 stall_after=stall_after, aging=aging or None),
+                                                 stall_after=stall_after, retain=retain or None,
+                                                 aging=aging or None),
                                  stop)
     codes: list[int | None] = []
     try:

@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 
+from taskyard.core.durations import duration_text
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
 from taskyard.store.retention import prune
@@ -15,6 +16,9 @@ from taskyard.store.retention import prune
 log = logging.getLogger("taskyard.scheduler")
 AGING_PERIOD = 600.0
 """Default anti-starvation aging: +1 priority per 10 minutes a job has waited."""
+RETENTION = "30d"
+"""Default retention of ``taskyard scheduler`` and ``up``: finished jobs and events are
+pruned 30 days after they ended (River and Oban prune by default too)."""
 
 
 class SchedulerDaemon:
@@ -71,7 +75,8 @@ class SchedulerDaemon:
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set."""
         listener = self.store.listener("scheduler") if self.wakeups else None
-        log.info("event=scheduler-started holder=%s interval=%s", self.holder, self.interval)
+        log.info("event=scheduler-started holder=%s interval=%s retain=%s", self.holder,
+                 self.interval, "off" if self.retain is None else duration_text(self.retain))
         failures = 0
         periodic = True  # the first cycle, and every timer tick, does all the steps
         try:
