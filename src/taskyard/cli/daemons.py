@@ -16,6 +16,7 @@ import click
 from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.supervise import WorkerSupervisor
+from taskyard.core.idle import idle_verdict
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.scheduler.daemon import RETENTION, SchedulerDaemon
 from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
@@ -128,14 +129,19 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 @click.option("--capacity", type=POSITIVE_COUNT, help="Per worker [default: CPUs].")
 @click.option("--pool", "pools", multiple=True, help="Pools the workers serve (repeatable).")
 @click.option("--until-idle", is_flag=True,
-              help="Exit once no job is waiting, pending, dispatched, running or suspended.")
+              help="Exit once no job can run any more: none dispatched, running or "
+                   "suspended, and none pending that is due within --horizon in a pool a "
+                   "live worker serves. It logs what it leaves.")
+@click.option("--horizon", type=DURATION, default="1m", show_default=True,
+              help="With --until-idle: wait for pending jobs due within this long (a "
+                   "retry waiting out its delay, a short --run-after).")
 @INTERVAL
 @STALL
 @RETAIN
 @AGING
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
-       until_idle: bool, interval: float, stall_after: float, retain: float,
+       until_idle: bool, horizon: float, interval: float, stall_after: float, retain: float,
        aging: float) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
@@ -162,17 +168,16 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
                                                  aging=aging or None),
                                  stop)
     codes: list[int | None] = []
+    # Its own workers serve these pools even before they have registered.
+    idle = _IdleWatch(state, horizon, set(pools or ("default",)) if count else set())
     try:
         supervisor.start()
         scheduler.start()
-        idle_since: float | None = None
         while not stop.wait(0.2):
             supervisor.poll()
             scheduler.poll()
-            if until_idle:
-                idle_since = _idle_since(state, idle_since)
-                if idle_since is not None and time.monotonic() - idle_since >= 1.0:
-                    break
+            if until_idle and idle.done():
+                break
     finally:
         stop.set()
         codes = supervisor.stop()
@@ -204,14 +209,46 @@ def _release(state: State, name: str, pid: int) -> None:
                     " ".join(str(exc).split())[:200])
 
 
-def _idle_since(state: State, since: float | None) -> float | None:
-    """When the database was first seen without unfinished jobs (None: there are some)."""
-    try:
-        busy = state.yard.store.jobs.unfinished_count()
-    except Exception as exc:  # a database hiccup must not end `up`: count it as busy
-        log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
-        return None
-    return None if busy else (since or time.monotonic())
+class _IdleWatch:
+    """``up --until-idle``: done once :func:`idle_verdict` has said idle for a second
+    (checked every half second); logs what it waits for now and then, and at the end
+    what it leaves."""
+
+    def __init__(self, state: State, horizon: float, own_pools: set[str]) -> None:
+        self.state = state
+        self.horizon = horizon
+        self.own_pools = own_pools
+        self.checked = 0.0
+        self.said = 0.0
+        self.since: float | None = None
+
+    def done(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked < 0.5:
+            return False
+        self.checked = now
+        try:
+            store = self.state.yard.store
+            served = self.own_pools | {p for w in store.workers.list() for p in w.pools}
+            verdict = idle_verdict(store.jobs.unfinished(self.horizon), served)
+        except Exception as exc:  # a database hiccup must not end `up`: count it as busy
+            log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
+            self.since = None
+            return False
+        if not verdict.idle:
+            self.since = None
+            if now - self.said >= 30:
+                self.said = now
+                log.info("event=until-idle-waiting for=%r", verdict.waits_for)
+            return False
+        self.since = self.since or now
+        if now - self.since < 1.0:
+            return False
+        if verdict.left:
+            log.warning("event=until-idle-done left=%r", verdict.left)
+        else:
+            log.info("event=until-idle-done left=nothing")
+        return True
 
 
 class _SchedulerThread:

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import bindparam, case, func, or_, select, update
 
+from taskyard.core.idle import PendingGroup, Unfinished
 from taskyard.core.limits import check_name
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
@@ -190,6 +191,26 @@ class Jobs:
         return int(self.tx.conn.execute(
             select(func.count()).select_from(_J).where(_J.c.state.not_in(TERMINAL))
         ).scalar_one())
+
+    @reads
+    def unfinished(self, horizon: float) -> Unfinished:
+        """The unfinished jobs as ``up --until-idle`` weighs them
+        (:func:`taskyard.core.idle.idle_verdict`): pending ones grouped by their pools,
+        split at ``horizon`` seconds from now on the database clock."""
+        later = _J.c.run_after > self.tx.now + horizon
+        rows = self.tx.conn.execute(
+            select(_J.c.state, _J.c.pools, func.count(), func.sum(case((later, 1), else_=0)),
+                   func.min(case((later, _J.c.run_after))))
+            .where(_J.c.state.not_in(TERMINAL)).group_by(_J.c.state, _J.c.pools)).all()
+        counts = {state: sum(r[2] for r in rows if r[0] == state) for state in JobState}
+        return Unfinished(
+            active=counts[JobState.DISPATCHED] + counts[JobState.RUNNING]
+            + counts[JobState.SUSPENDED],
+            waiting=counts[JobState.WAITING],
+            pending=[PendingGroup(tuple(loads(pools)), count - int(n_later), int(n_later),
+                                  next_due)
+                     for state, pools, count, n_later, next_due in rows
+                     if state == JobState.PENDING])
 
     @reads
     def pending(self, type: str, limit: int = 100) -> list[JobRecord]:
