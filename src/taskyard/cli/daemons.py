@@ -35,10 +35,14 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
-def _daemon_logging(ctx: click.Context) -> None:
-    # Daemons log their structured lines at INFO unless the user asked for less.
-    if ctx.find_root().params.get("verbose", 0) == 0:
+def _daemon_logging(ctx: click.Context) -> int:
+    """Daemons log their own events (start, stop, failures) at INFO, and each job's
+    start and end (``taskyard.jobs``) from -v on. Returns the -v count."""
+    verbose = int(ctx.find_root().params.get("verbose", 0) or 0)
+    if verbose == 0:
         logging.getLogger("taskyard").setLevel(logging.INFO)
+        logging.getLogger("taskyard.jobs").setLevel(logging.WARNING)
+    return verbose
 
 
 def _preflight(state: State) -> None:
@@ -147,7 +151,7 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
     """
-    _daemon_logging(ctx)
+    verbose = _daemon_logging(ctx)
     state: State = ctx.obj
     state.yard.init()
     stop = _stop_on_signals()
@@ -155,7 +159,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     commands: dict[str, list[str]] = {}
     for i in range(1, count + 1):
         name = f"{host}-w{i}"
-        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, "worker", "--name", name]
+        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, *["-v"] * verbose,
+               "worker", "--name", name]
         for pool in pools or ("default",):
             cmd += ["--pool", pool]
         if capacity is not None:

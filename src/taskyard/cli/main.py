@@ -88,14 +88,17 @@ class _TaskyardGroup(click.Group):
 @click.option("--db", envvar="TASKYARD_DB", default=None, metavar="URL",
               help="Database: sqlite:///file.db or postgresql://user@host/db "
                    "[env TASKYARD_DB; default sqlite:///taskyard.db].")
-@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.option("-v", "--verbose", count=True,
+              help="More log output: -v each job, -vv debug, -vvv libraries too.")
 @click.version_option(package_name="taskyard")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, verbose: int) -> None:
     """taskyard: a task scheduler and task-graph engine."""
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, stream=sys.stderr,
+    # taskyard's own loggers get -v/-vv; libraries (Alembic, SQLAlchemy) only -vvv.
+    logging.basicConfig(level=logging.DEBUG if verbose >= 3 else logging.WARNING,
+                        stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("taskyard").setLevel(logging.WARNING - 10 * min(verbose, 2))
     state = State(db or default_url())
     state.command = ctx.invoked_subcommand
     ctx.obj = state

@@ -32,6 +32,7 @@ from taskyard.worker.executor import Executor
 from taskyard.worker.reports import Placer, report_batch
 
 log = logging.getLogger("taskyard.worker")
+jobs_log = logging.getLogger("taskyard.jobs")
 DEFAULT_PREFETCH = 512
 """Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
 GATHER = 0.010
@@ -229,10 +230,16 @@ class WorkerDaemon:
         for outcome, ok in zip(ended, accepted, strict=True):
             if ok:
                 self.stats["completed"] += 1
+            elif outcome.state == "canceled":
+                # The worker stopped it on being told (job cancel, a scheduler timeout,
+                # a requeue): the refusal is the expected end, not a problem.
+                self.stats["refused"] += 1
+                jobs_log.info("event=job-stopped job=%s attempt=%s", outcome.job_id,
+                              outcome.attempt)
             else:
                 self.stats["refused"] += 1
-                log.info("event=completion-refused job=%s attempt=%s state=%s",
-                         outcome.job_id, outcome.attempt, outcome.state)
+                log.warning("event=completion-refused job=%s attempt=%s state=%s",
+                            outcome.job_id, outcome.attempt, outcome.state)
 
     def _listen(self, stop: threading.Event) -> None:
         assert self.worker_id is not None
