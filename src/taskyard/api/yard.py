@@ -11,6 +11,7 @@ from dataclasses import fields, replace
 from typing import Any, TypeVar
 
 from taskyard.api.apply import Declarations, parse_config
+from taskyard.api.config import default_url
 from taskyard.core.durations import DurationError, parse_duration, parse_when
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
@@ -32,13 +33,7 @@ from taskyard.store import MovableClock, Store, Tx, open_store
 F = TypeVar("F", bound=Callable[..., Any])
 EVENT_MAINTENANCE = 0.25
 """Seconds between maintenance steps in cycles run on submit (placement is every time)."""
-DEFAULT_URL = "sqlite:///taskyard.db"
 _POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
-
-
-def default_url() -> str:
-    """``$TASKYARD_DB``, else ``sqlite:///taskyard.db`` in the current folder."""
-    return os.environ.get("TASKYARD_DB") or DEFAULT_URL
 
 
 def verify_handler(handler: str) -> None:

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,11 +17,18 @@ from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.core.idle import idle_verdict
-from taskyard.scheduler.cycle import run_cycle
-from taskyard.scheduler.daemon import RETENTION, SchedulerDaemon
-from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
+from taskyard.core.prefetch import DEFAULT_PREFETCH
+
+if TYPE_CHECKING:
+    from taskyard.scheduler.daemon import SchedulerDaemon
+
+# The daemons (and the database stack under them) are imported by the commands that run
+# them, so that every other command starts without them.
 
 log = logging.getLogger("taskyard.up")
+RETENTION = "30d"
+"""Default retention of ``taskyard scheduler`` and ``up``: finished jobs and events are
+pruned 30 days after they ended (River and Oban prune by default too)."""
 
 
 def _stop_on_signals() -> threading.Event:
@@ -97,6 +104,8 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
               no_wakeups: bool, retain: float, aging: float) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
+    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
+
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     stop = _stop_on_signals()
@@ -118,6 +127,9 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
 def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, name: str | None,
            lease: float, prefetch: int) -> None:
     """Run a worker: runs the jobs placed on it and their handlers."""
+    from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
+    from taskyard.worker.daemon import main_worker  # noqa: PLC0415
+
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     ctx.obj.close()  # the worker opens its own connections: hold none idle meanwhile
@@ -151,6 +163,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
     """
+    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
+
     verbose = _daemon_logging(ctx)
     state: State = ctx.obj
     state.yard.init()

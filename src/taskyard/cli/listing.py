@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from taskyard.cli.output import humanize, short
 from taskyard.core.durations import duration_text, iso
 from taskyard.core.states import JobState
-from taskyard.model.records import JobRecord
-from taskyard.model.schedules import ScheduleRecord
+
+if TYPE_CHECKING:
+    from taskyard.model.records import JobRecord
+    from taskyard.model.schedules import ScheduleRecord
 
 _NOT_STARTED = {JobState.WAITING, JobState.PENDING, JobState.SUSPENDED}
 

@@ -6,22 +6,21 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from taskyard.api.yard import Yard, default_url
+from taskyard.api.config import default_url
 from taskyard.core.durations import DurationError, parse_duration
 from taskyard.core.limits import one_line
-from taskyard.model.errors import StoreError
-from taskyard.store.diagnosis import (
-    DatabaseUrlError,
-    NoDatabase,
-    check_url,
-    describe_database_error,
-    is_database_error,
-)
-from taskyard.store.dialects import UnsupportedDatabase
+from taskyard.model.errors import DatabaseUrlError, NoDatabase, StoreError, UnsupportedDatabase
+
+if TYPE_CHECKING:
+    from taskyard.api.yard import Yard
+
+# Start-up time: `taskyard --version` and `--help` import click and this package's light
+# modules only; the database stack (SQLAlchemy, the store, the daemons) is imported by
+# the commands that use it, when they run.
 
 log = logging.getLogger("taskyard.cli")
 
@@ -43,6 +42,8 @@ class State:
     def url(self) -> str:
         """The database URL, once known usable for this command (else a specific error)."""
         if not self._checked:
+            from taskyard.store.diagnosis import check_url  # noqa: PLC0415 - start-up time
+
             try:
                 check_url(self.raw_url, self.command)
             except DatabaseUrlError as exc:
@@ -53,6 +54,8 @@ class State:
     @property
     def yard(self) -> Yard:
         if self._yard is None:
+            from taskyard.api.yard import Yard  # noqa: PLC0415 - start-up time
+
             self._yard = Yard(self.url)
         return self._yard
 
@@ -76,6 +79,13 @@ class _TaskyardGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Exception as exc:
+            if "sqlalchemy" not in sys.modules:  # nothing touched a database
+                raise
+            from taskyard.store.diagnosis import (  # noqa: PLC0415 - start-up time
+                describe_database_error,
+                is_database_error,
+            )
+
             if not is_database_error(exc):
                 raise
             url = ctx.obj.raw_url if isinstance(ctx.obj, State) else default_url()

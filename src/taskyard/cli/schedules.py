@@ -6,17 +6,18 @@ on stderr (exit 1) and usage errors into exit 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from taskyard.api.yard import Yard
 from taskyard.cli.inputs import PRIORITY, args_option, read_args
 from taskyard.cli.output import humanize, json_option, print_json, print_table
 from taskyard.core.durations import duration_text, iso
 from taskyard.core.recurrence import Catchup
-from taskyard.model.schedules import ScheduleRecord
+
+if TYPE_CHECKING:
+    from taskyard.api.yard import Yard
+    from taskyard.model.schedules import ScheduleRecord
 
 
 def format_duration(seconds: float | None) -> str:
@@ -117,16 +118,18 @@ def show(state: State, name: str, as_json: bool) -> None:
         _print(state.yard, [record], False)
 
 
-def _simple(verb: str, call: Callable[[Yard, str], Any], help_text: str) -> None:
+def _simple(verb: str, method: str, help_text: str) -> None:
+    """A command ``verb NAME`` that calls the Yard's ``method`` (named, not imported:
+    the Yard and the database stack load when a command runs)."""
     @schedule_group.command(verb, help=help_text)
     @click.argument("name")
     @click.pass_obj
     def command(state: State, name: str) -> None:
-        call(state.yard, name)
+        getattr(state.yard, method)(name)
         click.echo(f"schedule {name}: {verb}d")
 
 
-_simple("pause", Yard.pause_schedule, "Stop creating jobs for NAME (running jobs go on).")
-_simple("resume", Yard.resume_schedule,
+_simple("pause", "pause_schedule", "Stop creating jobs for NAME (running jobs go on).")
+_simple("resume", "resume_schedule",
         "Create jobs for NAME again; runs missed while paused are skipped.")
-_simple("delete", Yard.delete_schedule, "Remove NAME; its jobs stay in the history.")
+_simple("delete", "delete_schedule", "Remove NAME; its jobs stay in the history.")

@@ -22,6 +22,18 @@ class Conflict(StoreError):
     """The requested transition does not apply to the current state (a lost race or a misuse)."""
 
 
+class UnsupportedDatabase(ValueError):
+    """The URL names a database taskyard does not run on."""
+
+
+class DatabaseUrlError(ValueError):
+    """``--db`` / ``TASKYARD_DB`` is not a URL taskyard can use (bad usage: exit 2)."""
+
+
+class NoDatabase(Exception):
+    """The SQLite file a command needs does not exist (nothing was created)."""
+
+
 @contextmanager
 def refused_as_invalid(where: str = "") -> Iterator[None]:
     """Input a rule of :mod:`taskyard.core` refuses (a ValueError whose message names

@@ -16,9 +16,6 @@ from taskyard.store.retention import prune
 log = logging.getLogger("taskyard.scheduler")
 AGING_PERIOD = 600.0
 """Default anti-starvation aging: +1 priority per 10 minutes a job has waited."""
-RETENTION = "30d"
-"""Default retention of ``taskyard scheduler`` and ``up``: finished jobs and events are
-pruned 30 days after they ended (River and Oban prune by default too)."""
 
 
 class SchedulerDaemon:

@@ -12,7 +12,6 @@ all, as they do for a plain function.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import inspect
@@ -24,9 +23,12 @@ import tempfile
 import traceback
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskyard.worker.context import Fenced, JobContext, set_current
+
+if TYPE_CHECKING:
+    import asyncio
 
 TAIL_BYTES = 8192
 
@@ -107,11 +109,13 @@ class EventLoop:
     """The child's event loop for async handlers: made at the first one, then reused."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # asyncio: loaded when needed
 
     def run(self, awaitable: Awaitable[Any]) -> Any:
         """Run ``awaitable`` to its end; tasks it left behind are cancelled, so that
         nothing of one job runs during the next."""
+        import asyncio  # noqa: PLC0415 - a child without async handlers never loads it
+
         if self._loop is None or self._loop.is_closed():
             self._loop = asyncio.new_event_loop()
         loop = self._loop

@@ -22,7 +22,12 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from taskyard.core.prefetch import PaceTracker, prefetch_window, worth_declaring
+from taskyard.core.prefetch import (
+    DEFAULT_PREFETCH,
+    PaceTracker,
+    prefetch_window,
+    worth_declaring,
+)
 from taskyard.core.stages import StageReport
 from taskyard.model.errors import Conflict, InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
@@ -33,8 +38,6 @@ from taskyard.worker.reports import Placer, report_batch
 
 log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
-DEFAULT_PREFETCH = 512
-"""Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
 GATHER = 0.010
 """Seconds a busy worker lets ends accumulate before it reports them (group commit):
 only while its queue keeps every slot busy meanwhile (see ``WorkerDaemon._gather``)."""
