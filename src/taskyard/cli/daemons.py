@@ -75,7 +75,7 @@ AGING = click.option("--aging", type=DURATION, default="10m", show_default=True,
 class _Retain(DurationParam):
     """``--retain``: a duration, or ``0`` / ``off`` to keep everything."""
 
-    name = "retain"
+    name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> float:
