@@ -86,6 +86,11 @@ def main() -> int:
     graph = json.loads(taskyard("graph", "show", graph_id, "--json"))
     ok &= graph["state"] == "finished"
     console.print("[green]demo OK[/green]" if ok else "[red]demo: unexpected states[/red]")
+    # What a newcomer needs next: the command on PATH (README, "By hand").
+    venv = Path(sys.prefix)
+    console.print(f"next: [bold]. {venv / 'bin' / 'activate'}[/bold] puts taskyard on PATH "
+                  f"(or run {venv / 'bin' / 'taskyard'}); then README's \"By hand\" and "
+                  "docs/tutorial.md", highlight=False)
     return 0 if ok else 1
 
 
