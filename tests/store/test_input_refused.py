@@ -54,3 +54,23 @@ def test_a_worker_needs_names_without_control_characters(store: Store) -> None:
     with pytest.raises(InvalidInput, match="worker: capacity must be a whole number"):
         store.workers.register("w", ["default"], 2**40, lease_seconds=10)
     assert store.workers.list() == []
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"every": 5, "priority": 10**30},
+     "priority must be a whole number from -1000000000 to 1000000000"),
+    ({"every": 5, "type": "sy\x00nc"}, "type 'sy\\x00nc' holds a NUL character"),
+    ({"cron": "0 3 * * *", "timezone": "UTC\x00"}, "timezone 'UTC\\x00' holds"),
+    ({"every": 5, "args": {"s": "a\x00b"}}, "args holds a NUL character"),
+    ({"every": 5, "args": {"s": "\ud800"}}, "lone surrogates"),
+    ({"every": 5}, "shell handler: the job's args have no 'name'"),
+])
+def test_a_bad_schedule_is_refused(store: Store, options: dict[str, object],
+                                   message: str) -> None:
+    store.task_types.put(TaskTypeSpec("sh", "shell:echo {name}"))
+    options = dict(options)  # the same dict serves each store's run
+    type_name = str(options.pop("type", "sh"))
+    with pytest.raises(InvalidInput) as caught:
+        store.schedules.add("bad", type_name, **options)  # type: ignore[arg-type]
+    assert message in str(caught.value)
+    assert store.schedules.get("bad") is None

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 from taskyard.core.durations import DurationError, parse_duration
 from taskyard.core.limits import (
-    COUNT_MAX,
     DEFAULT_LIMITS,
     PRIORITY_MAX,
     LimitError,
@@ -145,14 +144,11 @@ def parse_graph(
 def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     # Runs once per task (100,000 in a large graph): absent keys cost one lookup each.
     try:
-        check_name(label, "label")
+        if "." in check_name(label, "label"):
+            raise LimitError(label)
     except LimitError:
-        ok = False
-    else:
-        ok = "." not in label
-    if not ok:
         raise GraphError(f"task {quoted(label)}: a label is 1-200 characters without dots "
-                         "or control characters")
+                         "or control characters") from None
     if type(body) is not dict and not isinstance(body, Mapping):
         raise GraphError(f"task {label!r}: must be a mapping with at least 'type'")
     if not _TASK_KEYS.issuperset(body):
@@ -190,7 +186,7 @@ def _parse_options(label: str, body: Mapping[str, Any], *, type_: str, args: dic
     where = f"task {label!r}"
     reruns = body.get("reruns")
     if reruns is not None:
-        _check(whole, reruns, f"{where}: reruns", maximum=COUNT_MAX)
+        _check(whole, reruns, f"{where}: reruns")
     priority = body.get("priority", 0)
     _check(whole, priority, f"{where}: priority", minimum=-PRIORITY_MAX, maximum=PRIORITY_MAX)
     pools = body.get("pools")

@@ -22,12 +22,7 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from taskyard.core.prefetch import (
-    DEFAULT_PREFETCH,
-    PaceTracker,
-    prefetch_window,
-    worth_declaring,
-)
+from taskyard.core.prefetch import DEFAULT_PREFETCH, PaceTracker, prefetch_window, worth_declaring
 from taskyard.core.stages import StageReport
 from taskyard.model.errors import Conflict, InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
@@ -233,14 +228,13 @@ class WorkerDaemon:
         for outcome, ok in zip(ended, accepted, strict=True):
             if ok:
                 self.stats["completed"] += 1
-            elif outcome.state == "canceled":
-                # The worker stopped it on being told (job cancel, a scheduler timeout,
-                # a requeue): the refusal is the expected end, not a problem.
-                self.stats["refused"] += 1
+                continue
+            self.stats["refused"] += 1
+            if outcome.state == "canceled":  # stopped on being told (cancel, timeout,
+                # requeue): the refusal is the expected end, not a problem
                 jobs_log.info("event=job-stopped job=%s attempt=%s", outcome.job_id,
                               outcome.attempt)
             else:
-                self.stats["refused"] += 1
                 log.warning("event=completion-refused job=%s attempt=%s state=%s",
                             outcome.job_id, outcome.attempt, outcome.state)
 
