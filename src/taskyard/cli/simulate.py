@@ -9,11 +9,12 @@ import click
 
 from taskyard.cli.main import POSITIVE_DURATION
 from taskyard.cli.output import json_option, print_json, print_table
+from taskyard.model.errors import DatabaseUrlError
 from taskyard.sim import ScenarioError, SimResult, load_scenario, simulate
 from taskyard.sim.plots import PlotsUnavailable, write_plots
 from taskyard.sim.report import tables
 from taskyard.sim.scenario import Scenario
-from taskyard.store.diagnosis import DatabaseUrlError, check_url
+from taskyard.store.diagnosis import check_url
 
 _SIZE = re.compile(r"^([^=\s]+)=(\d+)(?:x(\d+))?$")
 
@@ -113,3 +114,7 @@ def _print(result: SimResult, report: dict[str, object]) -> None:
                    f"guessed for {replay['estimated_durations']} that never ran")
     for path in report.get("plots", []) or []:  # type: ignore[attr-defined]
         click.echo(f"wrote {path}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(simulate_command)
