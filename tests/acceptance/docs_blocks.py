@@ -10,9 +10,12 @@ would, in one shell, top to bottom (see ``test_docs.py``).
   a shell block) checks it: each of its lines, in order, must begin a line the shell
   block printed (spaces collapsed, ISO 8601 times masked; a trailing ``...`` or ``…``
   is dropped).
-- A daemon started in the foreground (``taskyard up``, ``scheduler`` or ``worker`` with
-  no ``--until-idle`` and no ``&``) is what the page runs "in another shell": it is
-  started in the background and stopped when the page ends.
+- A daemon started in the foreground (``taskyard up``, ``scheduler``, ``worker``,
+  ``serve``, ``publisher`` or ``celery-pool`` with no ``--until-idle`` and no ``&``), and a
+  command that follows a stream until Ctrl-C (``taskyard events --follow``, ``curl -N``
+  on an event stream), is what the page runs "in another shell": it is started in the
+  background and stopped when the page ends. After one that serves HTTP (``serve``,
+  ``up --http PORT``) the page goes on once the server answers, as a reader would.
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ from dataclasses import dataclass, field
 
 SHELLS = {"sh", "bash", "shell", "console"}
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|file|output)\b[,\s]*(.*?)\s*-->\s*$")
-_DAEMON = re.compile(r"^(\S+=\S+\s+)*taskyard\s+(-v+\s+)?(up|scheduler|worker)\b")
+_DAEMON = re.compile(r"^(\S+=\S+\s+)*taskyard\s+(-v+\s+)?"
+                     r"(up|scheduler|worker|serve|publisher|celery-pool)\b")
+_FOLLOW = re.compile(r"^taskyard\s+events\b.*\s(--follow|-f)\b"
+                     r"|^curl\s(.*\s)?-\w*N\w*\s.*/events/stream\b")
+"""A command that prints what comes until Ctrl-C."""
+_HTTP_PORT = re.compile(r"\s--(?:port|http)[=\s]+(\d+)")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 _BACKGROUND = re.compile(r"(?<![&>|])&(?![&>])")
 """``&`` that sends a command to the background (not ``&&``, ``2>&1`` or ``&>``)."""
@@ -84,13 +92,48 @@ def commands(block: Block) -> str:
     out = []
     for line in text.splitlines():
         code = line.partition("  #")[0]
-        daemon = _DAEMON.match(code.strip())
-        if (daemon and "--until-idle" not in code and not _BACKGROUND.search(code)
-                and not code.rstrip().endswith("\\")):
-            out.append(f"{code.rstrip()} 2>> docs-test-{daemon.group(3)}.log &")
-        else:
+        name = _long_running(code)
+        if name is None:
             out.append(line)
+            continue
+        out.append(f"{code.rstrip()} 2>> docs-test-{name}.log &")
+        port = _served_port(code)
+        if port is not None:
+            out.append(f"docs_test_wait_http {port} $!")
     return "\n".join(out)
+
+
+def _long_running(code: str) -> str | None:
+    """The name of the daemon or follower ``code`` starts in the foreground, if any."""
+    if "--until-idle" in code or _BACKGROUND.search(code) or code.rstrip().endswith("\\"):
+        return None
+    daemon = _DAEMON.match(code.strip())
+    if daemon:
+        return daemon.group(3)
+    return "events-follow" if _FOLLOW.match(code.strip()) else None
+
+
+def _served_port(code: str) -> int | None:
+    """The port an HTTP server started by ``code`` answers on (``serve``: 8080 unless
+    ``--port``; ``up``: with ``--http PORT`` only)."""
+    daemon = _DAEMON.match(code.strip())
+    port = _HTTP_PORT.search(code)
+    if daemon is None or daemon.group(3) not in ("serve", "up"):
+        return None
+    if port is not None:
+        return int(port.group(1))
+    return 8080 if daemon.group(3) == "serve" else None
+
+
+WAIT_HTTP = """docs_test_wait_http() {  # the server answers (or its process ended)
+  local deadline=$((SECONDS + 600))
+  until curl -s -o /dev/null "http://127.0.0.1:$1/healthz"; do
+    if ! kill -0 "$2" 2>/dev/null || ((SECONDS > deadline)); then
+      echo "docs-test: nothing answers on port $1" >&2; return 1
+    fi
+    sleep 0.2
+  done
+}"""
 
 
 def script(markdown: str) -> tuple[str, list[Block]]:
@@ -99,7 +142,8 @@ def script(markdown: str) -> tuple[str, list[Block]]:
     parts = ["set -eo pipefail",
              "trap 'echo \"docs-test: failed at: $BASH_COMMAND\" >&2' ERR",
              # What the page left running (daemons it started) ends with it.
-             "trap 'status=$?; set +e; kill $(jobs -p) 2>/dev/null; wait; exit $status' EXIT"]
+             "trap 'status=$?; set +e; kill $(jobs -p) 2>/dev/null; wait; exit $status' EXIT",
+             WAIT_HTTP]
     runnable = []
     for block in blocks(markdown):
         if block.marker is not None and block.marker[0] == "file" and block.marker[1]:

@@ -5,7 +5,9 @@ temp folder on a fresh SQLite database, with the ``taskyard`` of this checkout o
 as a reader who types the page into one shell. README and the tutorial start from an
 empty folder, as they say (README's with the ``.venv`` that ``make demo`` leaves); every
 other page finds the database created (``taskyard init``) and a copy of ``examples/``
-in its folder, as in a checkout. A block is left out
+in its folder, as in a checkout. Each page has a network of its own where the system allows
+it (a network namespace with its loopback only): a page serves on 127.0.0.1:8080 as it
+shows, whatever else runs on the machine. A block is left out
 only behind ``<!-- docs-test: skip, REASON -->``; see ``docs_blocks.py`` for the other
 markers (a file to write, an output to check).
 """
@@ -13,6 +15,7 @@ markers (a file to write, an output to check).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -39,6 +42,21 @@ def _environment(home: Path) -> dict[str, str]:
     return env
 
 
+@functools.cache
+def _own_network() -> list[str]:
+    """The command prefix that runs a page in a network namespace of its own (loopback
+    only), or none where the system does not allow one."""
+    prefix = ["unshare", "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
+    try:
+        probe = subprocess.run([*prefix, "ip", "link", "set", "lo", "up"],
+                               check=False, capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if probe.returncode != 0:
+        return []
+    return [*prefix, "bash", "-c", 'ip link set lo up && exec bash "$0"']
+
+
 def _prepare(page: str, folder: Path, env: dict[str, str]) -> None:
     if page == "README.md":  # read in the checkout after `make demo`: its .venv is there
         (folder / ".venv").symlink_to(sys.prefix)
@@ -59,7 +77,8 @@ def test_every_shell_block_runs_as_shown(page: str, tmp_path: Path) -> None:
     env = _environment(tmp_path)
     _prepare(page, folder, env)
     (tmp_path / "page.sh").write_text(body)
-    proc = subprocess.Popen(["bash", str(tmp_path / "page.sh")], cwd=folder, env=env,
+    proc = subprocess.Popen([*(_own_network() or ["bash"]), str(tmp_path / "page.sh")],
+                            cwd=folder, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -119,3 +138,22 @@ def test_the_page_script_follows_the_markers() -> None:
     assert runnable[0].expected == ["why:  no live worker ..."]
     assert missing_output(runnable[0].expected, "x\nwhy: no live worker serves gpu\n") == []
     assert missing_output(["why: lock x"], "why: no live worker\n") == ["why: lock x"]
+
+
+def test_servers_and_followers_run_beside_the_page() -> None:
+    body, _ = script("""
+```sh
+taskyard serve                          # the API
+taskyard up --workers 2 --http 8081
+taskyard serve --port 8082 &
+taskyard events --follow --json
+curl -sSN -H "Authorization: Bearer $TOKEN" "$TASKYARD/api/v1/events/stream?tail=2"
+taskyard events --tail 5
+```
+""")
+    assert "taskyard serve 2>> docs-test-serve.log &\ndocs_test_wait_http 8080 $!\n" in body
+    assert "--http 8081 2>> docs-test-up.log &\ndocs_test_wait_http 8081 $!\n" in body
+    assert "taskyard serve --port 8082 &\ntaskyard events" in body  # as written
+    assert "--follow --json 2>> docs-test-events-follow.log &\n" in body
+    assert "?tail=2\" 2>> docs-test-events-follow.log &\n" in body
+    assert "taskyard events --tail 5\n" in body
