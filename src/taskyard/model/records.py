@@ -77,6 +77,9 @@ class TaskTypeSpec:
         }
 
 
+SCOPES = ("read", "write", "admin")
+"""API token scopes, each allowing what the ones before it allow."""
+
 ON_DUPLICATE = ("existing", "reject")
 """What a submit with a unique key does when a job holds that key: give the existing
 job's id (the default), or refuse (Conflict)."""
