@@ -46,9 +46,7 @@ def staged(log: str, marker: str) -> dict[str, Any]:
     from taskyard import current_job, stage
 
     def step(name: str, value: Any) -> Any:
-        with open(log, "a") as fh:
-            fh.write(f"{name} {os.environ['TASKYARD_ATTEMPT']}\n")
-        return value
+        return _logged(log, name, value)
 
     def load(total: int) -> int:
         if not os.path.exists(marker):
@@ -68,3 +66,84 @@ def pid_then_sleep(path: str, seconds: float) -> None:
     with open(path, "w") as fh:
         fh.write(str(os.getpid()))
     time.sleep(seconds)
+
+
+async def async_echo(**kwargs: Any) -> dict[str, Any]:
+    """An ``async def`` handler: awaits, and says which loop and process ran it."""
+    import asyncio
+
+    await asyncio.sleep(0.01)
+    print("async hello from", os.environ.get("TASKYARD_JOB_ID"))
+    return {"args": kwargs, "loop": id(asyncio.get_running_loop()), "pid": os.getpid()}
+
+
+async def async_boom(message: str = "boom") -> None:
+    import asyncio
+
+    await asyncio.sleep(0)
+    raise ValueError(message)
+
+
+async def async_sleepy(seconds: float = 30.0, started: str | None = None) -> None:
+    import asyncio
+
+    if started:
+        with open(started, "w") as fh:
+            fh.write(str(os.getpid()))
+    await asyncio.sleep(seconds)
+
+
+async def async_leaves_a_task(path: str) -> str:
+    """Starts a task that would write ``path`` after 0.3 s and returns at once: the
+    child must cancel it, not run it during the next job."""
+    import asyncio
+
+    async def late() -> None:
+        await asyncio.sleep(0.3)
+        with open(path, "w") as fh:
+            fh.write("leaked")
+
+    asyncio.get_running_loop().create_task(late())
+    return "left"
+
+
+def sync_runs_its_own_loop() -> int:
+    """A plain function that runs asyncio itself, in a child that also runs async jobs."""
+    import asyncio
+
+    async def two() -> int:
+        await asyncio.sleep(0)
+        return 2
+
+    return asyncio.run(two())
+
+
+async def async_staged(log: str, marker: str) -> dict[str, Any]:
+    """:func:`staged` with coroutine stages (and one plain one): a retry skips the
+    finished ones."""
+    import asyncio
+
+    from taskyard import current_job, stage
+
+    async def step(name: str, value: Any) -> Any:
+        await asyncio.sleep(0)
+        return _logged(log, name, value)
+
+    async def load(total: int) -> int:
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("flaky load")
+        return int(await step("load", total))
+
+    rows = await stage("fetch", step, "fetch", [1, 2, 3])
+    total = stage("transform", lambda: _logged(log, "transform", sum(rows)))
+    loaded = await stage("load", load, total)
+    job = current_job()
+    assert job is not None
+    return {"rows": rows, "total": total, "loaded": loaded, "attempt": job.attempt}
+
+
+def _logged(log: str, name: str, value: Any) -> Any:
+    with open(log, "a") as fh:
+        fh.write(f"{name} {os.environ['TASKYARD_ATTEMPT']}\n")
+    return value

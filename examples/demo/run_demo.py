@@ -93,6 +93,11 @@ def main() -> int:
         "--scope write\n"
         f"         taskyard --db {os.environ['TASKYARD_DB']} serve --port 8080   "
         "# then open http://127.0.0.1:8080/ and paste the token", highlight=False)
+    # What a newcomer needs next: the command on PATH (README, "By hand").
+    venv = Path(sys.prefix)
+    console.print(f"next: [bold]. {venv / 'bin' / 'activate'}[/bold] puts taskyard on PATH "
+                  f"(or run {venv / 'bin' / 'taskyard'}); then README's \"By hand\" and "
+                  "docs/tutorial.md", highlight=False)
     return 0 if ok else 1
 
 

@@ -207,10 +207,14 @@ def test_schedule_list(cli: Cli) -> None:
     apply_types(cli)
     added = cli.many([
         ["schedule", "add", "nightly", "sh", "--cron", "0 3 * * *", "--args", '{"x": 1}'],
-        ["schedule", "add", "often", "sh", "--every", "5m", "--paused"],
+        ["schedule", "add", "often", "sh", "--every", "5m", "--paused", "--args", "{\"x\": 2}"],
+        # The shell command needs {x}: a schedule that cannot give it is refused now,
+        # not at each of its runs.
+        ["schedule", "add", "broken", "sh", "--every", "5m"],
     ])
     added[0].ok()
     added[1].ok()
+    assert "the job's args have no 'x'" in added[2].one_line_error(1)
     schedules = {s["name"]: s for s in cli("schedule", "list", "--json").json()}
     assert set(schedules) == {"nightly", "often"}
     for schedule in schedules.values():

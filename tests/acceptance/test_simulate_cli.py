@@ -94,3 +94,11 @@ def test_errors_are_one_line(tmp_path: Path, args: list[str], code: int, message
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and message in done.stderr
     assert done.stderr.startswith("taskyard: error: ")
+
+
+def test_a_replay_of_nothing_says_so(tmp_path: Path):
+    assert taskyard("--db", f"sqlite:///{tmp_path}/t.db", "init").returncode == 0
+    done = taskyard("simulate", "--from-db", f"sqlite:///{tmp_path}/t.db", "--since", "1h")
+    assert done.returncode == 0, done.stderr
+    assert "None" not in done.stdout
+    assert "no job waited" in done.stdout and "replayed 0 job(s)" in done.stdout

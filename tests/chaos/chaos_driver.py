@@ -38,10 +38,10 @@ from sqlalchemy.engine import make_url
 
 from taskyard.api.yard import Yard
 from taskyard.core.locks import decode_claim
+from taskyard.core.prefetch import DEFAULT_PREFETCH
 from taskyard.core.states import ACTIVE
 from taskyard.model.records import loads
 from taskyard.store import schema as t
-from taskyard.worker.daemon import DEFAULT_PREFETCH
 
 try:  # python -m tests.chaos.chaos_driver
     from . import chaos_checks as checks

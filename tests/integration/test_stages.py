@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import Cluster
 from taskyard.model.errors import InvalidInput
 
@@ -28,9 +30,12 @@ cat "$TASKYARD_STAGE_RESULTS" > "$TASKYARD_RESULT"
 """
 
 
-def test_a_retry_skips_finished_python_stages(cluster: Cluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("handler", ["staged", "async_staged"])
+def test_a_retry_skips_finished_python_stages(cluster: Cluster, tmp_path: Path,
+                                              handler: str) -> None:
+    """Plain and ``async def`` handlers alike (``await stage(...)`` for a coroutine)."""
     y = cluster.yard
-    y.add_task_type("etl", "python:handlers_for_tests:staged", retries=1)
+    y.add_task_type("etl", f"python:handlers_for_tests:{handler}", retries=1)
     cluster.add_scheduler()
     cluster.add_worker("w1")
     log = tmp_path / "steps.log"

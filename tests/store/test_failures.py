@@ -73,7 +73,7 @@ def test_worker_loss_budget_is_separate_from_retries(store: Store, budget: int) 
                if e.topic == "job-exception"]
     assert reasons == ["worker lease expired"] * (budget + 1) + [
         "lost its worker more times than max_worker_losses allows"]
-    with pytest.raises(InvalidInput, match="max_worker_losses must be >= 0"):
+    with pytest.raises(InvalidInput, match="max_worker_losses must be a whole number from 0 to"):
         store.task_types.put(TaskTypeSpec("bad", "shell:true", max_worker_losses=-1))
 
 

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from taskyard.cli.main import main
-from taskyard.cli.schedules import format_duration, humanize
+from taskyard.cli.output import humanize
+from taskyard.cli.schedules import format_duration
 from taskyard.core.durations import Interval
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import Store

@@ -97,7 +97,7 @@ def test_add_list_get_and_json(typed: Store) -> None:
         ({"type": "sync", "every": "0.5s"}, "at least 1s"),
         ({"type": "sync", "every": "soon"}, "is not a duration"),
         ({"type": "sync", "every": 5, "catchup": "some"}, "not one of one, all, none"),
-        ({"type": "sync", "every": 5, "priority": "high"}, "priority must be an integer"),
+        ({"type": "sync", "every": 5, "priority": "high"}, "priority must be a whole number"),
         ({"type": "locked", "every": 5}, "'project_id'"),
     ],
 )

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from taskyard.api.yard import Yard
+from taskyard.model.errors import NotFound
 from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import MovableClock, Store
@@ -90,4 +91,5 @@ def test_list_pending_is_that_types_pending_jobs_oldest_first(echo: Store) -> No
     assert [j.id for j in got] == [ids[0], ids[2], ids[3], ids[4]]
     assert all(j.state == "pending" and j.type == "echo" for j in got)
     assert [j.id for j in echo.jobs.pending("other")] != []
-    assert echo.jobs.pending("nope") == []
+    with pytest.raises(NotFound, match="no task type 'nope'"):  # as `jobs list-pending`
+        echo.jobs.pending("nope")

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from taskyard.core.durations import (
     DurationError,
     Interval,
+    duration_text,
     iso,
     parse_duration,
     parse_interval,
@@ -115,3 +116,12 @@ def test_iso_text_reads_back_as_the_same_moment(moment: datetime) -> None:
     text = iso(epoch)
     assert text is not None and text.endswith("Z")
     assert parse_when(text, now=0.0) == epoch
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "0s"), (30, "30s"), (0.5, "0.5s"), (90, "1m30s"), (300, "5m"), (7200, "2h"),
+    (5400, "1h30m"), (86400, "1d"), (86400 * 1.5, "1d12h"), (90061, "1d1h"),
+    (64 * 86400, "64d"),
+])
+def test_durations_read_as_the_cli_writes_them(seconds: float, text: str) -> None:
+    assert duration_text(seconds) == text

@@ -84,8 +84,22 @@ def test_valid_graph_parses_with_edges() -> None:
          "task 'a': a requires entry is a label or {label, on}"),
         ({"a": {"type": "compile", "reruns": 1.5}}, "task 'a': reruns must be a whole number"),
         ({"a": {"type": "compile", "reruns": True}}, "task 'a': reruns must be a whole number"),
-        ({"a": {"type": "compile", "priority": "high"}}, "task 'a': priority must be an integer"),
-        ({"a": {"type": "compile", "priority": False}}, "task 'a': priority must be an integer"),
+        ({"a": {"type": "compile", "priority": "high"}},
+         "task 'a': priority must be a whole number"),
+        ({"a": {"type": "compile", "priority": False}},
+         "task 'a': priority must be a whole number"),
+        ({"a": {"type": "compile", "priority": 10**30}},
+         "task 'a': priority must be a whole number from -1000000000 to 1000000000"),
+        ({"a": {"type": "compile", "reruns": 10**30}},
+         "task 'a': reruns must be a whole number from 0 to 1000000"),
+        ({"a\x00b": {"type": "compile"}}, "task 'a\\x00b': a label is 1-200 characters"),
+        ({"a": {"type": "comp\x00ile"}}, "task 'a': type 'comp\\x00ile' holds a NUL character"),
+        ({"a": {"type": "compile", "routing": "r\x00"}}, "task 'a' routing 'r\\x00' holds a NUL"),
+        ({"a": {"type": "compile", "pools": ["e\nast"]}}, "task 'a': pool name 'e\\nast' holds"),
+        ({"a": {"type": "compile", "locks": ["x\x7f"]}}, "task 'a': lock 'x\\x7f' holds"),
+        ({"x" * 1_000_000: {"type": "compile"}}, "(1000000 characters): a label is 1-200"),
+        ({"a": {"type": "compile", "requires": ["y" * 1_000_000]}},
+         "task 'a': requires unknown label 'yyyy"),
         ({"a": {"type": "compile", "pools": "east"}},
          "task 'a': pools must be a non-empty list of names"),
         ({"a": {"type": "compile", "pools": []}}, "task 'a': pools must be a non-empty list"),
@@ -243,8 +257,21 @@ def test_long_chain_validates_without_recursion() -> None:
     spec = parse_graph({"tasks": tasks}, known_types=known)
     assert len(spec.tasks) == n
     tasks["t0"]["requires"] = [f"t{n - 1}"]
-    with pytest.raises(GraphError, match="cycle"):
+    with pytest.raises(GraphError, match="cycle") as caught:
         parse_graph({"tasks": tasks}, known_types=known)
+    # The whole cycle would be a 700 kB line: its ends are enough to find it.
+    assert str(caught.value).startswith("graph: cycle of 100000 tasks, ")
+    assert " -> … -> " in str(caught.value) and len(str(caught.value)) < 200
+
+
+def test_error_lines_quote_at_most_a_short_piece_of_a_value() -> None:
+    with pytest.raises(GraphError) as caught:
+        parse_graph({"tasks": {"x" * 1_000_000: {"type": "compile"}}}, known_types=known)
+    assert len(str(caught.value)) < 200
+    with pytest.raises(GraphError) as caught:
+        parse_graph({"tasks": {"a": {"type": "compile", "requires": ["y" * 10**6]}}},
+                    known_types=known)
+    assert len(str(caught.value)) < 200
 
 
 def test_substitutions() -> None:
@@ -312,7 +339,9 @@ def _plain_hash(node: TaskNode) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-_LABELS = st.text(min_size=1, max_size=12).filter(lambda s: "." not in s)
+# Any text a label may hold: no dots, no control characters, no lone surrogates.
+_LABELS = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1,
+                  max_size=12).filter(lambda s: "." not in s)
 
 
 @given(st.lists(_LABELS, min_size=1, max_size=6, unique=True),

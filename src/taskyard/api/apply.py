@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.core.durations import DurationError, parse_duration, parse_interval
-from taskyard.model.errors import InvalidInput
+from taskyard.core.limits import check_name, check_text
+from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import Prerequisite, TaskTypeSpec
 
 TASK_TYPE_FIELDS = {
@@ -53,6 +54,10 @@ def parse_config(doc: Any) -> Declarations:
         raise InvalidInput("config: pools must be a list of names or map names to descriptions")
     out.pools = {str(k): str((v or {}).get("description", "") if isinstance(v, Mapping)
                              else (v or "")) for k, v in pools.items()}
+    for pool, description in out.pools.items():
+        with refused_as_invalid("config: pools"):
+            check_name(pool, "pool name")
+            check_text(description, f"pool {pool!r}: description")
     schedules = doc.get("schedules") or {}
     if not isinstance(schedules, Mapping):
         raise InvalidInput("config: schedules must map names to schedules")
@@ -77,8 +82,8 @@ def _task_type(name: str, body: Any) -> TaskTypeSpec:
         for key, convert in _CONVERTERS.items():
             if body.get(key) is not None:
                 kwargs[key] = convert(body[key], f"{where}: {key}")
-    except DurationError as exc:
-        raise InvalidInput(f"{where}: {exc}") from None
+    except DurationError as exc:  # its message starts with the field: "{where}: {key}"
+        raise InvalidInput(str(exc)) from None
     return TaskTypeSpec(name=name, handler=body["handler"], **kwargs)
 
 

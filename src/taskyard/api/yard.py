@@ -10,6 +10,7 @@ from dataclasses import fields, replace
 from typing import Any, ParamSpec, TypeVar
 
 from taskyard.api.apply import Declarations, parse_config
+from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
 from taskyard.api.handles import JobHandle, wait_until
 from taskyard.api.submissions import SubmitOptions
@@ -35,13 +36,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 EVENT_MAINTENANCE = 0.25
 """Seconds between maintenance steps in cycles run on submit (placement is every time)."""
-DEFAULT_URL = "sqlite:///taskyard.db"
 _POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
-
-
-def default_url() -> str:
-    """``$TASKYARD_DB``, else ``sqlite:///taskyard.db`` in the current folder."""
-    return os.environ.get("TASKYARD_DB") or DEFAULT_URL
 
 
 def verify_handler(handler: str) -> None:

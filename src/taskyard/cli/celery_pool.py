@@ -8,7 +8,6 @@ import click
 
 from taskyard.cli.daemons import stop_on_signals
 from taskyard.cli.main import State
-from taskyard.scheduler.cycle import run_cycle
 
 
 @click.command("celery-pool")
@@ -39,6 +38,7 @@ def celery_pool(ctx: click.Context, broker: str, result_backend: str | None,
         raise click.ClickException(
             "celery-pool needs Celery: pip install 'taskyard[celery]'") from None
     from taskyard.bridges.celery_pool import main_celery_pool  # noqa: PLC0415
+    from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
 
     if ctx.find_root().params.get("verbose", 0) == 0:
         logging.getLogger("taskyard").setLevel(logging.INFO)

@@ -9,19 +9,29 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
-from taskyard.cli.main import DURATION, State
+from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
+from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.publisher import AMQP, start_publisher
 from taskyard.cli.serve import dashboard_url, make_server
 from taskyard.cli.supervise import WorkerSupervisor
-from taskyard.scheduler.cycle import run_cycle
-from taskyard.scheduler.daemon import SchedulerDaemon
-from taskyard.worker.daemon import DEFAULT_PREFETCH, main_worker
+from taskyard.core.idle import idle_verdict
+from taskyard.core.prefetch import DEFAULT_PREFETCH
+
+if TYPE_CHECKING:
+    from taskyard.scheduler.daemon import SchedulerDaemon
+
+# The daemons (and the database stack under them) are imported by the commands that run
+# them, so that every other command starts without them.
 
 log = logging.getLogger("taskyard.up")
+RETENTION = "30d"
+"""Default retention of ``taskyard scheduler`` and ``up``: finished jobs and events are
+pruned 30 days after they ended (River and Oban prune by default too)."""
 
 
 def stop_on_signals() -> threading.Event:
@@ -36,10 +46,14 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
-def _daemon_logging(ctx: click.Context) -> None:
-    # Daemons log their structured lines at INFO unless the user asked for less.
-    if ctx.find_root().params.get("verbose", 0) == 0:
+def _daemon_logging(ctx: click.Context) -> int:
+    """Daemons log their own events (start, stop, failures) at INFO, and each job's
+    start and end (``taskyard.jobs``) from -v on. Returns the -v count."""
+    verbose = int(ctx.find_root().params.get("verbose", 0) or 0)
+    if verbose == 0:
         logging.getLogger("taskyard").setLevel(logging.INFO)
+        logging.getLogger("taskyard.jobs").setLevel(logging.WARNING)
+    return verbose
 
 
 def _preflight(state: State) -> None:
@@ -62,6 +76,23 @@ STALL = click.option("--stall-after", default=600.0, show_default=True, type=flo
 AGING = click.option("--aging", type=DURATION, default="10m", show_default=True,
                      help="A pending job gains 1 priority per this much waiting (0: off).")
 
+class _Retain(DurationParam):
+    """``--retain``: a duration, or ``0`` / ``off`` to keep everything."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return 0.0
+        return super().convert(value, param, ctx)
+
+
+RETAIN = click.option(
+    "--retain", type=_Retain(), default=RETENTION, show_default=True,
+    help="Prune jobs that finished, and events, longer ago than this, every 10 minutes "
+         "(0 or off: keep everything).")
+
 INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float,
                         help="Seconds between periodic cycles (wake-ups also trigger them).")
 
@@ -71,34 +102,38 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 @STALL
 @click.option("--cancel-stalled", is_flag=True, help="Cancel graphs flagged stalled.")
 @click.option("--no-wakeups", is_flag=True, help="Periodic cycles only.")
-@click.option("--retain", type=DURATION,
-              help="Prune finished work older than this (e.g. 30d), every 10 min.")
+@RETAIN
 @AGING
 @click.pass_context
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
-              no_wakeups: bool, retain: float | None, aging: float) -> None:
+              no_wakeups: bool, retain: float, aging: float) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
+    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
+
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     stop = stop_on_signals()
     SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
-                    retain=retain, aging=aging or None).run(stop)
+                    retain=retain or None, aging=aging or None).run(stop)
 
 
 @click.command("worker")
 @click.option("--pool", "pools", multiple=True, help="Pools served (repeatable; default: default).")
-@click.option("--capacity", type=click.IntRange(min=0), help="Capacity units [default: CPUs].")
+@click.option("--capacity", type=COUNT, help="Capacity units [default: CPUs].")
 @click.option("--name", help="Worker name [default: HOST-PID].")
 @click.option("--lease", default=15.0, show_default=True, type=float,
               help="Lease seconds: expelled when not renewed for this long.")
-@click.option("--prefetch", type=click.IntRange(min=0), default=DEFAULT_PREFETCH,
+@click.option("--prefetch", type=COUNT, default=DEFAULT_PREFETCH,
               show_default=True,
               help="Most jobs queued here beyond capacity while jobs are short (0: none).")
 @click.pass_context
 def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, name: str | None,
            lease: float, prefetch: int) -> None:
     """Run a worker: runs the jobs placed on it and their handlers."""
+    from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
+    from taskyard.worker.daemon import main_worker  # noqa: PLC0415
+
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     ctx.obj.close()  # the worker opens its own connections: hold none idle meanwhile
@@ -110,13 +145,19 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 
 
 @click.command("up")
-@click.option("--workers", "count", type=click.IntRange(min=0), default=2, show_default=True)
-@click.option("--capacity", type=click.IntRange(min=1), help="Per worker [default: CPUs].")
+@click.option("--workers", "count", type=COUNT, default=2, show_default=True)
+@click.option("--capacity", type=POSITIVE_COUNT, help="Per worker [default: CPUs].")
 @click.option("--pool", "pools", multiple=True, help="Pools the workers serve (repeatable).")
 @click.option("--until-idle", is_flag=True,
-              help="Exit once no job is waiting, pending, dispatched, running or suspended.")
+              help="Exit once no job can run any more: none dispatched, running or "
+                   "suspended, and none pending that is due within --horizon in a pool a "
+                   "live worker serves. It logs what it leaves.")
+@click.option("--horizon", type=DURATION, default="1m", show_default=True,
+              help="With --until-idle: wait for pending jobs due within this long (a "
+                   "retry waiting out its delay, a short --run-after).")
 @INTERVAL
 @STALL
+@RETAIN
 @AGING
 @click.option("--http", "http_port", type=click.IntRange(1, 65535), envvar="TASKYARD_HTTP_PORT",
               help="Also serve the HTTP API and the dashboard on this port.")
@@ -125,13 +166,15 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
 @AMQP
 @click.pass_context
 def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, ...],
-       until_idle: bool, interval: float, stall_after: float, aging: float,
-       http_port: int | None, http_host: str, amqp_url: str | None) -> None:
+       until_idle: bool, horizon: float, interval: float, stall_after: float, retain: float,
+       aging: float, http_port: int | None, http_host: str, amqp_url: str | None) -> None:
     """Run a scheduler and N local workers until SIGTERM (or until idle).
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
     """
-    _daemon_logging(ctx)
+    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
+
+    verbose = _daemon_logging(ctx)
     state: State = ctx.obj
     state.yard.init()
     http = (None if http_port is None
@@ -141,7 +184,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     commands: dict[str, list[str]] = {}
     for i in range(1, count + 1):
         name = f"{host}-w{i}"
-        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, "worker", "--name", name]
+        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, *["-v"] * verbose,
+               "worker", "--name", name]
         for pool in pools or ("default",):
             cmd += ["--pool", pool]
         if capacity is not None:
@@ -150,10 +194,13 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     supervisor = WorkerSupervisor(dict(commands),
                                   on_exit=lambda name, pid: _release(state, name, pid))
     scheduler = _SchedulerThread(SchedulerDaemon(
-        state.yard.store, interval=interval, stall_after=stall_after, aging=aging or None,
+        state.yard.store, interval=interval, stall_after=stall_after, retain=retain or None,
+        aging=aging or None,
         on_cycle=None if http is None else http.app.state.metrics.observe_cycle), stop)
     codes: list[int | None] = []
     publishing: threading.Thread | None = None
+    # Its own workers serve these pools even before they have registered.
+    idle = _IdleWatch(state, horizon, set(pools or ("default",)) if count else set())
     try:
         supervisor.start()
         scheduler.start()
@@ -161,14 +208,11 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
             http.start()
             log.info("event=http-started url=%s", dashboard_url(http_host, http_port or 0))
         publishing = None if amqp_url is None else start_publisher(state, amqp_url, stop)
-        idle_since: float | None = None
         while not stop.wait(0.2):
             supervisor.poll()
             scheduler.poll()
-            if until_idle:
-                idle_since = _idle_since(state, idle_since)
-                if idle_since is not None and time.monotonic() - idle_since >= 1.0:
-                    break
+            if until_idle and idle.done():
+                break
     finally:
         stop.set()
         if http is not None:
@@ -204,14 +248,46 @@ def _release(state: State, name: str, pid: int) -> None:
                     " ".join(str(exc).split())[:200])
 
 
-def _idle_since(state: State, since: float | None) -> float | None:
-    """When the database was first seen without unfinished jobs (None: there are some)."""
-    try:
-        busy = state.yard.store.jobs.unfinished_count()
-    except Exception as exc:  # a database hiccup must not end `up`: count it as busy
-        log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
-        return None
-    return None if busy else (since or time.monotonic())
+class _IdleWatch:
+    """``up --until-idle``: done once :func:`idle_verdict` has said idle for a second
+    (checked every half second); logs what it waits for now and then, and at the end
+    what it leaves."""
+
+    def __init__(self, state: State, horizon: float, own_pools: set[str]) -> None:
+        self.state = state
+        self.horizon = horizon
+        self.own_pools = own_pools
+        self.checked = 0.0
+        self.said = 0.0
+        self.since: float | None = None
+
+    def done(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked < 0.5:
+            return False
+        self.checked = now
+        try:
+            store = self.state.yard.store
+            served = self.own_pools | {p for w in store.workers.list() for p in w.pools}
+            verdict = idle_verdict(store.jobs.unfinished(self.horizon), served)
+        except Exception as exc:  # a database hiccup must not end `up`: count it as busy
+            log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
+            self.since = None
+            return False
+        if not verdict.idle:
+            self.since = None
+            if now - self.said >= 30:
+                self.said = now
+                log.info("event=until-idle-waiting for=%r", verdict.waits_for)
+            return False
+        self.since = self.since or now
+        if now - self.since < 1.0:
+            return False
+        if verdict.left:
+            log.warning("event=until-idle-done left=%r", verdict.left)
+        else:
+            log.info("event=until-idle-done left=nothing")
+        return True
 
 
 class _SchedulerThread:

@@ -4,15 +4,18 @@ the same feed as the HTTP event stream (woken by the database, not by polling ha
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from taskyard.api.http.feed import EventFeed, EventFilter, FeedPage
 from taskyard.cli.main import State
 from taskyard.cli.output import print_json, short, when
 from taskyard.core.durations import DurationError, parse_duration, parse_when
 from taskyard.model.records import EventRecord
-from taskyard.store.events import EventCursor
+
+if TYPE_CHECKING:
+    from taskyard.api.http.feed import EventFeed, EventFilter, FeedPage
+    from taskyard.store.events import EventCursor
 
 
 def since_epoch(text: str, now: float) -> float:
@@ -50,6 +53,9 @@ def events(state: State, follow: bool, pattern: str | None, topics: tuple[str, .
 
     --follow without --since or --tail prints only events from now on.
     """
+    # Imported here: `taskyard --help` lists this command without the database stack.
+    from taskyard.api.http.feed import EventFeed, EventFilter  # noqa: PLC0415 - start-up time
+
     wanted = EventFilter(pattern=pattern, topics=topics)
     feed = EventFeed(state.yard.store)
     try:
@@ -77,6 +83,8 @@ def events(state: State, follow: bool, pattern: str | None, topics: tuple[str, .
 def _stored(feed: EventFeed, state: State, wanted: EventFilter, *, since: str | None,
             tail: int | None, limit: int | None, history: bool) -> FeedPage:
     """The events to print first, and the cursor after them."""
+    from taskyard.api.http.feed import FeedPage  # noqa: PLC0415 - start-up time
+
     if tail is not None:
         page = feed.tail(tail, wanted) if tail else FeedPage([], feed.head())
         if since is not None:

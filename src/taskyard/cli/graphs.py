@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
-from taskyard.api.documents import check_duplicates, load_json_document, load_yaml_document
+from taskyard.cli.inputs import ID, LIMIT
 from taskyard.cli.main import State
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
-from taskyard.model.records import GraphRecord
+
+if TYPE_CHECKING:
+    from taskyard.api.yard import Yard
+    from taskyard.model.records import GraphRecord
 
 
 def load_graph_file(path: Path) -> Any:
-    """YAML or JSON; a label or key given twice fails naming it (a validation error,
-    exit 1); a file that cannot be parsed is a bad argument (exit 2)."""
-    try:
-        text = path.read_text()
-        doc = (load_json_document(text) if path.suffix == ".json"
-               else load_yaml_document(text))
-    except (yaml.YAMLError, ValueError) as exc:
-        detail = " ".join(str(exc).split())
-        raise click.BadParameter(f"cannot read {path}: {detail}", param_hint="FILE") from None
-    check_duplicates(doc, str(path))
-    return doc
+    """The graph document in ``path`` (see :mod:`taskyard.cli.graph_files`)."""
+    from taskyard.cli.graph_files import load  # noqa: PLC0415 - start-up time
+
+    return load(path)
 
 
 FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -46,7 +41,7 @@ def submit(state: State, file: Path) -> None:
 
 
 @graph.command("add-tasks")
-@click.argument("graph_id", type=int)
+@click.argument("graph_id", type=ID)
 @FILE
 @click.pass_obj
 def add_tasks(state: State, graph_id: int, file: Path) -> None:
@@ -56,21 +51,31 @@ def add_tasks(state: State, graph_id: int, file: Path) -> None:
     click.echo(f"added {len(ids)} task(s) to graph {graph_id}")
 
 
-def _tree(record: GraphRecord) -> list[list[Any]]:
+EXPLAINED = 50
+"""Most unstarted jobs of one ``graph show`` explained: each costs a replay of the
+placement (``job show``'s), and a large graph has thousands."""
+
+
+def _tree(yard: Yard, record: GraphRecord) -> list[list[Any]]:
     rows = []
+    explained = 0
     for j in sorted(record.jobs, key=lambda j: j.id):
         why = j.error if j.state in ("skipped", "dependency_failed", "canceled") else ""
+        if j.state in ("waiting", "pending", "suspended") and explained < EXPLAINED:
+            explained += 1
+            why = "; ".join(r.message for r in yard.explain(j.id))
         rows.append([j.label, j.type, j.state, j.attempt, duration(j.started_at, j.finished_at),
-                     j.worker or "", j.id, short(why or "", 50)])
+                     j.worker or "", j.id, short(why or "", 70)])
     return rows
 
 
 @graph.command("show")
-@click.argument("graph_id", type=int)
+@click.argument("graph_id", type=ID)
 @json_option
 @click.pass_obj
 def show(state: State, graph_id: int, as_json: bool) -> None:
-    """A graph's state and its jobs (label, state, attempts, duration, worker)."""
+    """A graph's state and its jobs (label, state, attempts, duration, worker, and why
+    one has not run)."""
     record = state.yard.graph(graph_id)
     if as_json:
         print_json(record.to_json())
@@ -79,13 +84,13 @@ def show(state: State, graph_id: int, as_json: bool) -> None:
     click.echo(f"graph {record.id}  {record.state}{stalled}  routing={record.routing or '-'}  "
                f"{record.jobs_done}/{record.jobs_total} done  created {when(record.created_at)}")
     print_table(["label", "type", "state", "tries", "took", "worker", "job", "why"],
-                _tree(record))
+                _tree(state.yard, record))
 
 
 @graph.command("list")
 @click.option("--state", "state_filter",
               type=click.Choice(["running", "blocked", "finished", "canceled"]))
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
 @json_option
 @click.pass_obj
 def list_(state: State, state_filter: str | None, limit: int, as_json: bool) -> None:
@@ -100,7 +105,7 @@ def list_(state: State, state_filter: str | None, limit: int, as_json: bool) -> 
 
 
 @graph.command("cancel")
-@click.argument("graph_id", type=int)
+@click.argument("graph_id", type=ID)
 @click.pass_obj
 def cancel(state: State, graph_id: int) -> None:
     """Cancel a graph: running jobs are stopped, waiting and pending ones canceled."""

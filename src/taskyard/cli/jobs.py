@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
-from taskyard.cli.main import POSITIVE_DURATION, State, parse_json_option
+from taskyard.cli.inputs import ID, LIMIT, PRIORITY, args_option, read_args
+from taskyard.cli.listing import print_blocks
+from taskyard.cli.main import POSITIVE_DURATION, State
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
 from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.states import JobState
@@ -16,8 +19,9 @@ from taskyard.model.records import JobRecord
 
 @click.command("submit")
 @click.argument("type_name", metavar="TYPE")
-@click.option("--args", "args_text", help="Job args as a JSON object.")
-@click.option("--priority", type=int, default=0, show_default=True, help="Larger runs first.")
+@args_option
+@click.option("--priority", type=PRIORITY, default=0, show_default=True,
+              help="Larger runs first.")
 @click.option("--run-after", help="Not before: a duration (2s, 5m) or an ISO 8601 time.")
 @click.option("--pool", "pools", multiple=True, help="Run in these pools instead of the type's.")
 @click.option("--lock", "locks", multiple=True, help="An extra lock for this job (repeatable).")
@@ -29,15 +33,16 @@ from taskyard.model.records import JobRecord
               help="How long a job holds its unique key after it was created (duration).")
 @click.option("--on-duplicate", type=click.Choice(["existing", "reject"]), default="existing",
               show_default=True, help="When the key is held: print the holder's id, or fail.")
+@click.option("--wait", is_flag=True,
+              help="Then wait until the job ends (workers must run it); exit 1 unless it "
+                   "succeeded.")
 @click.pass_obj
 def submit(state: State, type_name: str, args_text: str | None, priority: int,
            run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...],
            timeout: float | None, unique_key: str | None, unique_for: float | None,
-           on_duplicate: str) -> None:
+           on_duplicate: str, wait: bool) -> None:
     """Submit a job; prints only its id."""
-    args = parse_json_option(args_text, "--args")
-    if args is not None and not isinstance(args, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    args = read_args(args_text)
     if run_after is not None:
         # Checked here so that a malformed value is bad usage, like a malformed --timeout;
         # the Yard reads it again against the database clock.
@@ -51,6 +56,12 @@ def submit(state: State, type_name: str, args_text: str | None, priority: int,
                                unique_key=unique_key, unique_for=unique_for,
                                on_duplicate=on_duplicate)
     click.echo(job_id)
+    if wait:
+        sys.stdout.flush()
+        ended = state.yard.wait(job_id)
+        if ended.state != JobState.SUCCEEDED:
+            why = f": {ended.error}" if ended.error else ""
+            raise click.ClickException(f"job {job_id} {ended.state}{why}")
 
 
 STATES = click.Choice([s.value for s in JobState])
@@ -74,32 +85,42 @@ def jobs() -> None:
 @jobs.command("list")
 @click.option("--state", "state_filter", type=STATES, help="Only jobs in this state.")
 @click.option("--type", "type_name", help="Only jobs of this task type.")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
+@click.option("-v", "--verbose", is_flag=True,
+              help="One block per job (swh's `task list`): next run, interval, policy, args.")
 @json_option
 @click.pass_obj
 def jobs_list(state: State, state_filter: str | None, type_name: str | None, limit: int,
-              as_json: bool) -> None:
+              verbose: bool, as_json: bool) -> None:
     """Jobs, newest first."""
     found = state.yard.jobs(state=state_filter, type=type_name, limit=limit)
     if as_json:
         print_json([j.to_json() for j in found])
+    elif verbose:
+        _blocks(state, found, f"Found {len(found)} job(s)")
     else:
         print_table(JOB_HEADERS, _job_rows(found), empty="no jobs")
 
 
 @jobs.command("list-pending")
 @click.argument("type_name", metavar="TYPE")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
 @json_option
 @click.pass_obj
 def jobs_pending(state: State, type_name: str, limit: int, as_json: bool) -> None:
-    """That type's pending jobs, oldest first (swh's `task list-pending`)."""
+    """That type's jobs due now (pending, run_after passed), oldest first, as swh's
+    `task list-pending` shows them."""
     found = state.yard.store.jobs.pending(type_name, limit)
     if as_json:
         print_json([j.to_json() for j in found])
-        return
-    click.echo(f"Found {len(found)} {type_name} job(s)")
-    print_table(JOB_HEADERS, _job_rows(found), empty="")
+    else:
+        _blocks(state, found, f"Found {len(found)} {type_name} job(s)")
+
+
+def _blocks(state: State, found: list[JobRecord], heading: str) -> None:
+    recurring = any(j.schedule_name for j in found)
+    print_blocks(found, state.yard.list_schedules() if recurring else [],
+                 state.yard.store.now(), heading)
 
 
 @click.group("job")
@@ -108,20 +129,24 @@ def job() -> None:
 
 
 @job.command("show")
-@click.argument("job_id", type=int)
+@click.argument("job_id", type=ID)
 @json_option
 @click.pass_obj
 def job_show(state: State, job_id: int, as_json: bool) -> None:
     """A job, its attempts, and why it is not running yet."""
     record = state.yard.get_job(job_id)
     reasons = state.yard.explain(job_id)
+    # What its handler got: `$result` markers filled in, once it was dispatched.
+    received = state.yard.store.attempts.dispatched_args(record)
     if as_json:
-        print_json({**record.to_json(), "explain": [r.to_json() for r in reasons]})
+        print_json({**record.to_json(), "dispatched_args": received,
+                    "explain": [r.to_json() for r in reasons]})
         return
     fields = [("id", record.id), ("type", record.type), ("state", record.state),
               ("label", record.label), ("graph", record.graph_id), ("priority", record.priority),
               ("pools", ", ".join(record.pools)), ("locks", ", ".join(record.locks) or None),
-              ("args", short(record.args, 200)), ("attempt", record.attempt),
+              ("args", short(record.args if received is None else received, 200)),
+              ("attempt", record.attempt),
               ("worker", record.worker), ("created", when(record.created_at)),
               ("started", when(record.started_at)), ("finished", when(record.finished_at)),
               ("exit code", record.exit_code), ("error", record.error),
@@ -151,7 +176,7 @@ def job_show(state: State, job_id: int, as_json: bool) -> None:
 
 
 @job.command("cancel")
-@click.argument("job_id", type=int)
+@click.argument("job_id", type=ID)
 @click.pass_obj
 def job_cancel(state: State, job_id: int) -> None:
     """Cancel a job (a running one is stopped); its dependents end dependency_failed."""
@@ -159,11 +184,11 @@ def job_cancel(state: State, job_id: int) -> None:
 
 
 @job.command("retry")
-@click.argument("job_id", type=int)
+@click.argument("job_id", type=ID)
 @click.pass_obj
 def job_retry(state: State, job_id: int) -> None:
-    """Run a failed job once more."""
-    click.echo(f"job {job_id} {state.yard.retry(job_id).state}")
+    """Run a failed job once more; prints the state it is in now (pending or waiting)."""
+    click.echo(f"job {job_id} retried: {state.yard.retry(job_id).state}")
 
 
 @click.group("workers")

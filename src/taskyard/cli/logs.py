@@ -4,14 +4,16 @@ workers keep per attempt (bounded), written when the attempt ends."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from taskyard.api.http.feed import EventFeed
-from taskyard.api.http.views import Logs, job_logs
 from taskyard.cli.jobs import job
 from taskyard.cli.main import State
 from taskyard.core.states import TERMINAL
+
+if TYPE_CHECKING:
+    from taskyard.api.http.views import Logs
 
 
 def _print(logs: Logs, as_json: bool) -> None:
@@ -36,6 +38,10 @@ def _print(logs: Logs, as_json: bool) -> None:
 @click.pass_obj
 def logs(state: State, job_id: int, attempt: int | None, follow: bool, as_json: bool) -> None:
     """An attempt's kept stdout (to stdout) and stderr (to stderr)."""
+    # Imported here: `taskyard --help` lists this command without the database stack.
+    from taskyard.api.http.feed import EventFeed  # noqa: PLC0415 - start-up time
+    from taskyard.api.http.views import Logs, job_logs  # noqa: PLC0415 - start-up time
+
     yard = state.yard
     if not follow:
         _print(job_logs(yard, job_id, attempt), as_json)

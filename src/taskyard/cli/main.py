@@ -3,25 +3,25 @@ exit 0 on success, 1 for a failed operation, 2 for bad usage."""
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from taskyard.api.yard import Yard, default_url
+from taskyard.api.config import default_url
 from taskyard.core.durations import DurationError, parse_duration
-from taskyard.model.errors import StoreError
-from taskyard.store.diagnosis import (
-    DatabaseUrlError,
-    NoDatabase,
-    check_url,
-    describe_database_error,
-    is_database_error,
-)
-from taskyard.store.dialects import UnsupportedDatabase
+from taskyard.core.limits import one_line
+from taskyard.model.errors import DatabaseUrlError, NoDatabase, StoreError, UnsupportedDatabase
+
+if TYPE_CHECKING:
+    from taskyard.api.yard import Yard
+
+# Start-up time: `taskyard --version` and `--help` import click and this package's light
+# modules only; the database stack (SQLAlchemy, the store, the daemons) is imported by
+# the commands that use it, when they run.
 
 log = logging.getLogger("taskyard.cli")
 
@@ -43,6 +43,8 @@ class State:
     def url(self) -> str:
         """The database URL, once known usable for this command (else a specific error)."""
         if not self._checked:
+            from taskyard.store.diagnosis import check_url  # noqa: PLC0415 - start-up time
+
             try:
                 check_url(self.raw_url, self.command)
             except DatabaseUrlError as exc:
@@ -53,6 +55,8 @@ class State:
     @property
     def yard(self) -> Yard:
         if self._yard is None:
+            from taskyard.api.yard import Yard  # noqa: PLC0415 - start-up time
+
             self._yard = Yard(self.url)
         return self._yard
 
@@ -66,16 +70,46 @@ class DatabaseFailure(click.ClickException):
     """A database error, described in one line (exit 1)."""
 
 
-class _TaskyardGroup(click.Group):
-    """The root group: database errors of any command become :class:`DatabaseFailure`.
+_COMMANDS: dict[str, tuple[str, ...]] = {
+    "init": ("daemons",), "scheduler": ("daemons",), "worker": ("daemons",),
+    "up": ("daemons",), "submit": ("jobs",), "jobs": ("jobs",), "workers": ("jobs",),
+    "job": ("jobs", "logs"), "events": ("events",), "task-type": ("task_types",),
+    "apply": ("task_types",), "pools": ("task_types",), "graph": ("graphs",),
+    "prune": ("retention",), "serve": ("serve",), "token": ("tokens",),
+    "publisher": ("publisher",), "celery-pool": ("celery_pool",),
+    "schedule": ("schedules",), "simulate": ("simulate",),
+}
+"""Each command, by the modules of ``taskyard.cli`` that define it (``job logs`` hangs
+off the ``job`` group from logs.py). A command's module is imported when the command is
+looked up: ``taskyard submit`` does not load the HTTP API, the daemons or the simulator."""
 
-    Described here, while the command's ``State`` (and so the URL in use) is at hand.
+
+class _TaskyardGroup(click.Group):
+    """The root group: loads a command's module when it is looked up, and turns database
+    errors of any command into :class:`DatabaseFailure` (described here, while the
+    command's ``State``, and so the URL in use, is at hand).
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(_COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _COMMANDS:
+            for module in _COMMANDS[cmd_name]:
+                importlib.import_module(f"taskyard.cli.{module}").register(self)
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except Exception as exc:
+            if "sqlalchemy" not in sys.modules:  # nothing touched a database
+                raise
+            from taskyard.store.diagnosis import (  # noqa: PLC0415 - start-up time
+                describe_database_error,
+                is_database_error,
+            )
+
             if not is_database_error(exc):
                 raise
             url = ctx.obj.raw_url if isinstance(ctx.obj, State) else default_url()
@@ -88,28 +122,21 @@ class _TaskyardGroup(click.Group):
 @click.option("--db", envvar="TASKYARD_DB", default=None, metavar="URL",
               help="Database: sqlite:///file.db or postgresql://user@host/db "
                    "[env TASKYARD_DB; default sqlite:///taskyard.db].")
-@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.option("-v", "--verbose", count=True,
+              help="More log output: -v each job, -vv debug, -vvv libraries too.")
 @click.version_option(package_name="taskyard")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, verbose: int) -> None:
     """taskyard: a task scheduler and task-graph engine."""
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, stream=sys.stderr,
+    # taskyard's own loggers get -v/-vv; libraries (Alembic, SQLAlchemy) only -vvv.
+    logging.basicConfig(level=logging.DEBUG if verbose >= 3 else logging.WARNING,
+                        stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("taskyard").setLevel(logging.WARNING - 10 * min(verbose, 2))
     state = State(db or default_url())
     state.command = ctx.invoked_subcommand
     ctx.obj = state
     ctx.call_on_close(state.close)
-
-
-def parse_json_option(text: str | None, option: str) -> Any:
-    """JSON from an option, or a usage error naming the option."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise click.BadParameter(f"not valid JSON ({exc})", param_hint=option) from None
 
 
 class DurationParam(click.ParamType[float, Any]):
@@ -136,34 +163,6 @@ class DurationParam(click.ParamType[float, Any]):
 
 DURATION = DurationParam()
 POSITIVE_DURATION = DurationParam(positive=True)
-
-
-def _register() -> None:
-    # Imported here so each module can import `cli` and `State` from this one.
-    from taskyard.cli import (  # noqa: PLC0415
-        celery_pool,
-        daemons,
-        events,
-        graphs,
-        jobs,
-        logs,
-        publisher,
-        retention,
-        serve,
-        task_types,
-        tokens,
-    )
-    from taskyard.cli.schedules import schedule_group  # noqa: PLC0415
-    from taskyard.cli.simulate import simulate_command  # noqa: PLC0415
-
-    for module in (daemons, jobs, logs, events, task_types, graphs, retention, serve, tokens,
-                   publisher, celery_pool):
-        module.register(cli)
-    cli.add_command(schedule_group)
-    cli.add_command(simulate_command)
-
-
-_register()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -200,5 +199,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"taskyard: error: {' '.join(message.split())}", err=True)
+    click.echo(f"taskyard: error: {one_line(message)}", err=True)
     sys.exit(code)

@@ -11,6 +11,12 @@ import click
 
 from taskyard.core.durations import iso
 
+# (unit, its length in seconds, the distance from which it is used): past 45
+# seconds people say "a minute", past 22 hours "a day" (moment.js's thresholds).
+_UNITS = (("year", 365 * 86400.0, 320 * 86400.0), ("month", 30 * 86400.0, 26 * 86400.0),
+          ("day", 86400.0, 22 * 3600.0), ("hour", 3600.0, 45 * 60.0),
+          ("minute", 60.0, 45.0), ("second", 1.0, 1.0))
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
@@ -51,3 +57,18 @@ def when(epoch: float | None) -> str:
 def short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def humanize(seconds: float) -> str:
+    """A signed time distance as people say it: ``in 4 hours``, ``15 days ago``, ``now``.
+
+    Rounded to the nearest whole unit, the unit chosen by moment.js's
+    thresholds (so 23 h 59 min reads ``in a day``); one unit reads ``in an hour``.
+    """
+    size = abs(seconds)
+    if size < 1:
+        return "now"
+    unit, length = next((u, n) for u, n, start in _UNITS if size >= start)
+    count = max(round(size / length), 1)
+    text = (("an " if unit == "hour" else "a ") + unit) if count == 1 else f"{count} {unit}s"
+    return f"in {text}" if seconds > 0 else f"{text} ago"

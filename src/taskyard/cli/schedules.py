@@ -6,53 +6,23 @@ on stderr (exit 1) and usage errors into exit 2.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from taskyard.api.yard import Yard
-from taskyard.cli.output import json_option, print_json, print_table
-from taskyard.core.durations import iso
+from taskyard.cli.inputs import PRIORITY, args_option, read_args
+from taskyard.cli.output import humanize, json_option, print_json, print_table
+from taskyard.core.durations import duration_text, iso
 from taskyard.core.recurrence import Catchup
-from taskyard.model.schedules import ScheduleRecord
 
-# (unit, its length in seconds, the distance from which it is used): past 45
-# seconds people say "a minute", past 22 hours "a day" (moment.js's thresholds).
-_UNITS = (("year", 365 * 86400.0, 320 * 86400.0), ("month", 30 * 86400.0, 26 * 86400.0),
-          ("day", 86400.0, 22 * 3600.0), ("hour", 3600.0, 45 * 60.0),
-          ("minute", 60.0, 45.0), ("second", 1.0, 1.0))
-
-
-def humanize(seconds: float) -> str:
-    """A signed time distance as people say it: ``in 4 hours``, ``15 days ago``, ``now``.
-
-    Rounded to the nearest whole unit, the unit chosen by moment.js's
-    thresholds (so 23 h 59 min reads ``in a day``); one unit reads ``in an hour``.
-    """
-    size = abs(seconds)
-    if size < 1:
-        return "now"
-    unit, length = next((u, n) for u, n, start in _UNITS if size >= start)
-    count = max(round(size / length), 1)
-    text = (("an " if unit == "hour" else "a ") + unit) if count == 1 else f"{count} {unit}s"
-    return f"in {text}" if seconds > 0 else f"{text} ago"
+if TYPE_CHECKING:
+    from taskyard.api.yard import Yard
+    from taskyard.model.schedules import ScheduleRecord
 
 
 def format_duration(seconds: float | None) -> str:
-    """Seconds in the units the CLI reads: ``90s``, ``5m``, ``2h``, ``1d12h``."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:g}s"
-    parts, rest = [], seconds
-    for suffix, length in (("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0)):
-        if rest >= length:
-            count = int(rest // length)
-            parts.append(f"{count}{suffix}")
-            rest -= count * length
-    return "".join(parts[:2])
+    """Seconds in the units the CLI reads (``90s``, ``5m``, ``1d12h``); ``-`` for none."""
+    return "-" if seconds is None else duration_text(seconds)
 
 
 def describe(s: ScheduleRecord, now: float) -> list[str]:
@@ -98,9 +68,9 @@ def schedule_group() -> None:
 @click.argument("type_name", metavar="TYPE")
 @click.option("--every", help="Fixed interval: 90, 90s, 5m, 2h, 1d.")
 @click.option("--cron", help="Five fields: minute hour day-of-month month day-of-week.")
-@click.option("--args", "args_text", help="Job args as a JSON object.")
+@args_option
 @click.option("--timezone", help="IANA zone the cron fields are read in (default UTC).")
-@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--priority", type=PRIORITY, default=0, show_default=True)
 @click.option("--catchup", type=click.Choice([c.value for c in Catchup]), default="one",
               show_default=True, help="Missed runs after downtime: one, all (≤100/cycle), none.")
 @click.option("--paused", is_flag=True, help="Create it paused.")
@@ -116,12 +86,7 @@ def add(state: State, *, name: str, type_name: str, every: str | None, cron: str
     """
     if every is not None and cron is not None:
         raise click.UsageError("give --every or --cron, not both")
-    try:
-        args = None if args_text is None else json.loads(args_text)
-    except ValueError as exc:
-        raise click.BadParameter(f"not valid JSON ({exc})", param_hint="--args") from None
-    if args is not None and not isinstance(args, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    args = read_args(args_text)
     record = state.yard.add_schedule(name, type_name, every=every, cron=cron, args=args,
                                      timezone=timezone, priority=priority, catchup=catchup,
                                      paused=paused, replace=replace)
@@ -153,16 +118,22 @@ def show(state: State, name: str, as_json: bool) -> None:
         _print(state.yard, [record], False)
 
 
-def _simple(verb: str, call: Callable[[Yard, str], Any], help_text: str) -> None:
+def _simple(verb: str, method: str, help_text: str) -> None:
+    """A command ``verb NAME`` that calls the Yard's ``method`` (named, not imported:
+    the Yard and the database stack load when a command runs)."""
     @schedule_group.command(verb, help=help_text)
     @click.argument("name")
     @click.pass_obj
     def command(state: State, name: str) -> None:
-        call(state.yard, name)
+        getattr(state.yard, method)(name)
         click.echo(f"schedule {name}: {verb}d")
 
 
-_simple("pause", Yard.pause_schedule, "Stop creating jobs for NAME (running jobs go on).")
-_simple("resume", Yard.resume_schedule,
+_simple("pause", "pause_schedule", "Stop creating jobs for NAME (running jobs go on).")
+_simple("resume", "resume_schedule",
         "Create jobs for NAME again; runs missed while paused are skipped.")
-_simple("delete", Yard.delete_schedule, "Remove NAME; its jobs stay in the history.")
+_simple("delete", "delete_schedule", "Remove NAME; its jobs stay in the history.")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(schedule_group)

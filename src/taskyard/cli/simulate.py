@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from taskyard.cli.main import POSITIVE_DURATION
 from taskyard.cli.output import json_option, print_json, print_table
-from taskyard.sim import ScenarioError, SimResult, load_scenario, simulate
-from taskyard.sim.plots import PlotsUnavailable, write_plots
-from taskyard.sim.report import tables
-from taskyard.sim.scenario import Scenario
-from taskyard.store.diagnosis import DatabaseUrlError, check_url
+from taskyard.model.errors import DatabaseUrlError
+
+if TYPE_CHECKING:
+    from taskyard.sim import SimResult
+    from taskyard.sim.scenario import Scenario
 
 _SIZE = re.compile(r"^([^=\s]+)=(\d+)(?:x(\d+))?$")
 
@@ -50,6 +51,10 @@ def simulate_command(scenario: Path | None, seed: int | None, as_json: bool,
     """Run SCENARIO.yaml (or a database's history) through taskyard's scheduling core in
     virtual time, and report utilization, waits, throughput, queues and lock
     contention."""
+    # Imported here: `taskyard --help` lists this command without YAML or the simulator.
+    from taskyard.sim import ScenarioError, load_scenario, simulate  # noqa: PLC0415
+    from taskyard.sim.plots import PlotsUnavailable, write_plots  # noqa: PLC0415
+
     sizes = _sizes(workers)
     if (scenario is None) == (from_db is None):
         raise click.UsageError("give a SCENARIO file or --from-db URL (one of them)")
@@ -83,6 +88,7 @@ def _replay(url: str, since: float, sizes: dict[str, tuple[int, int | None]]
     # Imported here: only a replay needs the store (and SQLAlchemy).
     from taskyard.sim.replay import replay_scenario  # noqa: PLC0415
     from taskyard.store import open_store  # noqa: PLC0415
+    from taskyard.store.diagnosis import check_url  # noqa: PLC0415
     from taskyard.store.history import read_history  # noqa: PLC0415
 
     try:
@@ -103,6 +109,8 @@ def _replay(url: str, since: float, sizes: dict[str, tuple[int, int | None]]
 
 
 def _print(result: SimResult, report: dict[str, object]) -> None:
+    from taskyard.sim.report import tables  # noqa: PLC0415 - start-up time
+
     for table in tables(result.report):
         click.echo(f"\n{table.title.upper()}")
         print_table(table.headers, table.rows, empty="none")
@@ -113,3 +121,7 @@ def _print(result: SimResult, report: dict[str, object]) -> None:
                    f"guessed for {replay['estimated_durations']} that never ran")
     for path in report.get("plots", []) or []:  # type: ignore[attr-defined]
         click.echo(f"wrote {path}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(simulate_command)

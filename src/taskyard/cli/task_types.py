@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
+from taskyard.cli.inputs import COUNT, QUEUE_LENGTH
 from taskyard.cli.main import DURATION, POSITIVE_DURATION, State
 from taskyard.cli.output import json_option, print_json, print_table
-from taskyard.core.durations import DurationError, parse_interval
+from taskyard.core.durations import DurationError, duration_text, parse_interval
+from taskyard.core.limits import too_deep
 from taskyard.core.rate_limits import RateLimitError, parse_rate_limit
-from taskyard.model.records import TaskTypeSpec
+from taskyard.model.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from taskyard.model.records import TaskTypeSpec
 
 
 def _rate_limit(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -35,10 +39,10 @@ def task_type() -> None:
                    "(run by `taskyard celery-pool`).")
 @click.option("--description", default="")
 @click.option("--pool", "pools", multiple=True, help="Pool, in order of preference (repeatable).")
-@click.option("--cost", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--cost", type=COUNT, default=1, show_default=True,
               help="Capacity units a job uses.")
 @click.option("--timeout", type=POSITIVE_DURATION, help="Per attempt: 90, 90s, 5m, 2h, 1d.")
-@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--retries", type=COUNT, default=0, show_default=True,
               help="Extra attempts after a failure (N+1 in all).")
 @click.option("--retry-delay", type=DURATION, default="0", help="Delay before a retry (duration).")
 @click.option("--retry-backoff", type=float, default=1.0, show_default=True,
@@ -47,13 +51,13 @@ def task_type() -> None:
               help="Longest delay a growing backoff reaches (duration) [default: 1h].")
 @click.option("--interval", help="Adaptive recurring interval DEFAULT[,MIN,MAX], e.g. 1d,12h,64d.")
 @click.option("--backoff-factor", type=float, help="Adaptive interval factor (> 1).")
-@click.option("--max-queue-length", type=click.IntRange(min=1),
+@click.option("--max-queue-length", type=QUEUE_LENGTH,
               help="At most N jobs of this type dispatched or running.")
 @click.option("--lock", "locks", multiple=True,
               help="KEY[:shared|:exclusive|:group=NAME]; KEY may hold {arg} (repeatable).")
 @click.option("--no-simultaneous", is_flag=True,
               help="Two jobs of this type with the same args never run at once.")
-@click.option("--max-worker-losses", type=click.IntRange(min=0), default=3, show_default=True,
+@click.option("--max-worker-losses", type=COUNT, default=3, show_default=True,
               help="Times a job may lose its worker before it ends in error (not retries).")
 @click.option("--rate-limit", callback=_rate_limit, metavar="N/s|N/m|N/h",
               help="At most N starts per second, minute or hour (per --rate-key).")
@@ -87,29 +91,49 @@ def add(state: State, name: str, handler: str, description: str, pools: tuple[st
     click.echo(f"task type {spec.name} saved")
 
 
-def _interval_text(spec: TaskTypeSpec) -> str:
-    if spec.interval is None:
-        return "None"
+def policy_lines(spec: TaskTypeSpec) -> list[tuple[str, str]]:
+    """A type's policy fields as ``taskyard apply`` names them, in the CLI's words
+    (durations as 30s, 5m, 1d; ``none`` where unset)."""
     iv = spec.interval
-    return f"{_human(iv.default)} [{_human(iv.minimum)}, {_human(iv.maximum)}]"
 
+    def text(value: object) -> str:
+        return "none" if value is None else str(value)
 
-def _human(seconds: float) -> str:
-    days, rest = divmod(int(seconds), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours}:{minutes:02d}:{secs:02d}"
-    return f"{days} day{'s' if days != 1 else ''}, {clock}" if days else clock
+    def seconds(value: float | None) -> str:
+        return "none" if value is None else duration_text(value)
+
+    return [
+        ("pools", ", ".join(spec.pools)), ("cost", text(spec.cost)),
+        ("timeout", seconds(spec.timeout)), ("retries", text(spec.retries)),
+        ("retry_delay", seconds(spec.retry_delay)), ("retry_backoff", f"{spec.retry_backoff:g}"),
+        ("retry_max_delay", seconds(spec.retry_max_delay)),
+        ("interval", "none" if iv is None else
+         ",".join(duration_text(v) for v in (iv.default, iv.minimum, iv.maximum))
+         + " (default,min,max)"),
+        ("backoff_factor", "none" if spec.backoff_factor is None
+         else f"{spec.backoff_factor:g}"),
+        ("max_queue_length", text(spec.max_queue_length)),
+        ("rate_limit", text(spec.rate_limit)), ("rate_key", text(spec.rate_key)),
+        ("locks", ", ".join(spec.locks) or "none"),
+        ("simultaneous", "true" if spec.simultaneous else "false"),
+        ("prerequisites", ", ".join(f"{p.type} (cache {duration_text(p.cache)})"
+                                    for p in spec.prerequisites) or "none"),
+        ("max_worker_losses", text(spec.max_worker_losses)),
+    ]
 
 
 @task_type.command("list")
 @click.option("-v", "--verbose", is_flag=True, help="Show every policy field.")
-@click.option("-t", "--type", "only", multiple=True, help="Only these types.")
+@click.option("-t", "--type", "only", multiple=True, help="Only these types (repeatable).")
 @json_option
 @click.pass_obj
 def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> None:
-    """List task types (like swh's `task-type list`)."""
-    specs = [s for s in state.yard.store.task_types.list() if not only or s.name in only]
+    """List task types (like swh's `task-type list`); an unknown -t type fails."""
+    specs = state.yard.store.task_types.list()
+    missing = sorted(set(only) - {s.name for s in specs})
+    if missing:
+        raise NotFound(f"no task type {', '.join(map(repr, missing))}")
+    specs = [s for s in specs if not only or s.name in only]
     if as_json:
         print_json([s.to_json() for s in specs])
         return
@@ -119,22 +143,7 @@ def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> 
         if s.description:
             click.echo(f"  {s.description}")
         if verbose:
-            retry_delay = _human(s.retry_delay) if s.retry_delay else "None"
-            for label, value in (
-                ("pools", ", ".join(s.pools)), ("cost", s.cost),
-                ("timeout", None if s.timeout is None else _human(s.timeout)),
-                ("interval", _interval_text(s)), ("backoff_factor", s.backoff_factor),
-                ("max_queue_length", s.max_queue_length),
-                ("rate_limit", s.rate_limit),
-                ("rate_key", s.rate_key),
-                ("num_retries", s.retries or None), ("retry_delay", retry_delay),
-                ("retry_max_delay", _human(s.retry_max_delay)),
-                ("max_worker_losses", s.max_worker_losses),
-                ("locks", ", ".join(s.locks) or None),
-                ("simultaneous", s.simultaneous),
-                ("prerequisites", ", ".join(f"{p.type} (cache {p.cache:g}s)"
-                                            for p in s.prerequisites) or None),
-            ):
+            for label, value in policy_lines(s):
                 click.echo(f"  {label}: {value}")
 
 
@@ -144,10 +153,14 @@ def list_(state: State, verbose: bool, only: tuple[str, ...], as_json: bool) -> 
 @click.pass_obj
 def apply(state: State, file: Path, no_verify: bool) -> None:
     """Create or update the task types, pools and schedules a YAML file declares."""
+    import yaml  # noqa: PLC0415 - start-up time: only apply reads YAML
+
     try:
         doc: Any = yaml.safe_load(file.read_text())
     except yaml.YAMLError as exc:
         raise click.BadParameter(f"not valid YAML: {exc}", param_hint="FILE") from None
+    except RecursionError:  # nested far beyond the limit: the limit's own message
+        raise InvalidInput(str(too_deep(str(file)))) from None
     decl = state.yard.apply(doc, verify=not no_verify)
     click.echo(f"applied {len(decl.task_types)} task type(s), {len(decl.pools)} pool(s), "
                f"{len(decl.schedules)} schedule(s)")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from taskyard.api.http.tokens import mint_token
 from taskyard.cli.main import State
 from taskyard.cli.output import json_option, print_json, print_table, when
-from taskyard.store.tokens import SCOPES, list_tokens, revoke_token
+from taskyard.model.records import SCOPES
 
 
 @click.group("token")
@@ -23,6 +22,8 @@ def token() -> None:
 @click.pass_obj
 def create(state: State, name: str, scope: str) -> None:
     """Create a token; prints only the token, once (it is stored hashed)."""
+    from taskyard.api.http.tokens import mint_token  # noqa: PLC0415 - start-up time
+
     secret, _ = mint_token(state.yard.store, name, scope)
     click.echo(secret)
 
@@ -32,6 +33,8 @@ def create(state: State, name: str, scope: str) -> None:
 @click.pass_obj
 def list_(state: State, as_json: bool) -> None:
     """Tokens (never their secrets), revoked ones included."""
+    from taskyard.store.tokens import list_tokens  # noqa: PLC0415 - start-up time
+
     found = list_tokens(state.yard.store)
     if as_json:
         print_json([t.to_json() for t in found])
@@ -46,6 +49,8 @@ def list_(state: State, as_json: bool) -> None:
 @click.pass_obj
 def revoke(state: State, name: str) -> None:
     """Revoke the live token NAME (at once, on every server)."""
+    from taskyard.store.tokens import revoke_token  # noqa: PLC0415 - start-up time
+
     revoke_token(state.yard.store, name)
     click.echo(f"token {name} revoked")
 

@@ -97,6 +97,20 @@ def parse_when(text: str, *, now: float, field: str = "run_after") -> float:
     return moment.timestamp()
 
 
+def duration_text(seconds: float) -> str:
+    """A duration in the units the CLI reads, its two largest parts: ``30s``, ``0.5s``,
+    ``5m``, ``1h30m``, ``1d12h``."""
+    if seconds < 60:
+        return f"{seconds:g}s"
+    parts, rest = [], seconds
+    for suffix, length in (("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if rest >= length:
+            count = int(rest // length)
+            parts.append(f"{count}{suffix}")
+            rest -= count * length
+    return "".join(parts[:2])
+
+
 def iso(epoch: float | None) -> str | None:
     """ISO 8601 UTC text for epoch seconds (``None`` stays ``None``)."""
     if epoch is None:

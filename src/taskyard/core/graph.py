@@ -14,7 +14,16 @@ from itertools import repeat
 from typing import Any, NamedTuple
 
 from taskyard.core.durations import DurationError, parse_duration
-from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
+from taskyard.core.limits import (
+    DEFAULT_LIMITS,
+    PRIORITY_MAX,
+    LimitError,
+    Limits,
+    check_name,
+    encode_args,
+    quoted,
+    whole,
+)
 
 CONDITIONS = ("success", "failure", "always")
 REQUIRES_MODES = {"all-completed": "success", "all-resolved": "always"}
@@ -109,17 +118,18 @@ def parse_graph(
             if at is None:
                 if edge.label not in outside:
                     raise GraphError(
-                        f"task {node.label!r}: requires unknown label {edge.label!r}")
+                        f"task {node.label!r}: requires unknown label {quoted(edge.label)}")
             elif at >= index:
                 ordered = False
         if '"$' not in node.args_text:
             continue  # no substitution marker anywhere in its args
         for ref in references(node.args):
             if ref not in position and ref not in outside:
-                raise GraphError(f"task {node.label!r}: refers to unknown label {ref!r}")
+                raise GraphError(f"task {node.label!r}: refers to unknown label {quoted(ref)}")
         for ref in result_references(node.args):
             if ref not in position and ref not in outside:
-                raise GraphError(f"task {node.label!r}: $result of unknown label {ref!r}")
+                raise GraphError(
+                    f"task {node.label!r}: $result of unknown label {quoted(ref)}")
             if ref not in {e.label for e in node.requires}:
                 raise GraphError(
                     f"task {node.label!r}: $result of {ref!r} needs {ref!r} in its requires"
@@ -127,14 +137,18 @@ def parse_graph(
     if not ordered:
         cycle = find_cycle({label: [e.label for e in n.requires] for label, n in nodes.items()})
         if cycle:
-            raise GraphError(f"graph: cycle {' -> '.join(cycle)}")
+            raise GraphError(f"graph: cycle {cycle_text(cycle)}")
     return GraphSpec(routing, nodes)
 
 
 def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     # Runs once per task (100,000 in a large graph): absent keys cost one lookup each.
-    if not label or "." in label or len(label) > 200:
-        raise GraphError(f"task {label!r}: a label is 1-200 characters without dots")
+    try:
+        if "." in check_name(label, "label"):
+            raise LimitError(label)
+    except LimitError:
+        raise GraphError(f"task {quoted(label)}: a label is 1-200 characters without dots "
+                         "or control characters") from None
     if type(body) is not dict and not isinstance(body, Mapping):
         raise GraphError(f"task {label!r}: must be a mapping with at least 'type'")
     if not _TASK_KEYS.issuperset(body):
@@ -143,6 +157,7 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
     type_ = get("type")
     if not isinstance(type_, str) or not type_:
         raise GraphError(f"task {label!r}: 'type' must name a task type")
+    _check(check_name, type_, f"task {label!r}: type")
     args = get("args") or {}
     if type(args) is dict and not args:
         args_text = "{}"
@@ -170,16 +185,16 @@ def _parse_options(label: str, body: Mapping[str, Any], *, type_: str, args: dic
     """The rest of a task that sets more than type, args and requires."""
     where = f"task {label!r}"
     reruns = body.get("reruns")
-    if reruns is not None and (isinstance(reruns, bool) or not isinstance(reruns, int)
-                               or reruns < 0):
-        raise GraphError(f"{where}: reruns must be a whole number >= 0")
+    if reruns is not None:
+        _check(whole, reruns, f"{where}: reruns")
     priority = body.get("priority", 0)
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise GraphError(f"{where}: priority must be an integer")
+    _check(whole, priority, f"{where}: priority", minimum=-PRIORITY_MAX, maximum=PRIORITY_MAX)
     pools = body.get("pools")
     if pools is not None and (not isinstance(pools, list) or not pools
                               or not all(isinstance(p, str) and p for p in pools)):
         raise GraphError(f"{where}: pools must be a non-empty list of names")
+    for pool in pools or ():
+        _check(check_name, pool, f"{where}: pool name")
     routing = body.get("routing", "") or ""
     _check_routing(routing, f"{where} routing")
     convergence = body.get("convergence", "all")
@@ -188,6 +203,8 @@ def _parse_options(label: str, body: Mapping[str, Any], *, type_: str, args: dic
     locks = body.get("locks", []) or []
     if not isinstance(locks, list) or not all(isinstance(x, str) and x for x in locks):
         raise GraphError(f"{where}: locks must be a list of lock names")
+    for lock in locks:
+        _check(check_name, lock, f"{where}: lock")
     return TaskNode(label, type_, args, requires, reruns, priority,
                     tuple(pools) if pools else None, routing, convergence, tuple(locks),
                     _parse_timeout(where, body.get("timeout")), args_text)
@@ -245,6 +262,23 @@ def _parse_requires(where: str, raw: Any, mode: str | None) -> tuple[Edge, ...]:
 def _check_routing(routing: Any, where: str) -> None:
     if not isinstance(routing, str) or len(routing) > MAX_ROUTING:
         raise GraphError(f"{where}: must be text of at most {MAX_ROUTING} characters")
+    _check(check_name, routing, where, empty=True)
+
+
+def _check(rule: Callable[..., Any], value: Any, field: str, **bounds: int | bool) -> None:
+    """A rule of :mod:`taskyard.core.limits` whose refusal is a GraphError."""
+    try:
+        rule(value, field, **bounds)
+    except LimitError as exc:
+        raise GraphError(str(exc)) from None
+
+
+def cycle_text(cycle: list[str], most: int = 8) -> str:
+    """A cycle's labels in order, the middle left out of a long one (one short line)."""
+    shown = cycle if len(cycle) <= most else [*cycle[: most // 2], "…",
+                                               *cycle[-(most // 2):]]
+    text = " -> ".join(label if len(label) <= 40 else quoted(label, 40) for label in shown)
+    return text if shown is cycle else f"of {len(cycle) - 1} tasks, {text}"
 
 
 def find_cycle(requires: Mapping[str, list[str]]) -> list[str] | None:

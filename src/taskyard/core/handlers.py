@@ -13,6 +13,10 @@ from typing import Literal
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)\}")
+SHELL_TEXT_MAX = 127 * 1024
+"""Bytes of a shell job's encoded args (``$TASKYARD_ARGS``) and of its rendered command,
+at most: Linux refuses to start a program with one argument or environment string over
+128 KiB (``Argument list too long``), and the worker adds a little of its own."""
 
 
 class HandlerSpecError(ValueError):
@@ -80,3 +84,27 @@ def render_shell(template: str, args: Mapping[str, object]) -> str:
         return shlex.quote(value)
 
     return _PLACEHOLDER.sub(fill, template)
+
+
+@functools.lru_cache(maxsize=1024)
+def shell_placeholders(template: str) -> frozenset[str]:
+    """The arg names a shell command template's ``{placeholder}`` s use."""
+    return frozenset(_PLACEHOLDER.findall(template))
+
+
+def check_shell_job(template: str, args: Mapping[str, object], args_text: str) -> None:
+    """Refuse at submit a shell job that could not start: a ``{placeholder}`` its args
+    lack, or args (encoded as ``args_text``) or a command too large to pass."""
+    names = shell_placeholders(template)
+    missing = sorted(names - args.keys())
+    if missing:
+        raise HandlerSpecError(
+            f"shell handler: the job's args have no {', '.join(map(repr, missing))}")
+    if len(args_text) > SHELL_TEXT_MAX:
+        raise HandlerSpecError(
+            f"shell handler: args are {len(args_text)} bytes encoded; a shell handler gets "
+            f"them in $TASKYARD_ARGS, at most {SHELL_TEXT_MAX} bytes")
+    if names and len(command := render_shell(template, args).encode()) > SHELL_TEXT_MAX:
+        raise HandlerSpecError(
+            f"shell handler: the command is {len(command)} bytes once its placeholders "
+            f"are filled (at most {SHELL_TEXT_MAX})")

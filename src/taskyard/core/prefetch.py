@@ -18,6 +18,8 @@ ALPHA = 0.2
 """Weight of the newest duration in the moving average: one long job closes the
 window at once; a return to short jobs reopens it over a few completions."""
 MIN_DURATION = 1e-4
+DEFAULT_PREFETCH = 512
+"""Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
 
 
 def prefetch_window(capacity: int, mean_duration: float | None, limit: int,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class StoreError(Exception):
     """Base of every error taskyard's store raises on purpose."""
@@ -17,3 +20,25 @@ class InvalidInput(StoreError):
 
 class Conflict(StoreError):
     """The requested transition does not apply to the current state (a lost race or a misuse)."""
+
+
+class UnsupportedDatabase(ValueError):
+    """The URL names a database taskyard does not run on."""
+
+
+class DatabaseUrlError(ValueError):
+    """``--db`` / ``TASKYARD_DB`` is not a URL taskyard can use (bad usage: exit 2)."""
+
+
+class NoDatabase(Exception):
+    """The SQLite file a command needs does not exist (nothing was created)."""
+
+
+@contextmanager
+def refused_as_invalid(where: str = "") -> Iterator[None]:
+    """Input a rule of :mod:`taskyard.core` refuses (a ValueError whose message names
+    the field) becomes :class:`InvalidInput`, prefixed with ``where`` when given."""
+    try:
+        yield
+    except ValueError as exc:
+        raise InvalidInput(f"{where}: {exc}" if where else str(exc)) from None

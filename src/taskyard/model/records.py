@@ -77,6 +77,9 @@ class TaskTypeSpec:
         }
 
 
+SCOPES = ("read", "write", "admin")
+"""API token scopes, each allowing what the ones before it allow."""
+
 ON_DUPLICATE = ("existing", "reject")
 """What a submit with a unique key does when a job holds that key: give the existing
 job's id (the default), or refuse (Conflict)."""
@@ -193,6 +196,8 @@ class JobRecord:
     unique_key: str | None = None
     rate_key: str | None = None
     """Its rate-limit key, rendered from its args when it was submitted."""
+    schedule_name: str | None = None
+    """The schedule that created it (a recurring job), else None (a one-shot job)."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -224,6 +229,7 @@ class JobRecord:
             "base_priority": self.base_priority,
             "unique_key": self.unique_key,
             "rate_key": self.rate_key,
+            "schedule": self.schedule_name,
         }
 
 

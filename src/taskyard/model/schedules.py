@@ -14,8 +14,9 @@ from typing import Any
 
 from taskyard.core.cron import CronError, next_fire, parse_cron, resolve_zone
 from taskyard.core.durations import DurationError, Interval, iso, parse_duration
+from taskyard.core.limits import PRIORITY_MAX, check_name, encode_args, whole
 from taskyard.core.recurrence import MIN_EVERY, Catchup, every_after, parse_catchup
-from taskyard.model.errors import InvalidInput
+from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import JSON
 
 SCHEDULE_FIELDS = frozenset(
@@ -56,19 +57,25 @@ def define_schedule(
     paused: bool = False,
 ) -> ScheduleDef:
     """Check a definition's own fields; InvalidInput names the schedule and the problem."""
+    with refused_as_invalid():
+        check_name(name, "schedule name")
     where = f"schedule {name!r}"
-    if not isinstance(name, str) or not name or len(name) > 200 or any(
-        c.isspace() for c in name
-    ):
+    if any(c.isspace() for c in name):
         raise InvalidInput(f"{where}: the name must be 1-200 characters without spaces")
     if not isinstance(type, str) or not type:
         raise InvalidInput(f"{where}: 'type' must name a task type")
     if every is not None and cron is not None:
         raise InvalidInput(f"{where}: give every or cron, not both")
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise InvalidInput(f"{where}: priority must be an integer")
     if args is not None and not isinstance(args, dict):
         raise InvalidInput(f"{where}: args must be a JSON object")
+    with refused_as_invalid(where):
+        check_name(type, "type")
+        whole(priority, "priority", minimum=-PRIORITY_MAX, maximum=PRIORITY_MAX)
+        for field, text in (("cron", cron), ("timezone", timezone)):
+            if text is not None:
+                check_name(text, field)
+    with refused_as_invalid():
+        encode_args(args or {}, where=where)
     if not isinstance(paused, bool):
         raise InvalidInput(f"{where}: paused must be true or false")
     try:

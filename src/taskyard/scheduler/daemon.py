@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from taskyard.core.durations import duration_text
 from taskyard.scheduler.cycle import CycleReport, schedule
 from taskyard.store import Store
 from taskyard.store.retention import prune
@@ -78,7 +79,8 @@ class SchedulerDaemon:
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set."""
         listener = self.store.listener("scheduler") if self.wakeups else None
-        log.info("event=scheduler-started holder=%s interval=%s", self.holder, self.interval)
+        log.info("event=scheduler-started holder=%s interval=%s retain=%s", self.holder,
+                 self.interval, "off" if self.retain is None else duration_text(self.retain))
         failures = 0
         periodic = True  # the first cycle, and every timer tick, does all the steps
         try:

@@ -177,11 +177,13 @@ def tables(report: dict[str, Any]) -> list[Table]:
                       f"{report['wall_seconds']:.2f}s of wall time"),
         ("jobs", f"{jobs['created']} created; ended: "
                  + (", ".join(f"{n} {s}" for s, n in jobs["ended"].items()) or "none")),
-        ("throughput", f"{report['throughput']['jobs_per_hour']} jobs/hour"),
+        ("throughput", "-" if report["throughput"]["jobs_per_hour"] is None
+                       else f"{report['throughput']['jobs_per_hour']} jobs/hour"),
         ("queue", f"at most {queue['max_pending']} pending "
                   f"(at {human(queue['max_pending_at'])}), {queue['mean_pending']} on average"),
-        ("starvation", f"priority {starve['priority']}: longest wait "
-                       f"{human(starve['longest_wait'])}"
+        ("starvation", ("no job waited" if starve["priority"] is None else
+                        f"priority {starve['priority']}: longest wait "
+                        f"{human(starve['longest_wait'])}")
                        + (f"; {starve['still_waiting']} never started (longest "
                           f"{human(starve['longest_still_waiting'])})"
                           if starve["still_waiting"] else "")),

@@ -25,10 +25,18 @@ from taskyard.core.lifecycle import after_attempt
 from taskyard.core.routing import job_key
 from taskyard.core.states import AttemptState, JobState
 from taskyard.model.errors import InvalidInput
-from taskyard.model.records import Assignment, ClaimedJob, Outcome, Started, dumps, loads
+from taskyard.model.records import (
+    Assignment,
+    ClaimedJob,
+    JobRecord,
+    Outcome,
+    Started,
+    dumps,
+    loads,
+)
 from taskyard.store import schema as t
 from taskyard.store.events import Event
-from taskyard.store.marks import reads_each
+from taskyard.store.marks import reads, reads_each
 from taskyard.store.resolution import Ended, chunks
 
 if TYPE_CHECKING:
@@ -210,24 +218,36 @@ class Attempts:
         """Args with ``$result`` substituted, and the results of stages that earlier
         attempts finished."""
         jobs = [_Row(*r) for r in rows]
-        results = self._upstream_results(jobs)
+        results = self._upstream_results([(j.graph_id, j.args) for j in jobs])
         stages = self.tx.stages.finished([(j.id, j.attempt) for j in jobs if j.attempt > 1])
         return [
             ClaimedJob(
                 job_id=j.id, attempt=j.attempt, type=j.type, handler=j.handler,
-                args=_substituted(j, results), timeout=j.timeout, graph_id=j.graph_id,
-                label=j.label, stages=stages.get(j.id, {}), cost=j.cost, priority=j.priority,
+                args=_substituted(j.graph_id, j.args, results), timeout=j.timeout,
+                graph_id=j.graph_id, label=j.label, stages=stages.get(j.id, {}), cost=j.cost,
+                priority=j.priority,
             )
             for j in jobs
         ]
 
-    def _upstream_results(self, rows: Sequence[_Row]) -> dict[int, dict[str, Any]]:
+    @reads
+    def dispatched_args(self, job: JobRecord) -> dict[str, Any] | None:
+        """The args ``job``'s handler received: its ``{$result: LABEL}`` markers filled
+        in as at dispatch (:meth:`details`); None while it was never dispatched."""
+        if job.attempt == 0:
+            return None
+        args_text = dumps(job.args)
+        return _substituted(job.graph_id, args_text,
+                            self._upstream_results([(job.graph_id, args_text)]))
+
+    def _upstream_results(self, jobs: Sequence[tuple[int | None, str]]
+                          ) -> dict[int, dict[str, Any]]:
         """Results of the labels that ``{$result: LABEL}`` markers name, per graph (seed
-        004's substitution, done at dispatch)."""
+        004's substitution, done at dispatch), for jobs given as (graph id, args text)."""
         wanted: dict[int, set[str]] = {}
-        for r in rows:
-            if r.graph_id is not None and '"$result"' in r.args:
-                wanted.setdefault(r.graph_id, set()).update(result_references(loads(r.args)))
+        for graph_id, args in jobs:
+            if graph_id is not None and '"$result"' in args:
+                wanted.setdefault(graph_id, set()).update(result_references(loads(args)))
         return {
             graph_id: {label: loads(result) for label, result in self.tx.conn.execute(
                 select(_J.c.label, _J.c.result).where(_J.c.graph_id == graph_id,
@@ -250,8 +270,9 @@ class _Row:
     handler: str
 
 
-def _substituted(row: _Row, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    args: dict[str, Any] = loads(row.args)
-    if row.graph_id in results:
-        return dict(substitute_results(args, results[row.graph_id]))
+def _substituted(graph_id: int | None, args_text: str,
+                 results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    args: dict[str, Any] = loads(args_text)
+    if graph_id in results:
+        return dict(substitute_results(args, results[graph_id]))
     return args

@@ -14,7 +14,8 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from taskyard.store.dialects import UnsupportedDatabase, normalize_url
+from taskyard.model.errors import DatabaseUrlError, NoDatabase, UnsupportedDatabase
+from taskyard.store.dialects import normalize_url
 
 CREATING_COMMANDS = frozenset({"init", "up"})
 """Commands that create a missing SQLite file (every other one needs it to exist)."""
@@ -25,14 +26,6 @@ _PG_CONNECTION_CLASSES = ("08", "28", "3D", "57")
 # undefined_table, undefined_column, undefined_function, undefined_object.
 _PG_MISSING_SCHEMA = ("42P01", "42703", "42883", "42704")
 _SQLITE_MISSING_SCHEMA = ("no such table", "no such column", "has no column named")
-
-
-class DatabaseUrlError(ValueError):
-    """``--db`` / ``TASKYARD_DB`` is not a URL taskyard can use (bad usage: exit 2)."""
-
-
-class NoDatabase(Exception):
-    """The SQLite file a command needs does not exist (nothing was created)."""
 
 
 def check_url(url: str, command: str | None) -> str:

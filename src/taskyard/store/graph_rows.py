@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from taskyard.core.graph import CONDITIONS, Edge, GraphSpec, TaskNode
+from taskyard.core.handlers import HandlerSpecError, check_shell_job
 from taskyard.core.locks import LockTemplateError
 from taskyard.core.rate_limits import RateLimitError
 from taskyard.core.states import JobState
@@ -114,7 +115,9 @@ def graph_rows(graph_id: int, spec: GraphSpec,
         try:
             locks = locks_text(ts, node.args, node.locks)
             rate_key = rate_key_of(ts, node.args)
-        except (LockTemplateError, RateLimitError) as exc:
+            if ts.handler.startswith("shell:"):
+                check_shell_job(ts.handler[6:], node.args, node.args_text)
+        except (LockTemplateError, RateLimitError, HandlerSpecError) as exc:
             raise InvalidInput(f"task {label!r}: {exc}") from None
         routing = routings.get(node.routing)
         if routing is None:

@@ -98,12 +98,21 @@ class Graphs:
         tasks = doc.get("tasks") if isinstance(doc, Mapping) else None
         names = {b.get("type") for b in tasks.values() if isinstance(b, Mapping)} if isinstance(
             tasks, Mapping) else set()
-        known = set(self.tx.conn.execute(
-            select(t.task_types.c.name).where(t.task_types.c.name.in_(
-                [n for n in names if isinstance(n, str)]))
-        ).scalars())
+        known: set[str] | None = None
+
+        def is_known(name: str) -> bool:
+            # Read once, when parse_graph asks: by then every task's type passed the rule
+            # for names (a NUL would otherwise reach PostgreSQL as a raw error).
+            nonlocal known
+            if known is None:
+                known = set(self.tx.conn.execute(
+                    select(t.task_types.c.name).where(t.task_types.c.name.in_(
+                        [n for n in names if isinstance(n, str)]))
+                ).scalars())
+            return name in known
+
         try:
-            return parse_graph(doc, known_types=known.__contains__, existing=existing,
+            return parse_graph(doc, known_types=is_known, existing=existing,
                                limits=self.tx.store.limits)
         except GraphError as exc:
             raise InvalidInput(str(exc)) from None

@@ -8,11 +8,20 @@ from typing import Any
 
 from sqlalchemy import and_
 
-from taskyard.core.limits import DEFAULT_LIMITS, LimitError, Limits, encode_args
+from taskyard.core.handlers import check_shell_job
+from taskyard.core.limits import (
+    DEFAULT_LIMITS,
+    PRIORITY_MAX,
+    LimitError,
+    Limits,
+    check_name,
+    encode_args,
+    whole,
+)
 from taskyard.core.locks import LockTemplateError, render_claims
 from taskyard.core.rate_limits import RateLimitError, render_rate_key
 from taskyard.core.states import JobState
-from taskyard.model.errors import InvalidInput
+from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import (
     AttemptRecord,
     JobRecord,
@@ -48,10 +57,14 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
     except (LimitError, LockTemplateError, RateLimitError) as exc:
         raise InvalidInput(str(exc)) from None
     pools = sub.pools or spec.pools
-    if any(not p for p in pools):
-        raise InvalidInput(f"{where}: pool names must not be empty")
-    if isinstance(sub.priority, bool) or not isinstance(sub.priority, int):
-        raise InvalidInput(f"{where}: priority must be an integer")
+    with refused_as_invalid(where):
+        if spec.handler.startswith("shell:"):
+            check_shell_job(spec.handler[6:], sub.args, args_text)
+        whole(sub.priority, "priority", minimum=-PRIORITY_MAX, maximum=PRIORITY_MAX)
+        if sub.retries is not None:
+            whole(sub.retries, "retries")
+        for pool in sub.pools or ():
+            check_name(pool, "pool name")
     return {
         "type": spec.name,
         "args": args_text,
@@ -140,6 +153,7 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         base_priority=m["base_priority"],
         unique_key=m["unique_key"],
         rate_key=m["rate_key"],
+        schedule_name=m["schedule_name"],
     )
 
 

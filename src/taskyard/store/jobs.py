@@ -6,11 +6,13 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, case, func, or_, select, update
 
+from taskyard.core.idle import PendingGroup, Unfinished
+from taskyard.core.limits import check_name
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
-from taskyard.model.errors import Conflict, InvalidInput, NotFound
+from taskyard.model.errors import Conflict, InvalidInput, NotFound, refused_as_invalid
 from taskyard.model.records import (
     AttemptRecord,
     JobRecord,
@@ -66,6 +68,9 @@ class Jobs:
     def _submit(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
         if not subs:
             return []
+        for name in {s.type for s in subs}:  # before it reaches SQL, the same on both stores
+            with refused_as_invalid():
+                check_name(name, "task type name")
         tx = self.tx
         if len(subs) == 1:
             sub = subs[0]
@@ -205,10 +210,37 @@ class Jobs:
         ).scalar_one())
 
     @reads
+    def unfinished(self, horizon: float) -> Unfinished:
+        """The unfinished jobs as ``up --until-idle`` weighs them
+        (:func:`taskyard.core.idle.idle_verdict`): pending ones grouped by their pools,
+        split at ``horizon`` seconds from now on the database clock."""
+        later = _J.c.run_after > self.tx.now + horizon
+        rows = self.tx.conn.execute(
+            select(_J.c.state, _J.c.pools, func.count(), func.sum(case((later, 1), else_=0)),
+                   func.min(case((later, _J.c.run_after))))
+            .where(_J.c.state.not_in(TERMINAL)).group_by(_J.c.state, _J.c.pools)).all()
+        counts = {state: sum(r[2] for r in rows if r[0] == state) for state in JobState}
+        return Unfinished(
+            active=counts[JobState.DISPATCHED] + counts[JobState.RUNNING]
+            + counts[JobState.SUSPENDED],
+            waiting=counts[JobState.WAITING],
+            pending=[PendingGroup(tuple(loads(pools)), count - int(n_later), int(n_later),
+                                  next_due)
+                     for state, pools, count, n_later, next_due in rows
+                     if state == JobState.PENDING])
+
+    @reads
     def pending(self, type: str, limit: int = 100) -> list[JobRecord]:
-        """That type's pending jobs, oldest first (swh's ``task list-pending``)."""
+        """That type's jobs due now: pending, with no ``run_after`` still ahead on the
+        database clock; oldest first (swh's ``task list-pending``). NotFound for an
+        unknown type."""
+        with refused_as_invalid():
+            check_name(type, "task type name")
+        if self.tx.task_types.get(type) is None:
+            raise NotFound(f"no task type {type!r}")
         query = (select(*JOB_COLUMNS).select_from(JOB_FROM)
-                 .where(_J.c.type == type, _J.c.state == JobState.PENDING)
+                 .where(_J.c.type == type, _J.c.state == JobState.PENDING,
+                        or_(_J.c.run_after.is_(None), _J.c.run_after <= self.tx.now))
                  .order_by(_J.c.id).limit(limit))
         return [to_record(r) for r in self.tx.conn.execute(query)]
 

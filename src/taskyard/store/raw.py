@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Table
-from sqlalchemy.dialects import postgresql
 
 if TYPE_CHECKING:
     from taskyard.store.dialects import Dialect
@@ -107,7 +106,12 @@ class Raw:
             self.dialect.insert_rows(self, head, columns, rows, types)
 
 
-_PG = postgresql.dialect()  # type: ignore[no-untyped-call]
+@functools.cache
+def _pg_dialect() -> Any:
+    """SQLAlchemy's PostgreSQL dialect, loaded on first use (SQLite never needs it)."""
+    from sqlalchemy.dialects import postgresql  # noqa: PLC0415
+
+    return postgresql.dialect()  # type: ignore[no-untyped-call]
 
 
 def pg_types(table: Table, columns: Sequence[str]) -> list[str]:
@@ -117,4 +121,4 @@ def pg_types(table: Table, columns: Sequence[str]) -> list[str]:
 
 @functools.lru_cache(maxsize=256)
 def _pg_type(table: Table, name: str) -> str:
-    return str(table.c[name].type.compile(dialect=_PG))
+    return str(table.c[name].type.compile(dialect=_pg_dialect()))

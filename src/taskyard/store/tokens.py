@@ -15,15 +15,13 @@ from sqlalchemy.exc import IntegrityError
 
 from taskyard.core.durations import iso
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
-from taskyard.model.records import JSON
+from taskyard.model.records import JSON, SCOPES
 from taskyard.store import schema as t
 
 if TYPE_CHECKING:
     from taskyard.store import Store
 
 _T = t.api_tokens
-SCOPES = ("read", "write", "admin")
-"""Token scopes, each allowing what the ones before it allow."""
 NAME_MAX = 200
 
 

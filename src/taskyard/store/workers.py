@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, func, select, text, update
 
 from taskyard.core.lifecycle import losses_after_suspend
+from taskyard.core.limits import check_name, whole
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
-from taskyard.model.errors import Conflict, InvalidInput
+from taskyard.model.errors import Conflict, InvalidInput, refused_as_invalid
 from taskyard.model.records import LeaseStatus, WorkerRecord, dumps, loads
 from taskyard.store import schema as t
 from taskyard.store.marks import reads
@@ -43,6 +44,11 @@ class Workers:
         """Join the cluster with a lease; a live worker of the same name is a Conflict."""
         if not name or not pools or capacity < 0 or lease_seconds <= 0:
             raise InvalidInput("worker: needs a name, at least one pool, capacity >= 0, a lease")
+        with refused_as_invalid("worker"):
+            check_name(name, "name")
+            for pool in pools:
+                check_name(pool, "pool name")
+            whole(capacity, "capacity")
         now = self.tx.now
         # Only one live worker per name (a partial unique index): a second one inserts
         # nothing, and the caller's transaction goes on.

@@ -3,23 +3,32 @@
 The child imports handlers once and runs job after job: no interpreter start
 per job. Its stdout/stderr are temp files, emptied between jobs, and only a
 bounded tail of each job's output is sent back.
+
+An ``async def`` handler (anything whose call returns an awaitable) runs to its end on
+the child's event loop: one loop per child, created at its first async job and reused,
+so that job after job costs no loop start. Timeouts and cancels end the child, loop and
+all, as they do for a plain function.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import os
 import pickle
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskyard.worker.context import Fenced, JobContext, set_current
+
+if TYPE_CHECKING:
+    import asyncio
 
 TAIL_BYTES = 8192
 
@@ -78,7 +87,7 @@ class Capture:
 
 
 def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Capture,
-         conn: Connection | None = None) -> dict[str, Any]:
+         loop: EventLoop, conn: Connection | None = None) -> dict[str, Any]:
     """Run one job; the outcome carries the tails of what it printed. Stage reports
     go to the worker over ``conn`` while it runs."""
     capture.reset()
@@ -89,14 +98,39 @@ def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Cap
     set_current(JobContext(msg.get("job_id", 0), msg.get("attempt", 0),
                            dict(msg.get("stages") or {}), conn))
     try:
-        outcome = _call(cache, msg)
+        outcome = _call(cache, msg, loop)
     finally:
         set_current(None)
     outcome["stdout_tail"], outcome["stderr_tail"] = capture.tails(msg.get("tail", TAIL_BYTES))
     return outcome
 
 
-def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any]) -> dict[str, Any]:
+class EventLoop:
+    """The child's event loop for async handlers: made at the first one, then reused."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None  # asyncio: loaded when needed
+
+    def run(self, awaitable: Awaitable[Any]) -> Any:
+        """Run ``awaitable`` to its end; tasks it left behind are cancelled, so that
+        nothing of one job runs during the next."""
+        import asyncio  # noqa: PLC0415 - a child without async handlers never loads it
+
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        loop = self._loop
+        try:
+            return loop.run_until_complete(awaitable)
+        finally:
+            left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+
+
+def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
+          loop: EventLoop) -> dict[str, Any]:
     try:
         func = _resolve(cache, msg["target"])
     except Exception as exc:
@@ -104,6 +138,8 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any]) -> dict[str
                 "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
     try:
         value = func(**msg["args"])
+        if inspect.isawaitable(value):
+            value = loop.run(value)
     except Fenced as exc:
         return {"state": "error", "exit_code": None, "error": str(exc)}
     except BaseException as exc:  # the handler's failure, whatever it raised
@@ -128,6 +164,7 @@ def child_main(conn: Connection, cwd: str) -> None:
         sys.path.insert(0, cwd)
     cache: dict[str, Callable[..., Any]] = {}
     capture = Capture()
+    loop = EventLoop()
     while True:
         try:
             msg = pickle.loads(conn.recv_bytes())
@@ -136,5 +173,5 @@ def child_main(conn: Connection, cwd: str) -> None:
         # A list is a pipeline of short jobs: run them one after the other, each outcome
         # sent as it ends (the worker takes the next one's start from it).
         for one in msg if isinstance(msg, list) else (msg,):
-            conn.send_bytes(pickle.dumps(_run(cache, one, capture, conn),
+            conn.send_bytes(pickle.dumps(_run(cache, one, capture, loop, conn),
                                          pickle.HIGHEST_PROTOCOL))

@@ -8,10 +8,11 @@ the function, so handlers stay plain functions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from taskyard.core.stages import StageError, check_stage_name, encode_stage_result
 
@@ -56,28 +57,68 @@ def set_current(ctx: JobContext | None) -> None:
     _current = ctx
 
 
-def stage(name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+@overload
+def stage(name: str, func: Callable[..., Coroutine[Any, Any, T]], /, *args: Any,
+          **kwargs: Any) -> Coroutine[Any, Any, T]: ...
+
+
+@overload
+def stage(name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
+
+
+def stage(name: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Run ``func(*args, **kwargs)`` as the stage ``name`` and return its result.
 
     If an earlier attempt of this job finished the stage, ``func`` is not called: its
     stored result is returned. The result must be JSON; it is stored when the stage
     ends. A failing ``func`` marks the stage failed and its exception propagates.
+
+    With an ``async def`` function, ``stage`` returns a coroutine to await, which does
+    the same: ``total = await stage("sum", fetch_and_sum, url)``.
     """
     check_stage_name(name)
     ctx = _current
+    if inspect.iscoroutinefunction(func):
+        return _async_stage(ctx, name, func, args, kwargs)
     if ctx is None:
         return func(*args, **kwargs)
     if name in ctx.done:
-        value: T = ctx.done[name]
-        return value
+        return ctx.done[name]
     ctx.report(name, "running")
     try:
         value = func(*args, **kwargs)
-    except Fenced:
-        raise
     except BaseException as exc:
-        ctx.report(name, "failed", f"{type(exc).__name__}: {exc}")
+        _failed(ctx, name, exc)
         raise
+    return _succeeded(ctx, name, value)
+
+
+async def _async_stage(ctx: JobContext | None, name: str,
+                       func: Callable[..., Coroutine[Any, Any, T]],
+                       args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    """:func:`stage` for a coroutine function: the same steps, awaiting ``func``."""
+    if ctx is None:
+        return await func(*args, **kwargs)
+    if name in ctx.done:
+        done: T = ctx.done[name]
+        return done
+    ctx.report(name, "running")
+    try:
+        value = await func(*args, **kwargs)
+    except BaseException as exc:
+        _failed(ctx, name, exc)
+        raise
+    return _succeeded(ctx, name, value)
+
+
+def _failed(ctx: JobContext, name: str, exc: BaseException) -> None:
+    """Record a stage whose function raised (a fenced report is not recorded again)."""
+    if not isinstance(exc, Fenced):
+        ctx.report(name, "failed", f"{type(exc).__name__}: {exc}")
+
+
+def _succeeded(ctx: JobContext, name: str, value: T) -> T:
+    """Record a stage's result (failed instead if it is not JSON) and return it."""
     try:
         encode_stage_result(name, value)
     except StageError as exc:

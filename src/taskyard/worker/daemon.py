@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from taskyard.core.prefetch import PaceTracker, prefetch_window, worth_declaring
+from taskyard.core.prefetch import DEFAULT_PREFETCH, PaceTracker, prefetch_window, worth_declaring
 from taskyard.core.stages import StageReport
 from taskyard.model.errors import Conflict, InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
@@ -32,8 +32,7 @@ from taskyard.worker.executor import Executor
 from taskyard.worker.reports import Placer, report_batch
 
 log = logging.getLogger("taskyard.worker")
-DEFAULT_PREFETCH = 512
-"""Most jobs a worker accepts queued beyond its capacity (while its jobs are short)."""
+jobs_log = logging.getLogger("taskyard.jobs")
 GATHER = 0.010
 """Seconds a busy worker lets ends accumulate before it reports them (group commit):
 only while its queue keeps every slot busy meanwhile (see ``WorkerDaemon._gather``)."""
@@ -229,10 +228,15 @@ class WorkerDaemon:
         for outcome, ok in zip(ended, accepted, strict=True):
             if ok:
                 self.stats["completed"] += 1
+                continue
+            self.stats["refused"] += 1
+            if outcome.state == "canceled":  # stopped on being told (cancel, timeout,
+                # requeue): the refusal is the expected end, not a problem
+                jobs_log.info("event=job-stopped job=%s attempt=%s", outcome.job_id,
+                              outcome.attempt)
             else:
-                self.stats["refused"] += 1
-                log.info("event=completion-refused job=%s attempt=%s state=%s",
-                         outcome.job_id, outcome.attempt, outcome.state)
+                log.warning("event=completion-refused job=%s attempt=%s state=%s",
+                            outcome.job_id, outcome.attempt, outcome.state)
 
     def _listen(self, stop: threading.Event) -> None:
         assert self.worker_id is not None

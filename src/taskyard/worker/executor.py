@@ -29,6 +29,8 @@ from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, pa
 from taskyard.worker.processes import PythonChild, Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
+jobs_log = logging.getLogger("taskyard.jobs")
+"""One line per job started and ended (shown from ``-v`` on)."""
 Key = tuple[int, int]
 PIPELINE = 16
 """Most jobs sent to a child in one message (a pipeline: see :meth:`Executor._next`)."""
@@ -195,7 +197,7 @@ class Executor:
             job = heapq.heappop(self._queue)[2]
             self._used += job.cost
             self._executing += 1
-            self._started.append((job.job_id, job.attempt, time.monotonic()))
+            self._began(job)
             batch = [job]
             depth = self._depth(job)
             while len(batch) < depth and self._queue:
@@ -245,8 +247,8 @@ class Executor:
                 then: ClaimedJob | None = None) -> None:
         """Hand ``outcome`` in, then free its room — or pass the room to ``then``, the
         next job of a pipeline, which the child started as it sent this outcome."""
-        log.debug("event=finished job=%s attempt=%s state=%s ms=%.1f", job.job_id,
-                  job.attempt, outcome.state, seconds * 1000)
+        jobs_log.info("event=job-ended job=%s attempt=%s type=%s state=%s ms=%.1f",
+                      job.job_id, job.attempt, job.type, outcome.state, seconds * 1000)
         # Hand the outcome in before freeing the room: whoever reads the starts and
         # then the ends (the worker's report) never sees a job take this one's room
         # without also seeing this one end — the database never shows more running
@@ -262,8 +264,14 @@ class Executor:
                 return
             # The same cost (see _next): the room passes on, never free meanwhile.
             self._piped -= 1
-            self._started.append((then.job_id, then.attempt, time.monotonic()))
+            self._began(then)
         self.on_start()
+
+    def _began(self, job: ClaimedJob) -> None:
+        """Record that ``job`` starts now (the worker reports the starts); lock held."""
+        self._started.append((job.job_id, job.attempt, time.monotonic()))
+        jobs_log.info("event=job-started job=%s attempt=%s type=%s", job.job_id,
+                      job.attempt, job.type)
 
     def _pipeline(self, index: int, batch: list[ClaimedJob]) -> None:
         """Run a pipeline (see :meth:`_next`) in slot ``index``'s child. When an attempt
@@ -327,8 +335,10 @@ class Executor:
             guardian=self.guardian), self._stop_state)
 
     def _env(self, job: ClaimedJob) -> dict[str, str]:
+        # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
+        args = json.dumps(job.args, separators=(",", ":"))
         return {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
-                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": json.dumps(job.args)}
+                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
 
     def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
         key = (job.job_id, job.attempt)

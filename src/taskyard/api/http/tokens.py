@@ -13,9 +13,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+from taskyard.model.records import SCOPES
 from taskyard.store import Store
 from taskyard.store.tokens import (
-    SCOPES,
     TokenRecord,
     check_token_fields,
     create_token,

@@ -16,23 +16,23 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql import Select
 
+from taskyard.model.errors import UnsupportedDatabase
+
 if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
+    # Only named for types: SQLite users never load the PostgreSQL dialect.
+    from sqlalchemy.dialects import postgresql, sqlite
+
     from taskyard.model.records import ClaimedJob, JobSubmission, Outcome, TaskTypeSpec
     from taskyard.store.clock import MovableClock
     from taskyard.store.dialects.results import Dispatched, Placed
     from taskyard.store.events import EventCursor
     from taskyard.store.raw import Raw
 
-Upsert = postgresql.Insert | sqlite.Insert
+    Upsert = postgresql.Insert | sqlite.Insert
 """An INSERT with ON CONFLICT clauses (both backends write them alike)."""
-
-
-class UnsupportedDatabase(ValueError):
-    """The URL names a database taskyard does not run on."""
 
 
 class Listener(Protocol):

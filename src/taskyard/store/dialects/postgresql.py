@@ -29,6 +29,7 @@ from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql import Select
 
+from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.dialects import pg_cycle, pg_join, pg_paths, pg_rows, pg_submit
 from taskyard.store.dialects.pg_engine import MOVED_NOW_SQL, NOW_SQL, make_engine
@@ -53,6 +54,7 @@ class PostgresDialect:
         self.url = url
         self._engines: dict[str, Engine] = {}
         """Engines besides the store's: the one over borrowed connections (pg_join)."""
+        schema.add_postgresql_predicates()
 
     # -- engine and transactions ---------------------------------------------------------
 
