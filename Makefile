@@ -1,7 +1,8 @@
 # taskyard — one command each: `make demo`, `make ui`, `make test`, `make bench`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The benchmarks' own environment: taskyard plus the peers (procrastinate, huey, Celery).
+# The benchmarks' own environment: taskyard plus the peers (procrastinate, PgQueuer, huey,
+# Celery); Airflow has a venv of its own (AIRFLOW_VENV).
 BENCH_VENV ?= .venv-bench
 
 # The browser tests drive Debian's chromium (Playwright's own browser download cannot
@@ -49,7 +50,7 @@ ui: $(VENV)/.installed
 test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
-# taskyard vs procrastinate, huey and Celery: bench/results/latest.md and the plots.
+# taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: bench/results/latest.md and the plots.
 bench: $(BENCH_VENV)/.installed
 	BENCH_VENV=$(abspath $(BENCH_VENV)) scripts/bench
 

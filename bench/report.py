@@ -11,7 +11,8 @@ from typing import Any
 
 # (peer, the taskyard it is compared with): the same storage where there is one;
 # redis-based peers are compared with taskyard's default, SQLite.
-PAIRS = [("procrastinate-pg", "taskyard-pg"), ("huey-sqlite", "taskyard-sqlite"),
+PAIRS = [("procrastinate-pg", "taskyard-pg"), ("pgqueuer-pg", "taskyard-pg"),
+         ("huey-sqlite", "taskyard-sqlite"),
          ("huey-pg", "taskyard-pg"), ("huey-redis", "taskyard-sqlite"),
          ("celery-redis", "taskyard-sqlite")]
 
@@ -73,6 +74,16 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
         Metric("w2_p99", "W2", "latency", "submit -> handler start, p99", "ms", "lower",
                _get("p99_ms")),
     ]
+    if profile.get("http"):
+        found += [
+            Metric("http_submit", "HTTP", "api", "POST /api/v1/jobs, "
+                   f"{profile['http'][1]} client threads", "jobs/s", "higher",
+                   _get("submit_per_s"), limited=False),
+            Metric("http_p50", "HTTP", "api", "HTTP submit -> handler start, p50", "ms",
+                   "lower", _get("p50_ms")),
+            Metric("http_p99", "HTTP", "api", "HTTP submit -> handler start, p99", "ms",
+                   "lower", _get("p99_ms")),
+        ]
     sizes = sorted(set(profile["w3_sizes"]) | set(profile["w3_once"]))
     found += [Metric(f"w3_{n}", "W3", str(n), f"cycle with {n:,} pending, 50 free slots",
                      "ms", "lower", _get("cycle_ms_median")) for n in sizes]
@@ -201,7 +212,7 @@ def markdown(summary: dict[str, Any]) -> str:
     prof = summary["profile"]
     mach = summary["machine"]
     lines = [
-        "# taskyard vs procrastinate, huey and Celery: latest benchmark",
+        "# taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: latest benchmark",
         "",
         f"Run {summary['started']} with `make bench` (profile `{prof['name']}`, "
         f"{prof['reps']} repetitions, systems interleaved; W3 at "
@@ -241,6 +252,12 @@ def markdown(summary: dict[str, Any]) -> str:
         ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system",
          f"Workers up and warm, {prof['w2_warmup']} warm-up jobs discarded; latency = "
          "handler start (its own clock) - the time just before the enqueue call."),
+        ("HTTP", "HTTP API (taskyard only: the peers have none)",
+         "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone, "
+         "client threads on keep-alive connections POSTing no-op jobs; latency = `taskyard "
+         "up --workers 1 --http` on an idle system, one job at a time, handler start - the "
+         "time just before the POST (the client polls the job every 2 ms). The client runs "
+         "on the same 2 cores as the server."),
         ("W3", "W3 backlog: scheduling cycle time",
          "taskyard: one `schedule()` cycle placing 50 jobs on 5 workers x 10 slots, the "
          "backlog inserted in bulk first. Peers have no scheduling cycle: their figure is "
@@ -263,16 +280,16 @@ def markdown(summary: dict[str, Any]) -> str:
          "every 0.2 s): an upper bound of the tree's peak. W3: the process that ran the "
          "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill."),
     ]
-    head = "| metric | " + " | ".join(systems) + " |"
-    rule = "|---|" + "---:|" * len(systems)
     for workload, title, note in sections:
         rows = [m for m in summary["metrics"] if m["workload"] == workload]
         if not rows:
             continue
-        lines += [f"## {title}", "", note, "", head, rule]
+        shown = [s for s in systems if workload != "HTTP" or s.startswith("taskyard-")]
+        lines += [f"## {title}", "", note, "", "| metric | " + " | ".join(shown) + " |",
+                  "|---|" + "---:|" * len(shown)]
         for m in rows:
             arrow = "↑" if m["better"] == "higher" else "↓"
-            cells = [render(m["values"].get(s, {})) for s in systems]
+            cells = [render(m["values"].get(s, {})) for s in shown]
             lines.append(f"| {m['label']} ({m['unit']}, {arrow}) | " + " | ".join(cells) + " |")
         lines.append("")
     pairs = [(p, o) for p, o in PAIRS if p in systems and o in systems]

@@ -1,4 +1,4 @@
-"""The benchmark suite: taskyard against procrastinate, huey and Celery on this machine.
+"""The benchmark suite: taskyard against procrastinate, PgQueuer, huey, Celery, Airflow.
 
 Every (system, workload) measurement runs in its own process (``bench.run_one``) with a
 hard timeout; the repetition is the outer loop and the systems are interleaved (their
@@ -59,6 +59,11 @@ class Profile:
     w4_timeout: dict[int, float]
     budget: float | None  # seconds for the whole suite; later runs are skipped
     systems: tuple[str, ...] = tuple(SYSTEMS)
+    # The HTTP API (taskyard only, bench.http): jobs POSTed, client threads, latency jobs.
+    http: tuple[int, int, int] | None = None
+    # Airflow (its own venv, W4 only): the graph sizes it runs and their time limit.
+    airflow_sizes: tuple[int, ...] = ()
+    airflow_timeout: float = 0.0
 
 
 PROFILES = {
@@ -72,13 +77,13 @@ PROFILES = {
         w1_enqueue_limit=2, w2_jobs=500, w2_warmup=20, w2_timeout=60,
         w3_sizes=(1_000, 10_000, 100_000), w3_once=(1_000_000,), w3_cycles=15,
         w4_sizes=(), w4_once=(10_000, 100_000), w4_shapes=SHAPES,
-        w4_timeout={10_000: 20, 100_000: 5}, budget=25 * 60),
+        w4_timeout={10_000: 20, 100_000: 5}, budget=25 * 60, http=(2_000, 8, 200)),
     "smoke": Profile(
         name="smoke", reps=1, w1_jobs=40, w1_runs=((1, False),), w1_timeout=30,
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg")),
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3)),
 }
 
 
@@ -113,6 +118,11 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
             found.append(("W2", "latency", {"jobs": p.w2_jobs, "warmup": p.w2_warmup,
                                             "timeout": p.w2_timeout}, p.w2_timeout,
                           p.w2_timeout + 90))
+            if p.http:
+                jobs, clients, count = p.http
+                found.append(("HTTP", "api", {"jobs": jobs, "clients": clients,
+                                              "latency": count}, 10 + jobs / 200 + count / 50,
+                              120 + jobs / 20 + count / 5))
         for n in p.w3_once if once else p.w3_sizes:
             found.append(("W3", str(n), {"pending": n, "cycles": p.w3_cycles}, 10 + n / 20_000,
                           90 + n / 5_000))
@@ -130,6 +140,8 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
         rotated = systems[shift:] + systems[:shift]
         for workload, cell, params, soft, hard in cells(rep, once):
             for system in rotated:
+                if workload == "HTTP" and not system.startswith("taskyard-"):
+                    continue  # the peers have no HTTP API of their own
                 runs.append(Run(rep, system, workload, cell, params, soft, hard))
     return runs
 
@@ -197,8 +209,8 @@ def machine() -> dict[str, Any]:
     versions: dict[str, str] = {}
     from importlib import metadata  # noqa: PLC0415
 
-    for dist in ("taskyard", "procrastinate", "huey", "celery", "kombu", "redis", "psycopg",
-                 "SQLAlchemy"):
+    for dist in ("taskyard", "procrastinate", "pgqueuer", "asyncpg", "huey", "celery", "kombu",
+                 "redis", "psycopg", "SQLAlchemy"):
         with suppress(metadata.PackageNotFoundError):
             versions[dist] = metadata.version(dist)
     with suppress(OSError, subprocess.SubprocessError):

@@ -49,6 +49,19 @@ class TaskyardSystem:
         out.mkdir(exist_ok=True)
         return graphs.run(self.url, shape, n, timeout=timeout, record=str(out))
 
+    def http(self, jobs: int, clients: int, count: int) -> dict[str, Any]:
+        """bench.http on this store: POST /api/v1/jobs throughput, then submit→start."""
+        from bench import http  # noqa: PLC0415 (httpx: the bench and dev extras only)
+
+        self._fresh()
+        row: dict[str, Any] = {"workload": "HTTP"}
+        submit = http.submit_rate(self.url, jobs, clients)
+        self._fresh()
+        lat = http.latency(self.url, count)
+        row.update(submit_per_s=submit["jobs_per_second"], clients=clients,
+                   p50_ms=lat["p50_ms"], p99_ms=lat["p99_ms"], latency_jobs=count)
+        return row
+
     def config(self) -> dict[str, str]:
         return {"storage": "SQLite file (WAL), the default" if self.backend == "sqlite"
                 else "PostgreSQL (psycopg 3), the same cluster as the peers",
