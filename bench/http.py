@@ -50,7 +50,8 @@ def _port() -> int:
 @contextmanager
 def taskyard(url: str, *args: str, port: int) -> Iterator[str]:
     """A taskyard daemon serving HTTP on ``port``; yields its base URL."""
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    # This process's path too: a run from another checkout serves that checkout's taskyard.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *[p for p in sys.path if p]])}
     proc = subprocess.Popen([sys.executable, "-m", "taskyard", "--db", url, *args], env=env,
                             cwd=HERE, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

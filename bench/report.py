@@ -12,7 +12,7 @@ from typing import Any
 # (peer, the taskyard it is compared with): the same storage where there is one;
 # redis-based peers are compared with taskyard's default, SQLite.
 PAIRS = [("procrastinate-pg", "taskyard-pg"), ("pgqueuer-pg", "taskyard-pg"),
-         ("huey-sqlite", "taskyard-sqlite"),
+         ("airflow-pg", "taskyard-pg"), ("huey-sqlite", "taskyard-sqlite"),
          ("huey-pg", "taskyard-pg"), ("huey-redis", "taskyard-sqlite"),
          ("celery-redis", "taskyard-sqlite")]
 
@@ -88,33 +88,33 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
     found += [Metric(f"w3_{n}", "W3", str(n), f"cycle with {n:,} pending, 50 free slots",
                      "ms", "lower", _get("cycle_ms_median")) for n in sizes]
     graphs = sorted(set(profile["w4_sizes"]) | set(profile["w4_once"]))
-    for n in graphs:
-        for shape in profile["w4_shapes"]:
-            cell = f"{shape} {n}"
-            found += [
-                Metric(f"w4_submit_{shape}_{n}", "W4", cell, f"{cell}: submit", "s", "lower",
-                       _get("submit_s"), limited=False),
-                Metric(f"w4_e2e_{shape}_{n}", "W4", cell, f"{cell}: end to end", "s", "lower",
-                       _get("end_to_end_s")),
-                Metric(f"w4_p50_{shape}_{n}", "W4", cell, f"{cell}: hand-off p50", "ms",
-                       "lower", _get("handoff_ms_p50")),
-                Metric(f"w4_p99_{shape}_{n}", "W4", cell, f"{cell}: hand-off p99", "ms",
-                       "lower", _get("handoff_ms_p99")),
-            ]
+    cells = [(shape, n) for shape, n in profile.get("w4_small", ())]  # Airflow's sizes
+    cells += [(shape, n) for n in graphs for shape in profile["w4_shapes"]]
+    for shape, n in cells:
+        cell = f"{shape} {n}"
+        found += [
+            Metric(f"w4_submit_{shape}_{n}", "W4", cell, f"{cell}: submit", "s", "lower",
+                   _get("submit_s"), limited=False),
+            Metric(f"w4_e2e_{shape}_{n}", "W4", cell, f"{cell}: end to end", "s", "lower",
+                   _get("end_to_end_s")),
+            Metric(f"w4_p50_{shape}_{n}", "W4", cell, f"{cell}: hand-off p50", "ms",
+                   "lower", _get("handoff_ms_p50")),
+            Metric(f"w4_p99_{shape}_{n}", "W4", cell, f"{cell}: hand-off p99", "ms",
+                   "lower", _get("handoff_ms_p99")),
+        ]
     found.append(Metric("w5_w1", "W5", "K=2", "W1, 2 workers: scheduler + workers", "MiB",
                         "lower", _rss("scheduler", "workers"), limited=False))
     found += [Metric(f"w5_w3_{n}", "W5", str(n),
                      f"W3 {n:,} pending: scheduler (peers: the dequeuing process)", "MiB",
                      "lower", _rss("scheduler", "dequeuer"), limited=False) for n in sizes]
-    for n in graphs:
-        for shape in profile["w4_shapes"]:
-            cell = f"{shape} {n}"
-            found += [
-                Metric(f"w5_w4s_{shape}_{n}", "W5", cell, f"W4 {cell}: scheduler", "MiB",
-                       "lower", _rss("scheduler"), limited=False),
-                Metric(f"w5_w4w_{shape}_{n}", "W5", cell, f"W4 {cell}: workers", "MiB",
-                       "lower", _rss("workers"), limited=False),
-            ]
+    for shape, n in cells:
+        cell = f"{shape} {n}"
+        found += [
+            Metric(f"w5_w4s_{shape}_{n}", "W5", cell, f"W4 {cell}: scheduler", "MiB",
+                   "lower", _rss("scheduler"), limited=False),
+            Metric(f"w5_w4w_{shape}_{n}", "W5", cell, f"W4 {cell}: workers", "MiB",
+                   "lower", _rss("workers"), limited=False),
+        ]
     return found
 
 

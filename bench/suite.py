@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import NEEDS, SYSTEMS
+from bench.peers.airflow_peer import installed as airflow_installed
 from bench.peers.common import drop_run_databases
 from bench.run_one import MARK
 
@@ -61,9 +62,11 @@ class Profile:
     systems: tuple[str, ...] = tuple(SYSTEMS)
     # The HTTP API (taskyard only, bench.http): jobs POSTed, client threads, latency jobs.
     http: tuple[int, int, int] | None = None
-    # Airflow (its own venv, W4 only): the graph sizes it runs and their time limit.
-    airflow_sizes: tuple[int, ...] = ()
-    airflow_timeout: float = 0.0
+    # W4 graphs small enough for Airflow (its own venv, W4 only: these cells, first
+    # repetition): (shape, jobs) and their time limit; every other system runs them in
+    # every repetition.
+    w4_small: tuple[tuple[str, int], ...] = ()
+    w4_small_timeout: float = 60.0
 
 
 PROFILES = {
@@ -77,7 +80,8 @@ PROFILES = {
         w1_enqueue_limit=2, w2_jobs=500, w2_warmup=20, w2_timeout=60,
         w3_sizes=(1_000, 10_000, 100_000), w3_once=(1_000_000,), w3_cycles=15,
         w4_sizes=(), w4_once=(10_000, 100_000), w4_shapes=SHAPES,
-        w4_timeout={10_000: 20, 100_000: 5}, budget=25 * 60, http=(2_000, 8, 200)),
+        w4_timeout={10_000: 20, 100_000: 5}, budget=25 * 60, http=(2_000, 8, 200),
+        w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=60),
     "smoke": Profile(
         name="smoke", reps=1, w1_jobs=40, w1_runs=((1, False),), w1_timeout=30,
         w1_enqueue_limit=None, w2_jobs=8,
@@ -123,6 +127,10 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
                 found.append(("HTTP", "api", {"jobs": jobs, "clients": clients,
                                               "latency": count}, 10 + jobs / 200 + count / 50,
                               120 + jobs / 20 + count / 5))
+        for shape, n in () if once else p.w4_small:
+            t = p.w4_small_timeout
+            found.append(("W4", f"{shape} {n}", {"shape": shape, "jobs": n, "timeout": t},
+                          t + n / 5_000, t + 90 + n / 1_000))
         for n in p.w3_once if once else p.w3_sizes:
             found.append(("W3", str(n), {"pending": n, "cycles": p.w3_cycles}, 10 + n / 20_000,
                           90 + n / 5_000))
@@ -133,6 +141,7 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
                               t + n / 5_000, t + 90 + n / 1_000))
         return found
 
+    small = {("W4", f"{shape} {n}") for shape, n in p.w4_small}
     runs: list[Run] = []
     order = [(1, False), (1, True)] + [(rep, False) for rep in range(2, reps + 1)]
     for rep, once in order:
@@ -142,6 +151,9 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
             for system in rotated:
                 if workload == "HTTP" and not system.startswith("taskyard-"):
                     continue  # the peers have no HTTP API of their own
+                if system == "airflow-pg" and (
+                        rep > 1 or once or (workload, cell) not in small):
+                    continue  # Airflow: the small graphs, once (each run takes minutes)
                 runs.append(Run(rep, system, workload, cell, params, soft, hard))
     return runs
 
@@ -213,6 +225,15 @@ def machine() -> dict[str, Any]:
                  "redis", "psycopg", "SQLAlchemy"):
         with suppress(metadata.PackageNotFoundError):
             versions[dist] = metadata.version(dist)
+    with suppress(OSError, subprocess.SubprocessError):  # Airflow: in its own venv
+        from bench.peers.airflow_peer import venv  # noqa: PLC0415
+
+        found = subprocess.run(
+            [str(venv() / "bin" / "python"), "-c", "from importlib.metadata import version; "
+             "print(version('apache-airflow'))"], check=False, text=True,
+            capture_output=True, timeout=60).stdout.strip()
+        if found:
+            versions["apache-airflow"] = found
     with suppress(OSError, subprocess.SubprocessError):
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, cwd=HERE,
                              text=True, capture_output=True, timeout=10).stdout.strip()
@@ -285,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown systems: {', '.join(unknown)} (known: {', '.join(SYSTEMS)})")
     systems = [s for s in wanted if all(servers.get(n) for n in NEEDS[s])]
+    if "airflow-pg" in systems and not airflow_installed():
+        systems.remove("airflow-pg")
+        print("suite: left out airflow-pg (no venv: make .venv-airflow/.installed)",
+              file=sys.stderr)
     left_out = [s for s in wanted if s not in systems]
     if left_out:
         print(f"suite: left out (no server given): {', '.join(left_out)}", file=sys.stderr)
