@@ -54,6 +54,20 @@ class Jobs:
             return self._submit_unique(subs, cycle_next)
         return self._submit(subs, cycle_next)
 
+    def submit_alone(self, sub: JobSubmission) -> int | None:
+        """PostgreSQL, in a unit of work of :meth:`Store.alone` (autocommit): ``sub`` in
+        one statement that commits by itself — while no live worker exists (nothing
+        the inline cycle could place). None when it wrote nothing: a worker is live, or
+        the submission needs the ordinary path; the caller then submits in a
+        transaction. Always None on SQLite."""
+        tx = self.tx
+        job_id, _ = tx.dialect.submit_one(
+            tx.raw, sub, tx.store.spec_cache,
+            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), alone=True)
+        if job_id is None:
+            tx.store.no_worker_seen = False
+        return job_id
+
     def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
         found = find_duplicates(self.tx, subs)
         fresh = [i for i in range(len(subs))
@@ -76,6 +90,11 @@ class Jobs:
             if job_id is not None:
                 if held is not None:  # the cycle's first reads, for the cycle to come
                     tx.ahead = tx.dialect.read_ahead(tx.raw, held, FIRST_PAGE)
+                elif cycle_next:  # no live worker: no cycle, nobody to wake
+                    tx.ahead = tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
+                    tx.placeable = False
+                if cycle_next:
+                    tx.store.no_worker_seen = held is None
                 if not cycle_next:
                     tx.notify("scheduler")
                 return [job_id]

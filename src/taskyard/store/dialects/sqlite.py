@@ -168,7 +168,8 @@ class SqliteDialect:
     event_cursor = staticmethod(sqlite_paths.event_cursor)
 
     def submit_one(self, *_: Any, **__: Any) -> tuple[int | None, bool | None]:
-        """No single-statement submit here: the ordinary path is as fast."""
+        """No single-statement submit here (nor one in autocommit: two statements, and
+        a write must take the write lock): the ordinary path is as fast."""
         return None, None
 
     def read_ahead(self, raw: Raw, held: bool, page: int) -> None:
