@@ -133,6 +133,10 @@ def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs
         pending = [e.payload["job_id"] for e in store.events.list()
                    if e.topic == "job-pending"]
         assert pending == waiting  # each written with its event
+        # A unique key is looked up first, with no worker too.
+        keyed = yard.submit("t", {"i": 9}, unique_key="k")
+        assert yard.submit("t", {"i": 9}, unique_key="k") == keyed
+        waiting.append(keyed)
         worker = store.workers.register("w", ["default"], 10, lease_seconds=60).id
         placed = yard.submit("t", {"i": 3})
         assert not store.no_worker_seen

@@ -60,6 +60,8 @@ class Jobs:
         the inline cycle could place). None when it wrote nothing: a worker is live, or
         the submission needs the ordinary path; the caller then submits in a
         transaction. Always None on SQLite."""
+        if sub.unique_key is not None or sub.unique_for is not None:
+            return None  # looks for its key's holder first: the transactional path
         tx = self.tx
         job_id, _ = tx.dialect.submit_one(
             tx.raw, sub, tx.store.spec_cache,
