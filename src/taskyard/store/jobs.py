@@ -114,8 +114,8 @@ class Jobs:
             ids = self.insert_with_prerequisites(rows, plan, specs)
         if not cycle_next:
             tx.notify("scheduler")
-        elif not tx.dialect.worth_a_cycle(tx.raw):
-            tx.placeable = False  # no live worker: no cycle, nobody to wake
+        elif tx.store.no_worker_seen and not tx.dialect.worth_a_cycle(tx.raw):
+            tx.placeable = False  # still no live worker: no cycle, nobody to wake
         return ids
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,

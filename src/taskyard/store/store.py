@@ -67,8 +67,10 @@ class Store:
         self.first_page = FIRST_PAGE
         self._statements: dict[str, Any] = {}
         self.no_worker_seen = False
-        """The last submit here found no live worker (PostgreSQL): the next one tries
-        :meth:`alone` first, one statement in autocommit (see Jobs.submit_alone)."""
+        """The last look here (a submit, a cycle) found no live worker: the next submit
+        checks before its inline cycle (SQLite: Dialect.worth_a_cycle), or tries
+        :meth:`alone` first (PostgreSQL: one statement in autocommit, Jobs.submit_alone).
+        While workers are live, the latency path pays for no such check."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:
