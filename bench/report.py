@@ -79,6 +79,8 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
             Metric("http_submit", "HTTP", "api", "POST /api/v1/jobs, "
                    f"{profile['http'][1]} client threads", "jobs/s", "higher",
                    _get("submit_per_s"), limited=False),
+            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs answered 500", "count",
+                   "lower", _get("submit_errors"), limited=False),
             Metric("http_p50", "HTTP", "api", "HTTP submit -> handler start, p50", "ms",
                    "lower", _get("p50_ms")),
             Metric("http_p99", "HTTP", "api", "HTTP submit -> handler start, p99", "ms",
@@ -182,6 +184,8 @@ def _cell(m: Metric, rows: list[dict[str, Any]], config: dict[str, str]) -> dict
 
 
 def fmt(value: float) -> str:
+    if value == 0:
+        return "0"
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 10:
