@@ -171,6 +171,8 @@ def _cell(m: Metric, rows: list[dict[str, Any]], config: dict[str, str]) -> dict
     if not got:
         if all(s == "skipped" for s in statuses):
             return {"status": "skipped"}
+        if not m.limited and "ok" not in statuses and "timeout" in statuses:
+            return {"status": "absent"}  # e.g. no such process group: not a time limit
         if "timeout" in statuses:
             done = [r.get("succeeded") for r in rows if r.get("status") == "timeout"]
             return {"status": "timeout", "done": max((d for d in done if d), default=0),
@@ -278,17 +280,26 @@ def markdown(summary: dict[str, Any]) -> str:
         ("W4", "W4 graphs",
          "2 worker processes, up before the graph is submitted; end to end = last "
          "handler's end - end of the submit call; hand-off = child's handler start - "
-         "parent's handler end, over every edge (both from the handlers' own clocks)."),
+         "parent's handler end, over every edge (both from the handlers' own clocks). "
+         "The small graphs (chain 100, fan-out 1,000, random 1,000) are the sizes Airflow "
+         "can run here: Airflow runs them in the first repetition only (each run takes "
+         "minutes), every other system in every repetition."),
         ("W5", "W5 memory: peak RSS",
          "Sum of VmHWM over each process tree (the daemon and all its children, sampled "
          "every 0.2 s): an upper bound of the tree's peak. W3: the process that ran the "
-         "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill."),
+         "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill. "
+         "Airflow forks a process per task: its figure is the highest sum of the tree's "
+         "RSS in one sample instead (a sum of peaks would add up processes that never "
+         "coexisted)."),
     ]
     for workload, title, note in sections:
         rows = [m for m in summary["metrics"] if m["workload"] == workload]
         if not rows:
             continue
-        shown = [s for s in systems if workload != "HTTP" or s.startswith("taskyard-")]
+        # A system with no figure in the whole section (the peers in HTTP, Airflow
+        # outside W4) gets no column there.
+        shown = [s for s in systems if any(m["values"].get(s, {}).get("status", "absent")
+                                           not in ("absent", "none") for m in rows)]
         lines += [f"## {title}", "", note, "", "| metric | " + " | ".join(shown) + " |",
                   "|---|" + "---:|" * len(shown)]
         for m in rows:
