@@ -1,8 +1,12 @@
 # taskyard — one command each: `make demo`, `make ui`, `make test`, `make bench`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The benchmarks' own environment: taskyard plus the peers (procrastinate, huey, Celery).
+# The benchmarks' own environment: taskyard plus the peers (procrastinate, PgQueuer, huey,
+# Celery); Airflow has a venv of its own (AIRFLOW_VENV).
 BENCH_VENV ?= .venv-bench
+# Airflow 2 (the W4 peer) needs SQLAlchemy 1.4: a venv of its own, pinned by
+# bench/airflow-constraints.txt. Only `make bench` installs it, never `make test`.
+AIRFLOW_VENV ?= .venv-airflow
 
 # The browser tests drive Debian's chromium (Playwright's own browser download cannot
 # work here): installed once, when missing.
@@ -28,6 +32,13 @@ $(BENCH_VENV)/.installed: pyproject.toml
 	$(BENCH_VENV)/bin/pip install -q -e '.[bench]'
 	touch $@
 
+$(AIRFLOW_VENV)/.installed: bench/airflow-constraints.txt
+	python3 -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
+	$(AIRFLOW_VENV)/bin/pip install -q -c bench/airflow-constraints.txt \
+	  apache-airflow==2.11.2 psycopg2-binary
+	touch $@
+
 $(CHROMIUM):
 	@command -v apt-get >/dev/null || { echo "make: install Debian's chromium for the browser tests" >&2; exit 1; }
 	apt-get update -qq
@@ -49,13 +60,13 @@ ui: $(VENV)/.installed
 test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
-# taskyard vs procrastinate, huey and Celery: bench/results/latest.md and the plots.
-bench: $(BENCH_VENV)/.installed
-	BENCH_VENV=$(abspath $(BENCH_VENV)) scripts/bench
+# taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: bench/results/latest.md and the plots.
+bench: $(BENCH_VENV)/.installed $(AIRFLOW_VENV)/.installed
+	BENCH_VENV=$(abspath $(BENCH_VENV)) AIRFLOW_VENV=$(abspath $(AIRFLOW_VENV)) scripts/bench
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) examples/demo/run .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(AIRFLOW_VENV) examples/demo/run .pytest_cache .mypy_cache .ruff_cache

@@ -75,7 +75,7 @@ def record_delays(pairs: list[tuple[str, str]],
     return [recs[c][0] - recs[p][1] for p, c in pairs if p in recs and c in recs]
 
 
-def run(url: str, shape: str, n: int, workers: int = 2, capacity: int = 8, *,
+def run(url: str, shape: str, n: int, workers: int = 2, capacity: int | None = 8, *,
         timeout: float = 3600.0, record: str | None = None) -> dict[str, Any]:
     """One graph run. Past ``timeout`` (end-to-end) the row has ``status: timeout`` and
     the number of jobs that succeeded by then; the daemons are stopped either way.
@@ -93,9 +93,9 @@ def run(url: str, shape: str, n: int, workers: int = 2, capacity: int = 8, *,
     with rss.sampling() as sampler:
         procs = [subprocess.Popen([*base, "scheduler"], env=env, stderr=subprocess.DEVNULL,
                                   cwd=HERE)]
-        procs += [subprocess.Popen([*base, "worker", "--name", f"g{i}", "--capacity",
-                                    str(capacity)], env=env, stderr=subprocess.DEVNULL,
-                                   cwd=HERE)
+        slots = [] if capacity is None else ["--capacity", str(capacity)]  # None: CPUs
+        procs += [subprocess.Popen([*base, "worker", "--name", f"g{i}", *slots], env=env,
+                                   stderr=subprocess.DEVNULL, cwd=HERE)
                   for i in range(workers)]
         sampler.add("scheduler", procs[0].pid)
         for p in procs[1:]:

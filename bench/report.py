@@ -11,7 +11,8 @@ from typing import Any
 
 # (peer, the taskyard it is compared with): the same storage where there is one;
 # redis-based peers are compared with taskyard's default, SQLite.
-PAIRS = [("procrastinate-pg", "taskyard-pg"), ("huey-sqlite", "taskyard-sqlite"),
+PAIRS = [("procrastinate-pg", "taskyard-pg"), ("pgqueuer-pg", "taskyard-pg"),
+         ("airflow-pg", "taskyard-pg"), ("huey-sqlite", "taskyard-sqlite"),
          ("huey-pg", "taskyard-pg"), ("huey-redis", "taskyard-sqlite"),
          ("celery-redis", "taskyard-sqlite")]
 
@@ -73,37 +74,49 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
         Metric("w2_p99", "W2", "latency", "submit -> handler start, p99", "ms", "lower",
                _get("p99_ms")),
     ]
+    if profile.get("http"):
+        found += [
+            Metric("http_submit", "HTTP", "api", "POST /api/v1/jobs, "
+                   f"{profile['http'][1]} client threads", "jobs/s", "higher",
+                   _get("submit_per_s"), limited=False),
+            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs answered 500", "count",
+                   "lower", _get("submit_errors"), limited=False),
+            Metric("http_p50", "HTTP", "api", "HTTP submit -> handler start, p50", "ms",
+                   "lower", _get("p50_ms")),
+            Metric("http_p99", "HTTP", "api", "HTTP submit -> handler start, p99", "ms",
+                   "lower", _get("p99_ms")),
+        ]
     sizes = sorted(set(profile["w3_sizes"]) | set(profile["w3_once"]))
     found += [Metric(f"w3_{n}", "W3", str(n), f"cycle with {n:,} pending, 50 free slots",
                      "ms", "lower", _get("cycle_ms_median")) for n in sizes]
     graphs = sorted(set(profile["w4_sizes"]) | set(profile["w4_once"]))
-    for n in graphs:
-        for shape in profile["w4_shapes"]:
-            cell = f"{shape} {n}"
-            found += [
-                Metric(f"w4_submit_{shape}_{n}", "W4", cell, f"{cell}: submit", "s", "lower",
-                       _get("submit_s"), limited=False),
-                Metric(f"w4_e2e_{shape}_{n}", "W4", cell, f"{cell}: end to end", "s", "lower",
-                       _get("end_to_end_s")),
-                Metric(f"w4_p50_{shape}_{n}", "W4", cell, f"{cell}: hand-off p50", "ms",
-                       "lower", _get("handoff_ms_p50")),
-                Metric(f"w4_p99_{shape}_{n}", "W4", cell, f"{cell}: hand-off p99", "ms",
-                       "lower", _get("handoff_ms_p99")),
-            ]
+    cells = [(shape, n) for shape, n in profile.get("w4_small", ())]  # Airflow's sizes
+    cells += [(shape, n) for n in graphs for shape in profile["w4_shapes"]]
+    for shape, n in cells:
+        cell = f"{shape} {n}"
+        found += [
+            Metric(f"w4_submit_{shape}_{n}", "W4", cell, f"{cell}: submit", "s", "lower",
+                   _get("submit_s"), limited=False),
+            Metric(f"w4_e2e_{shape}_{n}", "W4", cell, f"{cell}: end to end", "s", "lower",
+                   _get("end_to_end_s")),
+            Metric(f"w4_p50_{shape}_{n}", "W4", cell, f"{cell}: hand-off p50", "ms",
+                   "lower", _get("handoff_ms_p50")),
+            Metric(f"w4_p99_{shape}_{n}", "W4", cell, f"{cell}: hand-off p99", "ms",
+                   "lower", _get("handoff_ms_p99")),
+        ]
     found.append(Metric("w5_w1", "W5", "K=2", "W1, 2 workers: scheduler + workers", "MiB",
                         "lower", _rss("scheduler", "workers"), limited=False))
     found += [Metric(f"w5_w3_{n}", "W5", str(n),
                      f"W3 {n:,} pending: scheduler (peers: the dequeuing process)", "MiB",
                      "lower", _rss("scheduler", "dequeuer"), limited=False) for n in sizes]
-    for n in graphs:
-        for shape in profile["w4_shapes"]:
-            cell = f"{shape} {n}"
-            found += [
-                Metric(f"w5_w4s_{shape}_{n}", "W5", cell, f"W4 {cell}: scheduler", "MiB",
-                       "lower", _rss("scheduler"), limited=False),
-                Metric(f"w5_w4w_{shape}_{n}", "W5", cell, f"W4 {cell}: workers", "MiB",
-                       "lower", _rss("workers"), limited=False),
-            ]
+    for shape, n in cells:
+        cell = f"{shape} {n}"
+        found += [
+            Metric(f"w5_w4s_{shape}_{n}", "W5", cell, f"W4 {cell}: scheduler", "MiB",
+                   "lower", _rss("scheduler"), limited=False),
+            Metric(f"w5_w4w_{shape}_{n}", "W5", cell, f"W4 {cell}: workers", "MiB",
+                   "lower", _rss("workers"), limited=False),
+        ]
     return found
 
 
@@ -158,6 +171,8 @@ def _cell(m: Metric, rows: list[dict[str, Any]], config: dict[str, str]) -> dict
     if not got:
         if all(s == "skipped" for s in statuses):
             return {"status": "skipped"}
+        if not m.limited and "ok" not in statuses and "timeout" in statuses:
+            return {"status": "absent"}  # e.g. no such process group: not a time limit
         if "timeout" in statuses:
             done = [r.get("succeeded") for r in rows if r.get("status") == "timeout"]
             return {"status": "timeout", "done": max((d for d in done if d), default=0),
@@ -171,6 +186,8 @@ def _cell(m: Metric, rows: list[dict[str, Any]], config: dict[str, str]) -> dict
 
 
 def fmt(value: float) -> str:
+    if value == 0:
+        return "0"
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 10:
@@ -201,7 +218,7 @@ def markdown(summary: dict[str, Any]) -> str:
     prof = summary["profile"]
     mach = summary["machine"]
     lines = [
-        "# taskyard vs procrastinate, huey and Celery: latest benchmark",
+        "# taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: latest benchmark",
         "",
         f"Run {summary['started']} with `make bench` (profile `{prof['name']}`, "
         f"{prof['reps']} repetitions, systems interleaved; W3 at "
@@ -241,6 +258,12 @@ def markdown(summary: dict[str, Any]) -> str:
         ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system",
          f"Workers up and warm, {prof['w2_warmup']} warm-up jobs discarded; latency = "
          "handler start (its own clock) - the time just before the enqueue call."),
+        ("HTTP", "HTTP API (taskyard only: the peers have none)",
+         "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone, "
+         "client threads on keep-alive connections POSTing no-op jobs; latency = `taskyard "
+         "up --workers 1 --http` on an idle system, one job at a time, handler start - the "
+         "time just before the POST (the client polls the job every 2 ms). The client runs "
+         "on the same 2 cores as the server."),
         ("W3", "W3 backlog: scheduling cycle time",
          "taskyard: one `schedule()` cycle placing 50 jobs on 5 workers x 10 slots, the "
          "backlog inserted in bulk first. Peers have no scheduling cycle: their figure is "
@@ -257,22 +280,31 @@ def markdown(summary: dict[str, Any]) -> str:
         ("W4", "W4 graphs",
          "2 worker processes, up before the graph is submitted; end to end = last "
          "handler's end - end of the submit call; hand-off = child's handler start - "
-         "parent's handler end, over every edge (both from the handlers' own clocks)."),
+         "parent's handler end, over every edge (both from the handlers' own clocks). "
+         "The small graphs (chain 100, fan-out 1,000, random 1,000) are the sizes Airflow "
+         "can run here: Airflow runs them in the first repetition only (each run takes "
+         "minutes), every other system in every repetition."),
         ("W5", "W5 memory: peak RSS",
          "Sum of VmHWM over each process tree (the daemon and all its children, sampled "
          "every 0.2 s): an upper bound of the tree's peak. W3: the process that ran the "
-         "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill."),
+         "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill. "
+         "Airflow forks a process per task: its figure is the highest sum of the tree's "
+         "RSS in one sample instead (a sum of peaks would add up processes that never "
+         "coexisted)."),
     ]
-    head = "| metric | " + " | ".join(systems) + " |"
-    rule = "|---|" + "---:|" * len(systems)
     for workload, title, note in sections:
         rows = [m for m in summary["metrics"] if m["workload"] == workload]
         if not rows:
             continue
-        lines += [f"## {title}", "", note, "", head, rule]
+        # A system with no figure in the whole section (the peers in HTTP, Airflow
+        # outside W4) gets no column there.
+        shown = [s for s in systems if any(m["values"].get(s, {}).get("status", "absent")
+                                           not in ("absent", "none") for m in rows)]
+        lines += [f"## {title}", "", note, "", "| metric | " + " | ".join(shown) + " |",
+                  "|---|" + "---:|" * len(shown)]
         for m in rows:
             arrow = "↑" if m["better"] == "higher" else "↓"
-            cells = [render(m["values"].get(s, {})) for s in systems]
+            cells = [render(m["values"].get(s, {})) for s in shown]
             lines.append(f"| {m['label']} ({m['unit']}, {arrow}) | " + " | ".join(cells) + " |")
         lines.append("")
     pairs = [(p, o) for p, o in PAIRS if p in systems and o in systems]

@@ -18,12 +18,13 @@ from pathlib import Path
 PROC = Path("/proc")
 
 
-def hwm_kb(pid: int | str) -> int | None:
-    """The process's peak RSS in KiB, or None when it is gone (or not on Linux)."""
+def hwm_kb(pid: int | str, field: str = "VmHWM:") -> int | None:
+    """The process's peak RSS in KiB (``field="VmRSS:"``: its RSS now), or None when it
+    is gone (or not on Linux)."""
     try:
         with open(PROC / str(pid) / "status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         return None
@@ -78,6 +79,7 @@ class TreeSampler:
         self.interval = interval
         self.roots: dict[str, list[int]] = {}
         self.peaks: dict[str, dict[tuple[int, str], int]] = {}
+        self.live: dict[str, int] = {}  # group -> highest sum of VmRSS in one sample
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -86,6 +88,7 @@ class TreeSampler:
         with self._lock:
             self.roots.setdefault(group, []).append(pid)
             self.peaks.setdefault(group, {})
+            self.live.setdefault(group, 0)
 
     def sample(self) -> None:
         """Read every tracked process once (also called right before processes stop)."""
@@ -95,13 +98,16 @@ class TreeSampler:
         for group, roots in groups.items():
             seen = self.peaks[group]
             todo = [(pid, _start_time(pid)) for pid in roots]
+            now = 0
             while todo:
                 pid, start = todo.pop()
                 kb = hwm_kb(pid)
                 if kb is not None:
                     key = (pid, start)
                     seen[key] = max(seen.get(key, 0), kb)
+                    now += hwm_kb(pid, "VmRSS:") or 0
                 todo.extend(tree.get(pid, ()))
+            self.live[group] = max(self.live[group], now)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -121,6 +127,12 @@ class TreeSampler:
         """Per group: the sum of the peaks of the processes seen, in MiB."""
         with self._lock:
             return {g: round(sum(p.values()) / 1024, 1) for g, p in self.peaks.items()}
+
+    def live_peak_mb(self) -> dict[str, float]:
+        """Per group: the highest sum of the processes' RSS in one sample, in MiB: the
+        figure for trees that fork a process per task, whose peaks never coexist."""
+        with self._lock:
+            return {g: round(kb / 1024, 1) for g, kb in self.live.items()}
 
     def processes(self) -> dict[str, int]:
         with self._lock:

@@ -2,7 +2,7 @@
 
 The suite starts one such process per measurement: a crash, a hang or a leak stays
 inside it, and the suite's timeout kills its whole session. The spec is JSON:
-``{"system": ..., "workload": "W1".."W4", "params": {...}, "pg": URL|null,
+``{"system": ..., "workload": "W1".."W4" | "HTTP", "params": {...}, "pg": URL|null,
 "redis": URL|null, "tmp": DIR}``. The row is printed as ``BENCH-RESULT {json}``.
 """
 
@@ -34,6 +34,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             return system.w3(p["pending"], p["cycles"])
         if workload == "W4":
             return system.w4(p["shape"], p["jobs"], p["timeout"])
+        if workload == "HTTP":
+            return system.http(p["jobs"], p["clients"], p["latency"])
     except CannotExpress as exc:
         return {"status": "cannot", "reason": str(exc)}
     raise ValueError(f"unknown workload {workload!r}")

@@ -1,4 +1,4 @@
-"""The benchmark suite: taskyard against procrastinate, huey and Celery on this machine.
+"""The benchmark suite: taskyard against procrastinate, PgQueuer, huey, Celery, Airflow.
 
 Every (system, workload) measurement runs in its own process (``bench.run_one``) with a
 hard timeout; the repetition is the outer loop and the systems are interleaved (their
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import NEEDS, SYSTEMS
+from bench.peers.airflow_peer import installed as airflow_installed
 from bench.peers.common import drop_run_databases
 from bench.run_one import MARK
 
@@ -59,6 +60,13 @@ class Profile:
     w4_timeout: dict[int, float]
     budget: float | None  # seconds for the whole suite; later runs are skipped
     systems: tuple[str, ...] = tuple(SYSTEMS)
+    # The HTTP API (taskyard only, bench.http): jobs POSTed, client threads, latency jobs.
+    http: tuple[int, int, int] | None = None
+    # W4 graphs small enough for Airflow (its own venv, W4 only: these cells, first
+    # repetition): (shape, jobs) and their time limit; every other system runs them in
+    # every repetition.
+    w4_small: tuple[tuple[str, int], ...] = ()
+    w4_small_timeout: float = 60.0
 
 
 PROFILES = {
@@ -68,17 +76,19 @@ PROFILES = {
         # A 100,000-job graph cannot finish within any bench-sized limit (a chain is 100,000
         # hand-offs in a row): its run measures the submit and the hand-offs of what ran in
         # the first 5 s.
-        name="full", reps=3, w1_jobs=20_000, w1_runs=((1, False), (2, True)), w1_timeout=10,
-        w1_enqueue_limit=2, w2_jobs=500, w2_warmup=20, w2_timeout=60,
-        w3_sizes=(1_000, 10_000, 100_000), w3_once=(1_000_000,), w3_cycles=15,
+        name="full", reps=3, w1_jobs=10_000, w1_runs=((1, False), (2, True)), w1_timeout=8,
+        w1_enqueue_limit=2, w2_jobs=200, w2_warmup=10, w2_timeout=60,
+        w3_sizes=(10_000, 100_000), w3_once=(1_000_000,), w3_cycles=15,
         w4_sizes=(), w4_once=(10_000, 100_000), w4_shapes=SHAPES,
-        w4_timeout={10_000: 20, 100_000: 5}, budget=25 * 60),
+        w4_timeout={10_000: 20, 100_000: 5}, budget=25 * 60, http=(600, 8, 100),
+        # Airflow's graphs: 30 s each (Airflow runs ~1 task/s here, see airflow_peer).
+        w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=30),
     "smoke": Profile(
         name="smoke", reps=1, w1_jobs=40, w1_runs=((1, False),), w1_timeout=30,
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg")),
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3)),
 }
 
 
@@ -113,6 +123,15 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
             found.append(("W2", "latency", {"jobs": p.w2_jobs, "warmup": p.w2_warmup,
                                             "timeout": p.w2_timeout}, p.w2_timeout,
                           p.w2_timeout + 90))
+            if p.http:
+                jobs, clients, count = p.http
+                found.append(("HTTP", "api", {"jobs": jobs, "clients": clients,
+                                              "latency": count}, 10 + jobs / 200 + count / 50,
+                              120 + jobs / 20 + count / 5))
+        for shape, n in () if once else p.w4_small:
+            t = p.w4_small_timeout
+            found.append(("W4", f"{shape} {n}", {"shape": shape, "jobs": n, "timeout": t},
+                          t + n / 5_000, t + 90 + n / 1_000))
         for n in p.w3_once if once else p.w3_sizes:
             found.append(("W3", str(n), {"pending": n, "cycles": p.w3_cycles}, 10 + n / 20_000,
                           90 + n / 5_000))
@@ -123,6 +142,7 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
                               t + n / 5_000, t + 90 + n / 1_000))
         return found
 
+    small = {("W4", f"{shape} {n}") for shape, n in p.w4_small}
     runs: list[Run] = []
     order = [(1, False), (1, True)] + [(rep, False) for rep in range(2, reps + 1)]
     for rep, once in order:
@@ -130,6 +150,11 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
         rotated = systems[shift:] + systems[:shift]
         for workload, cell, params, soft, hard in cells(rep, once):
             for system in rotated:
+                if workload == "HTTP" and not system.startswith("taskyard-"):
+                    continue  # the peers have no HTTP API of their own
+                if system == "airflow-pg" and (
+                        rep > 1 or once or (workload, cell) not in small):
+                    continue  # Airflow: the small graphs, once (each run takes minutes)
                 runs.append(Run(rep, system, workload, cell, params, soft, hard))
     return runs
 
@@ -197,10 +222,19 @@ def machine() -> dict[str, Any]:
     versions: dict[str, str] = {}
     from importlib import metadata  # noqa: PLC0415
 
-    for dist in ("taskyard", "procrastinate", "huey", "celery", "kombu", "redis", "psycopg",
-                 "SQLAlchemy"):
+    for dist in ("taskyard", "procrastinate", "pgqueuer", "asyncpg", "huey", "celery", "kombu",
+                 "redis", "psycopg", "SQLAlchemy"):
         with suppress(metadata.PackageNotFoundError):
             versions[dist] = metadata.version(dist)
+    with suppress(OSError, subprocess.SubprocessError):  # Airflow: in its own venv
+        from bench.peers.airflow_peer import venv  # noqa: PLC0415
+
+        found = subprocess.run(
+            [str(venv() / "bin" / "python"), "-c", "from importlib.metadata import version; "
+             "print(version('apache-airflow'))"], check=False, text=True,
+            capture_output=True, timeout=60).stdout.strip()
+        if found:
+            versions["apache-airflow"] = found
     with suppress(OSError, subprocess.SubprocessError):
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, cwd=HERE,
                              text=True, capture_output=True, timeout=10).stdout.strip()
@@ -273,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown systems: {', '.join(unknown)} (known: {', '.join(SYSTEMS)})")
     systems = [s for s in wanted if all(servers.get(n) for n in NEEDS[s])]
+    if "airflow-pg" in systems and not airflow_installed():
+        systems.remove("airflow-pg")
+        print("suite: left out airflow-pg (no venv: make .venv-airflow/.installed)",
+              file=sys.stderr)
     left_out = [s for s in wanted if s not in systems]
     if left_out:
         print(f"suite: left out (no server given): {', '.join(left_out)}", file=sys.stderr)

@@ -6,9 +6,10 @@ from typing import Any
 
 from bench.peers.common import Ctx
 
-SYSTEMS = ["taskyard-sqlite", "taskyard-pg", "procrastinate-pg", "huey-sqlite", "huey-pg",
-           "huey-redis", "celery-redis"]
+SYSTEMS = ["taskyard-sqlite", "taskyard-pg", "procrastinate-pg", "pgqueuer-pg", "huey-sqlite",
+           "huey-pg", "huey-redis", "celery-redis", "airflow-pg"]
 NEEDS = {"taskyard-sqlite": set(), "taskyard-pg": {"pg"}, "procrastinate-pg": {"pg"},
+         "pgqueuer-pg": {"pg"}, "airflow-pg": {"pg"},
          "huey-sqlite": set(), "huey-pg": {"pg"}, "huey-redis": {"redis"},
          "celery-redis": {"redis"}}
 
@@ -23,6 +24,10 @@ def make(name: str, ctx: Ctx) -> Any:
         from bench.peers.procrastinate_peer import ProcrastinatePeer  # noqa: PLC0415
 
         return ProcrastinatePeer(ctx)
+    if name == "pgqueuer-pg":
+        from bench.peers.pgqueuer_peer import PgQueuerPeer  # noqa: PLC0415
+
+        return PgQueuerPeer(ctx)
     if name.startswith("huey-"):
         from bench.peers.huey_peer import HueyPeer  # noqa: PLC0415
 
@@ -31,4 +36,8 @@ def make(name: str, ctx: Ctx) -> Any:
         from bench.peers.celery_peer import CeleryPeer  # noqa: PLC0415
 
         return CeleryPeer(ctx)
+    if name == "airflow-pg":
+        from bench.peers.airflow_peer import AirflowPeer  # noqa: PLC0415
+
+        return AirflowPeer(ctx)
     raise ValueError(f"unknown system {name!r} (known: {', '.join(SYSTEMS)})")

@@ -47,13 +47,29 @@ class TaskyardSystem:
         self._fresh()
         out = self.ctx.tmp / "records"
         out.mkdir(exist_ok=True)
-        return graphs.run(self.url, shape, n, timeout=timeout, record=str(out))
+        # The worker's default capacity (one slot per CPU), as every other setting.
+        return graphs.run(self.url, shape, n, capacity=None, timeout=timeout, record=str(out))
+
+    def http(self, jobs: int, clients: int, count: int) -> dict[str, Any]:
+        """bench.http on this store: POST /api/v1/jobs throughput, then submit→start."""
+        from bench import http  # noqa: PLC0415 (httpx: the bench and dev extras only)
+
+        self._fresh()
+        row: dict[str, Any] = {"workload": "HTTP"}
+        # A failed POST is counted, not fatal: the rate is of the jobs that went in.
+        submit = http.submit_rate(self.url, jobs, clients, strict=False)
+        self._fresh()
+        lat = http.latency(self.url, count)
+        row.update(submit_per_s=submit["jobs_per_second"], clients=clients,
+                   submit_errors=submit["errors"], first_error=submit.get("first_error"),
+                   p50_ms=lat["p50_ms"], p99_ms=lat["p99_ms"], latency_jobs=count)
+        return row
 
     def config(self) -> dict[str, str]:
         return {"storage": "SQLite file (WAL), the default" if self.backend == "sqlite"
                 else "PostgreSQL (psycopg 3), the same cluster as the peers",
                 "workers": "defaults: `taskyard scheduler` + K x `taskyard worker` "
-                           "(W4: 2 workers, `--capacity 8`, as bench/graphs.py)",
+                           "(capacity: one slot per CPU, a Python child each; W4: 2 workers)",
                 "enqueue": "`Yard.submit()` per job (runs a cycle inline, the default); "
                            "batch: `Yard.submit_many()` of 1,000",
                 "graphs": "every shape (`Yard.submit_graph`)"}

@@ -19,9 +19,19 @@ def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:
           for shape in ("chain", "fanout", "random") for n in (10_000, 100_000)),
         *((f"huey-{s}", f"fanout {n}") for s in ("sqlite", "pg", "redis")
           for n in (10_000, 100_000)),
-        ("celery-redis", "fanout 10000"), ("celery-redis", "fanout 100000")}
+        ("celery-redis", "fanout 10000"), ("celery-redis", "fanout 100000"),
+        # The graphs small enough for Airflow: run by every system that can express them.
+        *((s, cell) for s in ("taskyard-sqlite", "taskyard-pg", "airflow-pg")
+          for cell in ("chain 100", "fanout 1000", "random 1000")),
+        *((f"huey-{s}", "fanout 1000") for s in ("sqlite", "pg", "redis")),
+        ("celery-redis", "chain 100"), ("celery-redis", "fanout 1000")}
     row = suite.cannot(next(r for r in runs if r.system == "procrastinate-pg"
                             and r.workload == "W4"), found["procrastinate-pg"])
     assert row is not None and row["status"] == "cannot" and "no dependencies" in row["reason"]
+    # Airflow runs those small graphs only, once; the HTTP API is taskyard's alone.
+    assert {(r.workload, r.cell, r.rep) for r in runs if r.system == "airflow-pg"} == {
+        ("W4", "chain 100", 1), ("W4", "fanout 1000", 1), ("W4", "random 1000", 1)}
+    assert {r.system for r in runs if r.workload == "HTTP"} == {"taskyard-sqlite",
+                                                                "taskyard-pg"}
     # Other workloads are never settled this way.
     assert all(suite.cannot(r, found[r.system]) is None for r in runs if r.workload != "W4")

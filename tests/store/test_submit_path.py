@@ -114,3 +114,35 @@ def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> Non
         assert not listener.wait(0.2)
     finally:
         listener.close()
+
+
+def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs_it(
+        db_url: str) -> None:
+    """With no live worker the inline cycle could place nothing: from the second submit
+    on, SQLite's submit checks for one instead of running the cycle, PostgreSQL's is one
+    statement in autocommit; once a worker is live, the next submit runs the cycle in
+    its own transaction again and places."""
+    from taskyard.api.yard import Yard
+
+    yard = Yard(db_url)
+    try:
+        yard.add_task_type("t", HANDLER)
+        store = yard.store
+        waiting = [yard.submit("t", {"i": i}) for i in range(3)]
+        assert store.no_worker_seen
+        assert [store.jobs.get(j).state for j in waiting] == ["pending"] * 3  # type: ignore[union-attr]
+        pending = [e.payload["job_id"] for e in store.events.list()
+                   if e.topic == "job-pending"]
+        assert pending == waiting  # each written with its event
+        # A unique key is looked up first, with no worker too.
+        keyed = yard.submit("t", {"i": 9}, unique_key="k")
+        assert yard.submit("t", {"i": 9}, unique_key="k") == keyed
+        waiting.append(keyed)
+        worker = store.workers.register("w", ["default"], 10, lease_seconds=60).id
+        placed = yard.submit("t", {"i": 3})
+        assert not store.no_worker_seen
+        # That submit's own cycle placed it, and the jobs that waited for a worker.
+        assert sorted(j.job_id for j in store.attempts.fetch(worker).jobs) == [
+            *waiting, placed]
+    finally:
+        yard.close()

@@ -217,10 +217,17 @@ class Yard:
 
     def _submit(self, subs: Sequence[JobSubmission]) -> list[int]:
         """Seed 000 runs schedule() on job creation: in the submit's own transaction,
-        so that a job reaches its worker with one commit."""
+        so that a job reaches its worker with one commit. While no worker is live (the
+        last submit found none), one job goes in by one statement in autocommit first:
+        the cycle could place nothing."""
+        if len(subs) == 1 and self.inline_cycle and self.store.no_worker_seen:
+            with self.store.alone() as tx:
+                job_id = tx.jobs.submit_alone(subs[0])
+            if job_id is not None:
+                return [job_id]
         with self.store.write() as tx:
             ids = tx.jobs.submit(subs, cycle_next=self.inline_cycle)
-            if self.inline_cycle and not self._place(tx):
+            if self.inline_cycle and tx.placeable and not self._place(tx):
                 tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
             return ids
 

@@ -157,13 +157,16 @@ class CycleTx:
             self._ahead = self.tx.dialect.read_ahead(self.tx.raw, True,
                                                      self.tx.store.first_page)
         if self._ahead is None:
-            return self.workers(), self.active_jobs(), self.limits()
-        workers, active, limits = self._ahead.snapshot
-        return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
-                 for w, name, pools, capacity, prefetch in workers],
-                [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
-                 for holder, type_, worker, cost, locks, count in active],
-                TypeLimits.of(limits))
+            found = self.workers(), self.active_jobs(), self.limits()
+        else:
+            workers, active, limits = self._ahead.snapshot
+            found = ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
+                      for w, name, pools, capacity, prefetch in workers],
+                     [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
+                      for holder, type_, worker, cost, locks, count in active],
+                     TypeLimits.of(limits))
+        self.tx.store.no_worker_seen = not found[0]
+        return found
 
     def forget_ahead(self) -> None:
         """Reads made ahead of the cycle are stale (its maintenance changed something):

@@ -56,6 +56,22 @@ class Jobs:
             return self._submit_unique(subs, cycle_next)
         return self._submit(subs, cycle_next)
 
+    def submit_alone(self, sub: JobSubmission) -> int | None:
+        """PostgreSQL, in a unit of work of :meth:`Store.alone` (autocommit): ``sub`` in
+        one statement that commits by itself — while no live worker exists (nothing
+        the inline cycle could place). None when it wrote nothing: a worker is live, or
+        the submission needs the ordinary path; the caller then submits in a
+        transaction. Always None on SQLite."""
+        if sub.unique_key is not None or sub.unique_for is not None:
+            return None  # looks for its key's holder first: the transactional path
+        tx = self.tx
+        job_id, _ = tx.dialect.submit_one(
+            tx.raw, sub, tx.store.spec_cache,
+            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), alone=True)
+        if job_id is None:
+            tx.store.no_worker_seen = False
+        return job_id
+
     def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
         found = find_duplicates(self.tx, subs)
         fresh = [i for i in range(len(subs))
@@ -81,6 +97,11 @@ class Jobs:
             if job_id is not None:
                 if held is not None:  # the cycle's first reads, for the cycle to come
                     tx.ahead = tx.dialect.read_ahead(tx.raw, held, FIRST_PAGE)
+                elif cycle_next:  # no live worker: no cycle, nobody to wake
+                    tx.ahead = tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
+                    tx.placeable = False
+                if cycle_next:
+                    tx.store.no_worker_seen = held is None
                 if not cycle_next:
                     tx.notify("scheduler")
                 return [job_id]
@@ -98,6 +119,8 @@ class Jobs:
             ids = self.insert_with_prerequisites(rows, plan, specs)
         if not cycle_next:
             tx.notify("scheduler")
+        elif tx.store.no_worker_seen and not tx.dialect.worth_a_cycle(tx.raw):
+            tx.placeable = False  # still no live worker: no cycle, nobody to wake
         return ids
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,

@@ -66,6 +66,11 @@ class Store:
         """PostgreSQL: task types read by submits, with their row versions (pg_submit)."""
         self.first_page = FIRST_PAGE
         self._statements: dict[str, Any] = {}
+        self.no_worker_seen = False
+        """The last look here (a submit, a cycle) found no live worker: the next submit
+        checks before its inline cycle (SQLite: Dialect.worth_a_cycle), or tries
+        :meth:`alone` first (PostgreSQL: one statement in autocommit, Jobs.submit_alone).
+        While workers are live, the latency path pays for no such check."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:
@@ -89,6 +94,15 @@ class Store:
             tx = Tx(self, conn)
             yield tx
             tx.finish()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[Tx]:
+        """A unit of work whose statements each commit by themselves (autocommit): one
+        statement costs one round trip, no ``BEGIN`` nor ``COMMIT``. For a unit of one
+        statement only (a submit while no worker is live, Jobs.submit_alone); nothing is
+        left to its end."""
+        with self.dialect.read_each(self.engine) as conn:
+            yield Tx(self, conn)
 
     @contextlib.contextmanager
     def joined(self, connection: Any) -> Iterator[Tx]:

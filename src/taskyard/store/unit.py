@@ -61,6 +61,9 @@ class Tx:
         self._raw: Raw | None = None
         self._steps: list[Callable[[], None]] = []
         self._channels: dict[str, None] = {}
+        self.placeable = True
+        """False when a submit's statement found no live worker: no cycle to run, no
+        scheduler to wake (see Jobs.submit)."""
 
     @property
     def raw(self) -> Raw:

@@ -87,6 +87,13 @@ LOCK_AHEAD = (
     f"AND {SCANS_OFF} ELSE false END")
 """SQL: try the global lock for this transaction (true when it is ours)."""
 
+LOCK_IF_WORKERS = f"CASE WHEN {_ANY_WORKER} THEN {LOCK_AHEAD} END"
+"""SQL: a submit's insert tries :data:`LOCK_AHEAD` only when a live worker could take
+the job; with none the cycle could place nothing (a worker runs one when it starts):
+NULL, and the submit costs one statement instead of three (the cycle's reads, its end)."""
+NO_WORKER = f"NOT {_ANY_WORKER}"
+"""SQL: no live worker (the condition of a submit in autocommit, see pg_submit)."""
+
 
 def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
     """The distinct pools lists of pending jobs (as CycleTx.pending_pool_lists), and the

@@ -18,7 +18,7 @@ from typing import Any
 from taskyard.core.routing import job_key
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.dialects.pg_cycle import LOCK_AHEAD
+from taskyard.store.dialects.pg_cycle import LOCK_IF_WORKERS, NO_WORKER
 from taskyard.store.events import encode_payload
 from taskyard.store.raw import Raw
 from taskyard.store.task_type_rows import COLUMNS, cached_spec
@@ -31,26 +31,30 @@ _READ_SPEC = f"SELECT xmin::text, {', '.join(COLUMNS)} FROM task_types WHERE nam
 
 
 @functools.lru_cache(maxsize=32)
-def _insert_sql(columns: tuple[str, ...], lock: bool) -> str:
+def _insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False) -> str:
     return (
         f"WITH j AS (INSERT INTO jobs ({', '.join(columns)}, created_at) "
         f"SELECT {', '.join('?' for _ in columns)}, {{now}} "
         "WHERE EXISTS (SELECT 1 FROM task_types WHERE name = ? AND xmin = ?::xid) "
-        "RETURNING id, graph_id), "
+        f"{f'AND {NO_WORKER} ' if alone else ''}RETURNING id, graph_id), "
         "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
         "SELECT 'job-pending', ?, '{\"job_id\":' || j.id || ?, j.id, j.graph_id, {now} "
         "FROM j) "
-        f"SELECT id, {LOCK_AHEAD if lock else 'NULL'}, pg_notify('taskyard_events', '') FROM j")
+        f"SELECT id, {LOCK_IF_WORKERS if lock else 'NULL'}, pg_notify('taskyard_events', '') "
+        "FROM j")
 
 
 def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
                build: Callable[[TaskTypeSpec], dict[str, Any]], *,
-               lock: bool = False) -> tuple[int | None, bool | None]:
+               lock: bool = False, alone: bool = False) -> tuple[int | None, bool | None]:
     """Insert ``sub`` as a pending job with its event; its id, or None when the caller
     must take the ordinary path (unknown type, update on launch, invalid input, or the
     type changed since it was cached: all decided there with a fresh read). With
     ``lock``, the same statement then tries the cycle's global lock
-    (:data:`cycle_pg.LOCK_AHEAD`): whether it is ours, or None when not tried."""
+    (:data:`pg_cycle.LOCK_IF_WORKERS`): whether it is ours, or None when not tried (with
+    ``lock``: no live worker). ``alone``: the statement commits by itself (autocommit)
+    and inserts only while no live worker exists — with one, the inline cycle must run
+    in the insert's transaction: None, nothing written, the caller takes that path."""
     cached = cache.get(sub.type)
     if cached is None:
         found = raw.first(_READ_SPEC, (sub.type,))
@@ -68,10 +72,11 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
         return None, None  # the ordinary path raises it, with the type read afresh
     columns = tuple(row)
     tail = encode_payload({"type": row["type"]})[1:]
-    found = raw.first(_insert_sql(columns, lock), [
+    found = raw.first(_insert_sql(columns, lock, alone), [
         *(row[c] for c in columns), spec.name, version,
         job_key(row["graph_id"], row["routing"]), "," + tail])
     if found is None:
-        cache.pop(sub.type, None)  # changed since: read it again next time
+        if not alone:  # alone: maybe only a live worker; the next read will tell
+            cache.pop(sub.type, None)  # changed since: read it again next time
         return None, None
     return int(found[0]), None if found[1] is None else bool(found[1])

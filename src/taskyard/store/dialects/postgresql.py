@@ -158,6 +158,11 @@ class PostgresDialect:
     event_cursor = staticmethod(pg_paths.event_cursor)
     submit_one = staticmethod(pg_submit.submit_one)
 
+    def worth_a_cycle(self, raw: Raw) -> bool:
+        """Assumed (no statement): a single submit's insert tells without a round trip
+        of its own (pg_cycle.LOCK_IF_WORKERS); a batch runs the cycle as it always did."""
+        return True
+
     def read_ahead(self, raw: Raw, held: bool, page: int) -> pg_cycle.Ahead:
         """The cycle's first reads, in the transaction that tried its lock."""
         return pg_cycle.Ahead.read(raw, held, page)

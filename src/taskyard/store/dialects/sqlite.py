@@ -37,6 +37,8 @@ from taskyard.store.raw import Raw
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
+_LIVE_WORKER = ("SELECT 1 FROM workers WHERE state = 'active' AND lease_expires_at >= {now} "
+                "LIMIT 1")
 """The database clock as epoch seconds."""
 
 
@@ -168,8 +170,15 @@ class SqliteDialect:
     event_cursor = staticmethod(sqlite_paths.event_cursor)
 
     def submit_one(self, *_: Any, **__: Any) -> tuple[int | None, bool | None]:
-        """No single-statement submit here: the ordinary path is as fast."""
+        """No single-statement submit here (nor one in autocommit: two statements, and
+        a write must take the write lock): the ordinary path is as fast."""
         return None, None
+
+    def worth_a_cycle(self, raw: Raw) -> bool:
+        """Whether a submit's inline cycle could place anything: a live worker exists
+        (one indexed read, less than the cycle's lock and reads, skipped while no worker
+        serves the queue: a worker runs a cycle when it starts)."""
+        return raw.first(_LIVE_WORKER) is not None
 
     def read_ahead(self, raw: Raw, held: bool, page: int) -> None:
         """The cycle's reads are made in the cycle itself."""
