@@ -132,7 +132,7 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
            lease: float, prefetch: int) -> None:
     """Run a worker: runs the jobs placed on it and their handlers."""
     from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
-    from taskyard.worker.daemon import main_worker  # noqa: PLC0415
+    from taskyard.worker.run import main_worker  # noqa: PLC0415
 
     _daemon_logging(ctx)
     _preflight(ctx.obj)

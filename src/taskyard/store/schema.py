@@ -12,7 +12,6 @@ tables; a test checks that a migrated schema equals ``metadata.create_all``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from sqlalchemy import (
     DDL,
@@ -20,12 +19,10 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
-    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
     Integer,
-    MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -36,43 +33,42 @@ from sqlalchemy import (
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store.dialects import pg_references
-
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "ck": "ck_%(table_name)s_%(constraint_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
+from taskyard.store.schema_base import Id, Time, add_postgresql_predicates, metadata
+from taskyard.store.schema_base import partial_index as _partial
+from taskyard.store.schema_service import (
+    api_tokens,
+    outbox_cursors,
+    rate_starts,
+    scheduler_state,
+    wakeups,
 )
 
-# SQLite only aliases the rowid (fast inserts, monotonic ids) for INTEGER PRIMARY KEY.
-Id = BigInteger().with_variant(Integer(), "sqlite")
-Time = Float(precision=53)
+__all__ = [
+    "EVENT_TX_DEFAULT",
+    "Id",
+    "Time",
+    "add_postgresql_predicates",
+    "api_tokens",
+    "attempts",
+    "dependencies",
+    "events",
+    "graphs",
+    "jobs",
+    "metadata",
+    "outbox_cursors",
+    "pools",
+    "rate_starts",
+    "scheduler_state",
+    "schedules",
+    "stages",
+    "task_types",
+    "wakeups",
+    "workers",
+]
 
 
 def _quoted(states: Iterable[str]) -> str:
     return ", ".join(f"'{s}'" for s in sorted(states))
-
-
-def _partial(sqlite: str, *, postgresql: str | None = None) -> dict[str, Any]:
-    """A partial index's predicate: SQLite's now, PostgreSQL's (the same text unless
-    given) once a PostgreSQL store opens (:func:`add_postgresql_predicates`). Declaring
-    it here at once would load SQLAlchemy's PostgreSQL dialect in every process, about
-    a tenth of a SQLite ``taskyard submit``."""
-    return {"sqlite_where": text(sqlite), "info": {"postgresql_where": postgresql or sqlite}}
-
-
-def add_postgresql_predicates() -> None:
-    """Give the partial indexes their PostgreSQL predicates (idempotent); the PostgreSQL
-    dialect calls it before anything creates or compares the schema."""
-    for table in metadata.tables.values():
-        for index in table.indexes:
-            where = index.info.get("postgresql_where")
-            options = index.dialect_options["postgresql"]
-            if where is not None and options["where"] is None:
-                options["where"] = text(where)
 
 
 _ACTIVE_SQL = _quoted(ACTIVE)
@@ -347,70 +343,11 @@ events = Table(
     Index("ix_events_tx_id", "tx_id", "id").ddl_if(dialect="postgresql"),
 )
 
-# Migration 0007: when the cycle dispatched each job of a rate-limited type, by key; read
-# per key met (the first index), forgotten past the longest window (the second).
-rate_starts = Table(
-    "rate_starts", metadata, Column("id", Id, primary_key=True, autoincrement=True),
-    Column("type", String(200), nullable=False), Column("rate_key", Text, nullable=False),
-    Column("at", Time, nullable=False),
-    Index("ix_rate_starts_type_rate_key_at", "type", "rate_key", "at"),
-    Index("ix_rate_starts_at", "at"),
-)
-
-outbox_cursors = Table(
-    "outbox_cursors",
-    metadata,
-    # Migration 0008: how far each outbox follower (the RabbitMQ publisher, by name) has
-    # delivered the event log: the last event the broker confirmed, as an EventCursor
-    # (the writing transaction and the event id; tx_id is 0 on SQLite, -1 before any).
-    Column("name", String(200), primary_key=True),
-    Column("tx_id", BigInteger, nullable=False),
-    Column("event_id", BigInteger, nullable=False),
-    Column("updated_at", Time, nullable=False),
-)
-
-wakeups = Table(
-    "wakeups",
-    metadata,
-    # SQLite's stand-in for LISTEN/NOTIFY channels: a notification bumps ``n``.
-    Column("channel", String(200), primary_key=True),
-    Column("n", BigInteger, nullable=False, server_default="0"),
-)
-
-scheduler_state = Table(
-    "scheduler_state",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("cycles", BigInteger, nullable=False, server_default="0"),
-    Column("holder", String(200)),
-    Column("last_cycle_started_at", Time),
-    Column("last_cycle_finished_at", Time),
-    CheckConstraint("id = 1", name="single_row"),
-)
-
 EVENT_TX_DEFAULT = ("ALTER TABLE events ALTER COLUMN tx_id "
                     "SET DEFAULT (pg_current_xact_id()::text::bigint)")
 """PostgreSQL: an event row records the transaction that wrote it."""
 event.listen(events, "after_create",
              DDL(EVENT_TX_DEFAULT).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]
-
-api_tokens = Table(
-    "api_tokens",
-    metadata,
-    # Migration 0006: bearer tokens of the HTTP API. Only a SHA-256 of each token is kept
-    # (tokens are 256 random bits: a slow hash would add nothing but latency per request).
-    Column("id", Id, primary_key=True, autoincrement=True),
-    Column("name", String(200), nullable=False),
-    Column("hash", String(64), nullable=False),
-    Column("scope", String(10), nullable=False),
-    Column("created_at", Time, nullable=False),
-    Column("revoked_at", Time),
-    Column("last_used_at", Time),
-    CheckConstraint("scope IN ('read', 'write', 'admin')", name="scope_known"),
-    Index("uq_api_tokens_hash", "hash", unique=True),
-    # A name is taken while its token is live; a revoked one's name may be reused.
-    Index("uq_api_tokens_live_name", "name", unique=True, **_partial("revoked_at IS NULL")),
-)
 
 # PostgreSQL's per-statement reference checks (see pg_references), created with the
 # tables by ``metadata.create_all`` as migration 0004 creates them.

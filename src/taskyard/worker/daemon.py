@@ -15,18 +15,16 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import signal
 import socket
 import threading
 import time
 from collections.abc import Sequence
-from types import FrameType
 
 from taskyard.core.prefetch import DEFAULT_PREFETCH, PaceTracker, prefetch_window, worth_declaring
 from taskyard.core.stages import StageReport
-from taskyard.model.errors import Conflict, InvalidInput
+from taskyard.model.errors import InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
-from taskyard.store import Store, open_store
+from taskyard.store import Store
 from taskyard.worker.deliveries import Deliveries, Key
 from taskyard.worker.executor import Executor
 from taskyard.worker.reports import Placer, report_batch
@@ -90,6 +88,11 @@ class WorkerDaemon:
         # database's clock at renewal, which is after we sent the request.
         self._lease_until = time.monotonic() + lease_seconds
         self.stats = {"claimed": 0, "completed": 0, "refused": 0, "reports": 0}
+
+    @property
+    def fenced(self) -> bool:
+        """Did the worker stop because it lost its lease (it was expelled)?"""
+        return self._fenced.is_set()
 
     def run(self, stop: threading.Event) -> None:
         """Serve until ``stop`` is set (or the lease is lost), then leave cleanly."""
@@ -370,35 +373,3 @@ class WorkerDaemon:
         self.executor.kill_grace = min(self.executor.kill_grace, self.lease_seconds / 6)
         self.executor.stop_all(ABANDONED)
         stop.set()
-
-
-def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: int | None,
-                lease_seconds: float = 15.0, placer: Placer | None = None,
-                prefetch: int = DEFAULT_PREFETCH) -> int:
-    """Run a worker until SIGTERM/SIGINT; used by ``taskyard worker``."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("event=signal signal=%s", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    store = open_store(url)
-    try:
-        daemon = WorkerDaemon(
-            store, name=name, pools=pools, capacity=capacity, lease_seconds=lease_seconds,
-            placer=placer, prefetch=prefetch,
-        )
-        try:
-            daemon.run(stop)
-        except Conflict:
-            # A live worker holds that name (e.g. one killed moments ago whose lease
-            # has not run out): join under a name of our own instead of failing.
-            daemon.name = f"{daemon.name}-{os.getpid()}"
-            daemon.executor.env["TASKYARD_WORKER"] = daemon.name
-            log.warning("event=name-taken worker=%s", daemon.name)
-            daemon.run(stop)
-        return 1 if daemon._fenced.is_set() else 0
-    finally:
-        store.close()
