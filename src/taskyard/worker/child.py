@@ -154,11 +154,6 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
     return {"state": "succeeded", "exit_code": 0, "result": value}
 
 
-def serve(fd: int, cwd: str) -> None:
-    """The child's entry point (see processes.PythonChild): jobs over the socket ``fd``."""
-    child_main(Connection(fd), cwd)
-
-
 def child_main(conn: Connection, cwd: str) -> None:
     """Serve jobs sent over ``conn`` until it closes."""
     # A group of our own, so that the worker (or its guardian, if the worker dies)

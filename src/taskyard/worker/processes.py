@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import pickle
 import select
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import IO, Any
 
 from taskyard.core.handlers import render_shell
 from taskyard.core.stages import StageError, StageReport, parse_stage_line, shell_done_names
-from taskyard.worker.child import read_tail
+from taskyard.worker.child import child_main, read_tail
 from taskyard.worker.guardian import Guardian
 
-# A Python child is a fresh interpreter (as multiprocessing's "spawn": no state inherited
-# from the worker's threads and connections) started by subprocess, with a socket pair
-# for its pipe: multiprocessing would also start its resource tracker, a third
-# interpreter per worker (~12 MiB) for semaphores the children never create.
-# The child's path is the worker's, as "spawn" makes it.
-_CHILD = ("import sys; sys.path[:] = {path!r}; "
-          "from taskyard.worker.child import serve; serve({fd}, {cwd!r})")
+_SPAWN = multiprocessing.get_context("spawn")
 POLL = 0.05
 # With a guardian, a shell command first waits for the worker's go-ahead on its stdin,
 # sent once the guardian watches its group: a worker killed between the two would
@@ -61,13 +53,10 @@ class PythonChild:
     """One spawned interpreter that runs Python handlers one after the other."""
 
     def __init__(self, guardian: Guardian | None = None) -> None:
-        ours, theirs = socket.socketpair()
-        with theirs:
-            self.process = subprocess.Popen(
-                [sys.executable, "-B", "-c", _CHILD.format(
-                    path=sys.path, fd=theirs.fileno(), cwd=os.getcwd())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
-        self._conn = Connection(ours.detach())
+        self._conn, theirs = _SPAWN.Pipe()
+        self.process = _SPAWN.Process(target=child_main, args=(theirs, os.getcwd()), daemon=True)
+        self.process.start()
+        theirs.close()
         # One poll object for the child's whole life (Connection.poll builds a selector
         # per call, which costs more than running a no-op job).
         self._poller = select.poll()
@@ -80,14 +69,7 @@ class PythonChild:
 
     @property
     def pid(self) -> int:
-        return int(self.process.pid)
-
-    def is_alive(self) -> bool:
-        return self.process.poll() is None
-
-    def _join(self, timeout: float) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout)
+        return int(self.process.pid or 0)
 
     def run(self, msg: dict[str, Any], deadline: float | None,
             stop_requested: Callable[[], bool],
@@ -118,10 +100,9 @@ class PythonChild:
                     self._send({"accepted": on_stage(report)})
                     continue
             except (EOFError, OSError):
-                self._join(1)
-                raise ChildDied(self.process.returncode) from None
-            if not self.is_alive() and not self._conn.poll(0):
-                raise ChildDied(self.process.returncode)
+                raise ChildDied(self.process.exitcode) from None
+            if not self.process.is_alive() and not self._conn.poll(0):
+                raise ChildDied(self.process.exitcode)
             if stop_requested():
                 raise Stopped
             if deadline is not None and time.monotonic() >= deadline:
@@ -135,16 +116,16 @@ class PythonChild:
             leads = os.getpgid(self.pid) == self.pid
         except OSError:
             leads = False
-        sig = terminate(self.pid, group=leads, grace=grace, alive=self.is_alive)
-        self._join(1)
+        sig = terminate(self.pid, group=leads, grace=grace, alive=self.process.is_alive)
+        self.process.join(1)
         self._conn.close()
         self._unwatch()
         return sig
 
     def close(self) -> None:
         self._conn.close()
-        self._join(2)
-        if self.is_alive():
+        self.process.join(2)
+        if self.process.is_alive():
             self.kill(0.5)
         self._unwatch()
 
