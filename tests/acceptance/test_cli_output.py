@@ -49,7 +49,8 @@ def test_listings_show_each_job_as_the_seed_does(cli: Cli) -> None:
     assert len(ticked) == 1
     assert "  Policy: one-shot\n" in blocks[due] and "  Interval: none\n" in blocks[due]
     assert '  Status: pending\n  Priority: 0\n  Args:\n    name: "now"' in blocks[due]
-    assert re.search(r"  Next run: (now|\d+ seconds ago|a second ago) \(\d{4}-", blocks[due])
+    # Due, so in the past: how far depends on how long a loaded machine took to get here.
+    assert re.search(r"  Next run: (now|an? \w+ ago|\d+ \w+ ago) \(\d{4}-", blocks[due])
     assert "  Policy: recurring (schedule tick)\n" in blocks[ticked[0]]
     assert "  Interval: 1h\n" in blocks[ticked[0]]
     assert [j["id"] for j in as_json.json()] == sorted(blocks)
