@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
@@ -128,8 +128,13 @@ def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs
     try:
         yard.add_task_type("t", HANDLER)
         store = yard.store
-        waiting = [yard.submit("t", {"i": i}) for i in range(3)]
+        waiting = [yard.submit("t", {"i": 0})]
+        commits: list[None] = []
+        event.listen(store.engine, "commit", lambda _conn: commits.append(None))
+        waiting += [yard.submit("t", {"i": i}) for i in (1, 2)]
         assert store.no_worker_seen
+        # One transaction per submit (SQLite), none besides the statement (PostgreSQL).
+        assert len(commits) == (2 if store.backend == "sqlite" else 0)
         assert [store.jobs.get(j).state for j in waiting] == ["pending"] * 3  # type: ignore[union-attr]
         pending = [e.payload["job_id"] for e in store.events.list()
                    if e.topic == "job-pending"]

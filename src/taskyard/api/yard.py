@@ -220,7 +220,7 @@ class Yard:
         so that a job reaches its worker with one commit. While no worker is live (the
         last submit found none), one job goes in by one statement in autocommit first:
         the cycle could place nothing."""
-        if len(subs) == 1 and self.inline_cycle and self.store.no_worker_seen:
+        if len(subs) == 1 and self.inline_cycle and self.store.submit_alone_first:
             with self.store.alone() as tx:
                 job_id = tx.jobs.submit_alone(subs[0])
             if job_id is not None:

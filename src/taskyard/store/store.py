@@ -95,6 +95,12 @@ class Store:
             yield tx
             tx.finish()
 
+    @property
+    def submit_alone_first(self) -> bool:
+        """Whether a single submit should try :meth:`alone` first: the dialect writes a
+        submit in one statement (PostgreSQL) and the last look found no live worker."""
+        return self.no_worker_seen and self.dialect.submits_alone
+
     @contextlib.contextmanager
     def alone(self) -> Iterator[Tx]:
         """A unit of work whose statements each commit by themselves (autocommit): one

@@ -158,6 +158,9 @@ class PostgresDialect:
     event_cursor = staticmethod(pg_paths.event_cursor)
     submit_one = staticmethod(pg_submit.submit_one)
 
+    submits_alone = True
+    """A single submit is one statement, which can run in autocommit (Store.alone)."""
+
     def worth_a_cycle(self, raw: Raw) -> bool:
         """Assumed (no statement): a single submit's insert tells without a round trip
         of its own (pg_cycle.LOCK_IF_WORKERS); a batch runs the cycle as it always did."""

@@ -174,6 +174,9 @@ class SqliteDialect:
         a write must take the write lock): the ordinary path is as fast."""
         return None, None
 
+    submits_alone = False
+    """A submit is several statements under the write lock: never in autocommit."""
+
     def worth_a_cycle(self, raw: Raw) -> bool:
         """Whether a submit's inline cycle could place anything: a live worker exists
         (one indexed read, less than the cycle's lock and reads, skipped while no worker
