@@ -5,10 +5,12 @@ stops everything (leaving, fenced) takes no more jobs from any thread."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 
+from taskyard.model.errors import InvalidInput
 from taskyard.model.records import Assignment, ClaimedJob
 from taskyard.store import Store
 from taskyard.worker.daemon import WorkerDaemon
@@ -44,3 +46,16 @@ def test_no_job_is_taken_once_everything_was_stopped(daemon: WorkerDaemon) -> No
     daemon.executor.stop_all("abandoned")
     daemon._take(Assignment([_job(2)]))
     assert daemon.executor.running() == []
+
+
+def test_a_worker_refused_at_registration_leaves_no_child_behind(store: Store) -> None:
+    # Its slots warm their interpreters from the start: refused, it must close them
+    # (a child left half-spawned by an exiting process prints a traceback; CI stop 24).
+    worker = WorkerDaemon(store, name="w" * 201, capacity=2)
+    stop = threading.Event()
+    with pytest.raises(InvalidInput, match="longer than 200 characters"):
+        worker.run(stop)
+    assert not any(thread.is_alive() for thread in worker.executor._threads)
+    assert all(child is None or not child.process.is_alive()
+               for child in worker.executor._children)
+    assert store.workers.list(include_gone=True) == []

@@ -96,10 +96,16 @@ class WorkerDaemon:
 
     def run(self, stop: threading.Event) -> None:
         """Serve until ``stop`` is set (or the lease is lost), then leave cleanly."""
-        record = self.store.workers.register(
-            self.name, self.pools, self.capacity, lease_seconds=self.lease_seconds,
-            hostname=socket.gethostname(), pid=os.getpid(),
-        )
+        try:
+            record = self.store.workers.register(
+                self.name, self.pools, self.capacity, lease_seconds=self.lease_seconds,
+                hostname=socket.gethostname(), pid=os.getpid(),
+            )
+        except InvalidInput:
+            # Refused for good (a Conflict may be retried under another name): let the
+            # slots' warming children start and close, so none outlives us half-spawned.
+            self.executor.shutdown(kill=True)
+            raise
         self.worker_id = record.id
         self._lease_until = time.monotonic() + self.lease_seconds - 0.1
         log.info("event=worker-started worker=%s id=%s pools=%s capacity=%s", self.name,
