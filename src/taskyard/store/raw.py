@@ -61,6 +61,10 @@ class Raw:
         self.dbapi: Any = dbapi
         self.cursor: Any = dbapi.cursor()
 
+    def close(self) -> None:
+        """Close the cursor: the unit of work that owns it has ended (see Tx.close)."""
+        self.cursor.close()
+
     def sql(self, text: str) -> str:
         """``text`` as the driver takes it (see :func:`render`)."""
         return render(text, self.now_sql, self._percent)

@@ -90,8 +90,7 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
-        with self.dialect.write(self.engine) as conn:
-            tx = Tx(self, conn)
+        with self.dialect.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
             yield tx
             tx.finish()
 
@@ -107,8 +106,8 @@ class Store:
         statement costs one round trip, no ``BEGIN`` nor ``COMMIT``. For a unit of one
         statement only (a submit while no worker is live, Jobs.submit_alone); nothing is
         left to its end."""
-        with self.dialect.read_each(self.engine) as conn:
-            yield Tx(self, conn)
+        with self.dialect.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+            yield tx
 
     @contextlib.contextmanager
     def joined(self, connection: Any) -> Iterator[Tx]:
@@ -119,22 +118,22 @@ class Store:
         wake-ups) is written when the block ends, and published by the caller's commit —
         or never, if the caller rolls back. It never runs the scheduling cycle (which
         would hold the global lock until the caller commits): the scheduler is woken."""
-        with self.dialect.join(connection, self.clock) as conn:
-            tx = Tx(self, conn, joined=True)
+        with self.dialect.join(connection, self.clock) as conn, contextlib.closing(
+                Tx(self, conn, joined=True)) as tx:
             yield tx
             tx.finish()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction (one snapshot for its statements)."""
-        with self.dialect.read(self.engine) as conn:
-            yield Tx(self, conn)
+        with self.dialect.read(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+            yield tx
 
     @contextlib.contextmanager
     def read_each(self) -> Iterator[Tx]:
         """Reads that need no snapshot shared between them (a worker's wake-up path)."""
-        with self.dialect.read_each(self.engine) as conn:
-            yield Tx(self, conn)
+        with self.dialect.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+            yield tx
 
     def transaction(self, kind: str) -> contextlib.AbstractContextManager[Tx]:
         """:meth:`write`, :meth:`read` or :meth:`read_each` by name."""

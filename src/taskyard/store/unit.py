@@ -9,7 +9,8 @@ never through inheritance, and the store never calls back into the layers above.
 
 What a transaction leaves to its end is explicit: steps registered with
 :meth:`Tx.before_commit` (graph bookkeeping deferred by a worker's batch), then the
-buffered events, then the wake-ups — all written just before the commit.
+buffered events, then the wake-ups — all written just before the commit. Nothing of a
+unit of work touches its connection once it has ended (:meth:`Tx.close`).
 """
 
 from __future__ import annotations
@@ -95,6 +96,22 @@ class Tx:
         if self._channels:
             self.dialect.notify(self.raw, list(self._channels))
             self._channels.clear()
+
+    def close(self) -> None:
+        """Close this unit's cursor (the store calls this as the unit ends, in the thread
+        that ran it, before the connection goes back to the pool).
+
+        Not left to the garbage collector: the aggregates refer to their unit of work, so
+        a unit is freed by a collection, in whichever thread runs one, at any time. An
+        open sqlite3 cursor then resets its last statement, which the driver caches per
+        connection and may be running for another unit of work on that connection at
+        that instant: the statement is left un-reset in the cache, and the next unit of
+        work that runs it fails with ``InterfaceError: bad parameter or other API
+        misuse`` (issue 23)."""
+        # An invalidated connection (a disconnect) has closed its driver connection, and
+        # its cursors with it: closing again would raise over the error that ended the unit.
+        if self._raw is not None and not self.conn.invalidated:
+            self._raw.close()
 
     @contextlib.contextmanager
     def cycle(self, *, locked: bool = False) -> Iterator[CycleTx | None]:
