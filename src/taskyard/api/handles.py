@@ -32,8 +32,9 @@ def wait_until(store: Store, read: Callable[[], T | None], timeout: float | None
     """``read()`` until it returns something: now, then at each wake-up of the
     ``events`` channel and every :data:`SAFETY_RECHECK` seconds. TimeoutError (naming
     ``what``) after ``timeout`` seconds."""
-    listener = store.listener("events")  # before the first read: no commit slips between
-    try:
+    # Listening before the first read: no commit slips between. The listener is lent
+    # (kept between waits): a wait opens no connection of its own.
+    with store.borrow_listener("events") as listener:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             found = read()
@@ -43,8 +44,6 @@ def wait_until(store: Store, read: Callable[[], T | None], timeout: float | None
             if left <= 0:
                 raise TimeoutError(f"{what} after {timeout}s")
             listener.wait(min(left, SAFETY_RECHECK))
-    finally:
-        listener.close()
 
 
 class JobFailed(Exception):

@@ -17,7 +17,6 @@ from taskyard.api.submissions import SubmitOptions
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
 from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
-from taskyard.core.states import TERMINAL
 from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import (
     EventRecord,
@@ -240,10 +239,8 @@ class Yard:
     def wait(self, job_id: int, timeout: float | None = None) -> JobRecord:
         """Block until the job is in a final state; TimeoutError after ``timeout`` seconds.
         Woken by the commits that write events, not a polling loop (see api/handles.py)."""
-        def ended() -> JobRecord | None:
-            job = self.get_job(job_id)
-            return job if job.state in TERMINAL else None
-        return wait_until(self.store, ended, timeout, f"job {job_id} has not ended")
+        return wait_until(self.store, lambda: self.store.jobs.ended(job_id), timeout,
+                          f"job {job_id} has not ended")
 
     def explain(self, job_id: int) -> list[Reason]:
         """Why the job is not running yet: dependencies, locks, capacity, queue, run_after."""

@@ -24,7 +24,7 @@ from taskyard.model.records import (
 from taskyard.store import schema as t
 from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
-from taskyard.store.marks import reads
+from taskyard.store.marks import reads, reads_each
 from taskyard.store.prereqs import PrereqPlan
 from taskyard.store.resolution import Ended
 from taskyard.store.unique_jobs import find_duplicates
@@ -224,6 +224,16 @@ class Jobs:
                                       .order_by(t.stages.c.attempt, t.stages.c.seq))
             ]
         return to_record(row, tries, stages)
+
+    @reads_each
+    def ended(self, job_id: int) -> JobRecord | None:
+        """The job, with its attempts and stages, once it has ended; None while it has
+        not: what a waiter reads at each wake-up, its state alone while it runs (one
+        statement; on PostgreSQL no BEGIN/COMMIT either). NotFound if there is none."""
+        state = self.tx.conn.execute(select(_J.c.state).where(_J.c.id == job_id)).scalar()
+        if state is None:
+            raise NotFound(f"no job {job_id}")
+        return self.get(job_id) if state in TERMINAL else None
 
     @reads
     def unfinished_count(self) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +30,7 @@ from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.clock import MovableClock
 from taskyard.store.cycle import CycleTx
 from taskyard.store.dialects import Dialect, Listener, dialect_for, normalize_url
+from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.marks import kind_of
 from taskyard.store.unit import AGGREGATES, Tx
 
@@ -66,6 +68,8 @@ class Store:
         """PostgreSQL: task types read by submits, with their row versions (pg_submit)."""
         self.first_page = FIRST_PAGE
         self._statements: dict[str, Any] = {}
+        self._pools: dict[str, ListenerPool] = {}
+        self._pools_lock = threading.Lock()
         self.no_worker_seen = False
         """The last look here (a submit, a cycle) found no live worker: the next submit
         checks before its inline cycle (SQLite: Dialect.worth_a_cycle), or tries
@@ -175,12 +179,25 @@ class Store:
         """Wake-ups for ``channel``: ``scheduler`` or ``worker.<id>``."""
         return self.dialect.listener(channel)
 
+    def borrow_listener(self, channel: str) -> contextlib.AbstractContextManager[Listener]:
+        """A listener on ``channel`` for one wait, lent from a pool that keeps a few
+        between waits: a wait opens no connection of its own (store/listener_pool.py)."""
+        with self._pools_lock:
+            pool = self._pools.get(channel)
+            if pool is None:
+                pool = self._pools[channel] = ListenerPool(lambda: self.listener(channel))
+        return pool.borrowed()
+
     def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
         """The jobs that wake-ups carried to a worker (None: it must read them)."""
         return self.dialect.jobs_in_wakeups(payloads)
 
     def close(self) -> None:
         """Release every pooled connection and the dialect's locks."""
+        with self._pools_lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()
         self.dialect.close()
         self.engine.dispose()
 

@@ -47,6 +47,17 @@ class Listener(Protocol):
         nothing, such as a reconnection's); empty where wake-ups carry nothing (SQLite)."""
         ...
 
+    def pause(self) -> bool:
+        """Stop hearing wake-ups until :meth:`resume` (kept in a pool between waits,
+        see store/listener_pool.py); False when it cannot be kept (a lost connection)."""
+        ...
+
+    def resume(self) -> None:
+        """Hear wake-ups again, from now on: what came before is dropped. A listener
+        that cannot listen again reports a wake-up at its next wait, as after a lost
+        connection."""
+        ...
+
     def close(self) -> None: ...
 
 

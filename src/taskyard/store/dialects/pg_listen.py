@@ -63,6 +63,34 @@ class PgListener:
     def payloads(self) -> list[str]:
         return self._payloads
 
+    def pause(self) -> bool:
+        """UNLISTEN: a paused connection must not collect notifications (the server
+        queues them for every listener, and an unread one holds the queue back)."""
+        import psycopg  # noqa: PLC0415
+
+        if self._conn is None:
+            return False
+        try:
+            self._conn.execute(f'UNLISTEN "{self._channel}"')
+        except psycopg.Error:
+            self._drop()
+            return False
+        return True
+
+    def resume(self) -> None:
+        import psycopg  # noqa: PLC0415
+
+        self._payloads = []
+        if self._conn is None:
+            return  # the next wait reconnects and reports a wake-up
+        try:
+            # Notifications read before the UNLISTEN took effect are stale: dropped.
+            for _ in self._conn.notifies(timeout=0.0):
+                pass
+            self._conn.execute(f'LISTEN "{self._channel}"')
+        except psycopg.Error:
+            self._drop()
+
     def _drop(self) -> None:
         with contextlib.suppress(Exception):
             self._conn.close()

@@ -63,5 +63,15 @@ class SqliteListener:
     def payloads(self) -> list[str]:
         return []
 
+    def pause(self) -> bool:
+        return True  # a poll that is not running hears nothing and costs nothing
+
+    def resume(self) -> None:
+        """Compare with the database as it is now, not as it was when paused; poll at
+        the pace of a new listener until woken."""
+        self._version = self._data_version()
+        self._count = self._counter()
+        self._woke = 0.0
+
     def close(self) -> None:
         self._conn.close()
