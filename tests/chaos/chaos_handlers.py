@@ -73,3 +73,14 @@ def work(ms: float, kind: str = "python", fail: str | None = None,
         raise RuntimeError(f"designed failure ({fail}) on attempt {_attempt()}")
     _record("end", kind=kind, lock=lock)
     return {"attempt": _attempt()}
+
+
+def outlive(kind: str = "python") -> None:
+    """Log a start, wait until the worker that runs this handler has died, then log an
+    end: the record a handler writes in the moment between its worker's SIGKILL and the
+    guardian's (tests/chaos/test_handler_records.py holds that moment open)."""
+    _record("start", kind=kind)
+    parent, deadline = os.getppid(), time.monotonic() + 120
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _record("end", kind=kind)
