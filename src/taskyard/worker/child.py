@@ -12,7 +12,6 @@ all, as they do for a plain function.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import json
@@ -154,12 +153,14 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
     return {"state": "succeeded", "exit_code": 0, "result": value}
 
 
+def serve(fd: int, cwd: str) -> None:
+    """The child's entry point (see processes.PythonChild): jobs over the socket ``fd``."""
+    child_main(Connection(fd), cwd)
+
+
 def child_main(conn: Connection, cwd: str) -> None:
-    """Serve jobs sent over ``conn`` until it closes."""
-    # A group of our own, so that the worker (or its guardian, if the worker dies)
-    # can end this child together with anything its handlers started.
-    with contextlib.suppress(OSError):
-        os.setsid()
+    """Serve jobs sent over ``conn`` until it closes (the worker started this process
+    in a session of its own: see processes.PythonChild)."""
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     cache: dict[str, Callable[..., Any]] = {}

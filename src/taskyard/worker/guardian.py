@@ -26,8 +26,8 @@ for line in sys.stdin:
     op, pgid = line[0], int(line[1:])
     (groups.add if op == "+" else groups.discard)(pgid)
 for pgid in groups:
-    # The leader itself first: a Python child leads its group only once its interpreter
-    # has started and called setsid(), so until then killpg finds no such group.
+    # The leader itself first, then its group: a watched process that does not lead a
+    # group (none does, as both kinds start in a session of their own) still dies.
     for kill in (os.kill, os.killpg):
         try:
             kill(pgid, signal.SIGKILL)
