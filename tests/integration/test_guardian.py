@@ -47,9 +47,11 @@ def test_handlers_die_with_a_killed_worker(cluster: Cluster, tmp_path: Path) -> 
 
 
 def test_the_guardian_kills_a_child_that_does_not_lead_its_group_yet(tmp_path: Path) -> None:
-    """A Python child calls setsid() only once its interpreter has started; a worker
-    killed before that used to leave it running (killpg found no such group), and the
-    child then ran the job already waiting in its pipe, unowned (found by the chaos test)."""
+    """Python children used to call setsid() only once their interpreter had started; a
+    worker killed before that left the child running (killpg found no such group), and
+    it then ran the job already waiting in its pipe, unowned (found by the chaos test).
+    They now start in a session of their own, and the guardian still kills the leader
+    itself first."""
     from taskyard.worker.guardian import Guardian
 
     ran = tmp_path / "ran"
@@ -69,6 +71,28 @@ def test_the_guardian_kills_a_child_that_does_not_lead_its_group_yet(tmp_path: P
             child.wait()
         assert child.stdin is not None
         child.stdin.close()
+
+
+def test_the_guardian_spares_a_group_it_no_longer_watches() -> None:
+    """Watched twice, unwatched once, a group is no longer watched (its number may be
+    another process's by the time the worker dies); the others die."""
+    from taskyard.worker.guardian import Guardian
+
+    spared, doomed = (subprocess.Popen(["sleep", "120"], start_new_session=True)
+                      for _ in range(2))
+    guardian = Guardian()
+    try:
+        guardian.watch(spared.pid)
+        guardian.watch(doomed.pid)
+        guardian.watch(spared.pid)
+        guardian.unwatch(spared.pid)
+        guardian.close()
+        assert doomed.wait(10) == -signal.SIGKILL
+        assert spared.poll() is None
+    finally:
+        for proc in (spared, doomed):
+            proc.kill()
+            proc.wait()
 
 
 _DIES_BEFORE_WATCHING = """
