@@ -21,10 +21,10 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Awaitable, Callable
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from taskyard.worker.context import Fenced, JobContext, set_current
+from taskyard.worker.pipe import Pipe
 
 if TYPE_CHECKING:
     import asyncio
@@ -86,7 +86,7 @@ class Capture:
 
 
 def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Capture,
-         loop: EventLoop, conn: Connection | None = None) -> dict[str, Any]:
+         loop: EventLoop, conn: Pipe | None = None) -> dict[str, Any]:
     """Run one job; the outcome carries the tails of what it printed. Stage reports
     go to the worker over ``conn`` while it runs."""
     capture.reset()
@@ -155,10 +155,10 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
 
 def serve(fd: int, cwd: str) -> None:
     """The child's entry point (see processes.PythonChild): jobs over the socket ``fd``."""
-    child_main(Connection(fd), cwd)
+    child_main(Pipe(fd), cwd)
 
 
-def child_main(conn: Connection, cwd: str) -> None:
+def child_main(conn: Pipe, cwd: str) -> None:
     """Serve jobs sent over ``conn`` until it closes (the worker started this process
     in a session of its own: see processes.PythonChild)."""
     if cwd not in sys.path:
