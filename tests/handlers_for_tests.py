@@ -68,6 +68,18 @@ def pid_then_sleep(path: str, seconds: float) -> None:
     time.sleep(seconds)
 
 
+def starts_then_sleeps(path: str, seconds: float) -> None:
+    """Start a ``sleep`` of its own (in the child's process group), then write both
+    process ids to ``path`` (whole, by a rename) and sleep too."""
+    import subprocess
+
+    sleeper = subprocess.Popen(["sleep", str(seconds)])
+    with open(path + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {sleeper.pid}")
+    os.replace(path + ".tmp", path)
+    time.sleep(seconds)
+
+
 async def async_echo(**kwargs: Any) -> dict[str, Any]:
     """An ``async def`` handler: awaits, and says which loop and process ran it."""
     import asyncio

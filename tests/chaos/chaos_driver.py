@@ -42,6 +42,7 @@ from taskyard.core.prefetch import DEFAULT_PREFETCH
 from taskyard.core.states import ACTIVE
 from taskyard.model.records import loads
 from taskyard.store import schema as t
+from taskyard.worker.guardian import NAME
 
 try:  # python -m tests.chaos.chaos_driver
     from . import chaos_checks as checks
@@ -305,7 +306,7 @@ def _guardian_of(pid: int) -> int | None:
             continue
         try:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == pid and b"\0-S\0-I\0-c\0" in (entry / "cmdline").read_bytes():
+            if ppid == pid and (entry / "cmdline").read_bytes().endswith(NAME.encode() + b"\0"):
                 return int(entry.name)
         except (OSError, ValueError, IndexError):
             continue

@@ -14,7 +14,6 @@ Handlers return their attempt number, so a stale completion shows in the result.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import time
 from typing import Any
@@ -36,15 +35,14 @@ SHELL_HANDLER = (
 )
 
 
-def _record(event: str, *, kind: str, lock: str | None = None, ok: bool = True) -> None:
-    # ``wpid``: the worker that spawned this child, even once it has died (then
-    # ``ppid``, the live parent, is no longer the worker).
-    parent = multiprocessing.parent_process()
+def _record(event: str, *, kind: str, worker: int, lock: str | None = None,
+            ok: bool = True) -> None:
+    # ``wpid``: the worker that started this handler (``worker``, taken when it started),
+    # even once it has died; ``ppid``, the live parent, is then no longer the worker.
     record: dict[str, Any] = {
         "ev": event, "job": int(os.environ["TASKYARD_JOB_ID"]),
         "att": int(os.environ["TASKYARD_ATTEMPT"]), "w": os.environ.get("TASKYARD_WORKER"),
-        "wpid": parent.pid if parent is not None else os.getppid(), "ppid": os.getppid(),
-        "t": time.time(), "type": kind, "ok": ok,
+        "wpid": worker, "ppid": os.getppid(), "t": time.time(), "type": kind, "ok": ok,
     }
     if lock is not None:
         record["lock"] = lock
@@ -56,6 +54,14 @@ def _record(event: str, *, kind: str, lock: str | None = None, ok: bool = True) 
         os.close(fd)
 
 
+def _worker() -> int:
+    """The worker running this handler: the Python child's parent as the handler starts
+    (the worker starts its children itself), or 1 if the worker has died already; then,
+    as for a shell started after its worker died, the checks find the worker in the
+    database (chaos_checks.attribute)."""
+    return os.getppid()
+
+
 def _attempt() -> int:
     return int(os.environ["TASKYARD_ATTEMPT"])
 
@@ -65,11 +71,22 @@ def work(ms: float, kind: str = "python", fail: str | None = None,
     """Sleep ``ms`` milliseconds. ``fail``: ``first`` fails attempt 1 (a retry then
     succeeds), ``always`` fails every attempt. ``slot``: the job holds ``res:{slot}``.
     ``k`` is the driver's key for the job (unused here)."""
-    lock = None if slot is None else f"res:{slot}"
-    _record("start", kind=kind, lock=lock)
+    lock, worker = None if slot is None else f"res:{slot}", _worker()
+    _record("start", kind=kind, worker=worker, lock=lock)
     time.sleep(ms / 1000)
     if fail == "always" or (fail == "first" and _attempt() == 1):
-        _record("end", kind=kind, lock=lock, ok=False)
+        _record("end", kind=kind, worker=worker, lock=lock, ok=False)
         raise RuntimeError(f"designed failure ({fail}) on attempt {_attempt()}")
-    _record("end", kind=kind, lock=lock)
+    _record("end", kind=kind, worker=worker, lock=lock)
     return {"attempt": _attempt()}
+
+
+def outlive(kind: str = "python") -> None:
+    """Log a start, wait until the worker that runs this handler has died, then log an
+    end: the record a handler writes in the moment between its worker's SIGKILL and the
+    guardian's (tests/chaos/test_handler_records.py holds that moment open)."""
+    worker, deadline = _worker(), time.monotonic() + 120
+    _record("start", kind=kind, worker=worker)
+    while os.getppid() == worker and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _record("end", kind=kind, worker=worker)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_self_fencing import _alive
 
 from conftest import Cluster
@@ -46,9 +47,11 @@ def test_handlers_die_with_a_killed_worker(cluster: Cluster, tmp_path: Path) -> 
 
 
 def test_the_guardian_kills_a_child_that_does_not_lead_its_group_yet(tmp_path: Path) -> None:
-    """A Python child calls setsid() only once its interpreter has started; a worker
-    killed before that used to leave it running (killpg found no such group), and the
-    child then ran the job already waiting in its pipe, unowned (found by the chaos test)."""
+    """Python children used to call setsid() only once their interpreter had started; a
+    worker killed before that left the child running (killpg found no such group), and
+    it then ran the job already waiting in its pipe, unowned (found by the chaos test).
+    They now start in a session of their own, and the guardian still kills the leader
+    itself first."""
     from taskyard.worker.guardian import Guardian
 
     ran = tmp_path / "ran"
@@ -68,6 +71,28 @@ def test_the_guardian_kills_a_child_that_does_not_lead_its_group_yet(tmp_path: P
             child.wait()
         assert child.stdin is not None
         child.stdin.close()
+
+
+def test_the_guardian_spares_a_group_it_no_longer_watches() -> None:
+    """Watched twice, unwatched once, a group is no longer watched (its number may be
+    another process's by the time the worker dies); the others die."""
+    from taskyard.worker.guardian import Guardian
+
+    spared, doomed = (subprocess.Popen(["sleep", "120"], start_new_session=True)
+                      for _ in range(2))
+    guardian = Guardian()
+    try:
+        guardian.watch(spared.pid)
+        guardian.watch(doomed.pid)
+        guardian.watch(spared.pid)
+        guardian.unwatch(spared.pid)
+        guardian.close()
+        assert doomed.wait(10) == -signal.SIGKILL
+        assert spared.poll() is None
+    finally:
+        for proc in (spared, doomed):
+            proc.kill()
+            proc.wait()
 
 
 _DIES_BEFORE_WATCHING = """
@@ -99,5 +124,53 @@ def test_a_shell_handler_does_not_run_unwatched(tmp_path: Path) -> None:
     deadline = time.monotonic() + 10
     while _alive(shell):
         assert time.monotonic() < deadline, "the shell neither ran nor exited"
+        time.sleep(0.02)
+    assert not ran.exists()
+
+
+# A worker in miniature: one Python child, watched by a guardian, runs a pipeline of two
+# jobs (the first starts a process of its own and sleeps; the second touches argv[2]);
+# the "worker" SIGKILLs itself at the point argv[3] names.
+_PYTHON_WORKER = """
+import os, signal, sys, time
+from taskyard.worker.guardian import Guardian
+from taskyard.worker.processes import PythonChild
+
+pids, ran, point = sys.argv[1:4]
+
+class DiesBeforeWatching(Guardian):
+    def watch(self, pgid):
+        with open(pids, "w") as fh:
+            fh.write(str(pgid))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+child = PythonChild(DiesBeforeWatching() if point == "before-watch" else Guardian())
+job = {"env": {}, "tail": 100, "job_id": 1, "attempt": 1, "stages": {}}
+child.send_pipeline([
+    {**job, "target": "handlers_for_tests:starts_then_sleeps",
+     "args": {"path": pids, "seconds": 120}},
+    {**job, "target": "pathlib:Path.touch", "args": {"self": ran}}])
+while not os.path.exists(pids):
+    time.sleep(0.01)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("point", ["before-watch", "mid-handler"])
+def test_a_python_child_dies_with_its_worker(tmp_path: Path, point: str) -> None:
+    """SIGKILLed before its guardian watched the child, the worker leaves a child that
+    ends by itself (its pipe closed) without running a job; SIGKILLed while a handler
+    runs, the guardian ends the child and what the handler started, and the pipeline's
+    next job never runs."""
+    pids, ran = tmp_path / "pids", tmp_path / "ran"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    worker = subprocess.run([sys.executable, "-c", _PYTHON_WORKER, str(pids), str(ran), point],
+                            env=env, timeout=60, check=False)
+    assert worker.returncode == -signal.SIGKILL
+    left = [int(pid) for pid in pids.read_text().split()]
+    assert len(left) == (1 if point == "before-watch" else 2)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in left):
+        assert time.monotonic() < deadline, f"{left} outlived their worker"
         time.sleep(0.02)
     assert not ran.exists()

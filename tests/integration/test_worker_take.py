@@ -56,6 +56,6 @@ def test_a_worker_refused_at_registration_leaves_no_child_behind(store: Store) -
     with pytest.raises(InvalidInput, match="longer than 200 characters"):
         worker.run(stop)
     assert not any(thread.is_alive() for thread in worker.executor._threads)
-    assert all(child is None or not child.process.is_alive()
+    assert all(child is None or not child.is_alive()
                for child in worker.executor._children)
     assert store.workers.list(include_gone=True) == []

@@ -12,7 +12,6 @@ all, as they do for a plain function.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import json
@@ -22,10 +21,10 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Awaitable, Callable
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from taskyard.worker.context import Fenced, JobContext, set_current
+from taskyard.worker.pipe import Pipe
 
 if TYPE_CHECKING:
     import asyncio
@@ -87,7 +86,7 @@ class Capture:
 
 
 def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Capture,
-         loop: EventLoop, conn: Connection | None = None) -> dict[str, Any]:
+         loop: EventLoop, conn: Pipe | None = None) -> dict[str, Any]:
     """Run one job; the outcome carries the tails of what it printed. Stage reports
     go to the worker over ``conn`` while it runs."""
     capture.reset()
@@ -154,12 +153,14 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
     return {"state": "succeeded", "exit_code": 0, "result": value}
 
 
-def child_main(conn: Connection, cwd: str) -> None:
-    """Serve jobs sent over ``conn`` until it closes."""
-    # A group of our own, so that the worker (or its guardian, if the worker dies)
-    # can end this child together with anything its handlers started.
-    with contextlib.suppress(OSError):
-        os.setsid()
+def serve(fd: int, cwd: str) -> None:
+    """The child's entry point (see processes.PythonChild): jobs over the socket ``fd``."""
+    child_main(Pipe(fd), cwd)
+
+
+def child_main(conn: Pipe, cwd: str) -> None:
+    """Serve jobs sent over ``conn`` until it closes (the worker started this process
+    in a session of its own: see processes.PythonChild)."""
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     cache: dict[str, Callable[..., Any]] = {}

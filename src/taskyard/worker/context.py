@@ -11,10 +11,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any, TypeVar, overload
 
 from taskyard.core.stages import StageError, check_stage_name, encode_stage_result
+from taskyard.worker.pipe import Pipe
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ class JobContext:
     job_id: int
     attempt: int
     done: dict[str, Any] = field(default_factory=dict)
-    _conn: Connection | None = None
+    _conn: Pipe | None = None
 
     def report(self, name: str, state: str, result: Any = None) -> None:
         if self._conn is None:

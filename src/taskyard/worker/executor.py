@@ -362,7 +362,7 @@ class Executor:
 
     def _child(self, index: int) -> PythonChild:
         child = self._children[index]
-        if child is None or not child.process.is_alive():
+        if child is None or not child.is_alive():
             child = self._children[index] = PythonChild(self.guardian)
         return child
 

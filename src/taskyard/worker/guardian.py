@@ -11,28 +11,33 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 import threading
 
 log = logging.getLogger("taskyard.worker")
 
-# Runs with -S -I: no site packages, no user environment; starts in ~15 ms.
-_CODE = """
-import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)   # a terminal's Ctrl-C is for the worker
-signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is `kill`; we end when the pipe closes
-groups = set()
-for line in sys.stdin:
-    op, pgid = line[0], int(line[1:])
-    (groups.add if op == "+" else groups.discard)(pgid)
-for pgid in groups:
-    # The leader itself first: a Python child leads its group only once its interpreter
-    # has started and called setsid(), so until then killpg finds no such group.
-    for kill in (os.kill, os.killpg):
-        try:
-            kill(pgid, signal.SIGKILL)
-        except OSError:
-            pass
+# A POSIX shell loop, not a Python interpreter: ~1.6 MiB of memory instead of ~9.4 MiB
+# (python -S -I), for a process every worker keeps for its whole life. Its argument
+# ``taskyard-guardian`` ($0) names it in ps. It reads "+PGID" and "-PGID" lines and keeps
+# the watched groups as " a b c ", each at most once: a group unwatched must never be
+# killed (its number may belong to another process by then).
+NAME = "taskyard-guardian"
+_CODE = r"""
+trap '' INT TERM  # a terminal's Ctrl-C and `kill` are for the worker; we end at EOF
+groups=' '
+while IFS= read -r line; do
+  pgid=${line#?}
+  case $pgid in ''|*[!0-9]*) continue ;; esac
+  case $line in
+    +*) case $groups in *" $pgid "*) ;; *) groups="$groups$pgid " ;; esac ;;
+    -*) case $groups in *" $pgid "*) groups="${groups%% $pgid *} ${groups#* $pgid }" ;; esac ;;
+  esac
+done
+# The leader itself first, then its group: a watched process that does not lead a group
+# (none does, as both kinds of handler start in a session of their own) still dies.
+for pgid in $groups; do
+  kill -9 "$pgid" 2>/dev/null
+  kill -9 "-$pgid" 2>/dev/null
+done
 """
 
 
@@ -44,7 +49,7 @@ class Guardian:
         self._lock = threading.Lock()
         try:
             self._proc: subprocess.Popen[str] | None = subprocess.Popen(
-                [sys.executable, "-S", "-I", "-c", _CODE], stdin=subprocess.PIPE,
+                ["/bin/sh", "-c", _CODE, NAME], stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
         except OSError:
             log.exception("event=guardian-failed (handlers may outlive a killed worker)")

@@ -4,23 +4,33 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import os
 import pickle
 import select
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import IO, Any
 
 from taskyard.core.handlers import render_shell
 from taskyard.core.stages import StageError, StageReport, parse_stage_line, shell_done_names
-from taskyard.worker.child import child_main, read_tail
+from taskyard.worker.child import read_tail
 from taskyard.worker.guardian import Guardian
 
-_SPAWN = multiprocessing.get_context("spawn")
+# A Python child is a fresh interpreter (as multiprocessing's "spawn": no state inherited
+# from the worker's threads and connections) started by subprocess, with a socket pair
+# for its pipe: multiprocessing would also start its resource tracker, a third
+# interpreter per worker (~12 MiB) for semaphores the children never create.
+# The child's path and interpreter flags (-W, -X, -O...) are the worker's, as "spawn"
+# makes them.
+_CHILD = ("import sys; sys.path[:] = {path!r}; "
+          "from taskyard.worker.child import serve; serve({fd}, {cwd!r})")
+_FLAGS: Callable[[], list[str]] = subprocess._args_from_interpreter_flags  # type: ignore[attr-defined]
 POLL = 0.05
 # With a guardian, a shell command first waits for the worker's go-ahead on its stdin,
 # sent once the guardian watches its group: a worker killed between the two would
@@ -53,23 +63,34 @@ class PythonChild:
     """One spawned interpreter that runs Python handlers one after the other."""
 
     def __init__(self, guardian: Guardian | None = None) -> None:
-        self._conn, theirs = _SPAWN.Pipe()
-        self.process = _SPAWN.Process(target=child_main, args=(theirs, os.getcwd()), daemon=True)
-        self.process.start()
-        theirs.close()
+        ours, theirs = socket.socketpair()
+        with theirs:
+            # A session (and process group) of its own from its first instruction, so
+            # that the guardian, watching it from now on, can end it and whatever its
+            # handlers start, if the worker dies; and a terminal's Ctrl-C is the worker's.
+            self.process = subprocess.Popen(
+                [sys.executable, *_FLAGS(), "-c", _CHILD.format(
+                    path=sys.path, fd=theirs.fileno(), cwd=os.getcwd())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
+        self._conn = Connection(ours.detach())
         # One poll object for the child's whole life (Connection.poll builds a selector
         # per call, which costs more than running a no-op job).
         self._poller = select.poll()
         self._poller.register(self._conn.fileno(), select.POLLIN)
-        # The child leads a process group of its own (child_main): the guardian can end
-        # it, and whatever its handlers start, if the worker dies.
         self._guardian = guardian
         if guardian is not None:
             guardian.watch(self.pid)
 
     @property
     def pid(self) -> int:
-        return int(self.process.pid or 0)
+        return int(self.process.pid)
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _join(self, timeout: float) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout)
 
     def run(self, msg: dict[str, Any], deadline: float | None,
             stop_requested: Callable[[], bool],
@@ -100,9 +121,10 @@ class PythonChild:
                     self._send({"accepted": on_stage(report)})
                     continue
             except (EOFError, OSError):
-                raise ChildDied(self.process.exitcode) from None
-            if not self.process.is_alive() and not self._conn.poll(0):
-                raise ChildDied(self.process.exitcode)
+                self._join(1)
+                raise ChildDied(self.process.returncode) from None
+            if not self.is_alive() and not self._conn.poll(0):
+                raise ChildDied(self.process.returncode)
             if stop_requested():
                 raise Stopped
             if deadline is not None and time.monotonic() >= deadline:
@@ -112,20 +134,17 @@ class PythonChild:
         self._conn.send_bytes(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
 
     def kill(self, grace: float) -> int | None:
-        try:
-            leads = os.getpgid(self.pid) == self.pid
-        except OSError:
-            leads = False
-        sig = terminate(self.pid, group=leads, grace=grace, alive=self.process.is_alive)
-        self.process.join(1)
+        # Its group: the child leads it (start_new_session), with what its handler started.
+        sig = terminate(self.pid, group=True, grace=grace, alive=self.is_alive)
+        self._join(1)
         self._conn.close()
         self._unwatch()
         return sig
 
     def close(self) -> None:
         self._conn.close()
-        self.process.join(2)
-        if self.process.is_alive():
+        self._join(2)
+        if self.is_alive():
             self.kill(0.5)
         self._unwatch()
 
