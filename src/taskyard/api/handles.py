@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from taskyard.core.explain import Reason
 from taskyard.core.states import JobState
 from taskyard.model.errors import NotFound
 from taskyard.model.records import JobRecord
@@ -21,6 +20,7 @@ from taskyard.store import Store
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard
+    from taskyard.core.explain import Reason
 
 T = TypeVar("T")
 SAFETY_RECHECK = 5.0

@@ -7,15 +7,13 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from taskyard.api.apply import Declarations, parse_config
 from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
 from taskyard.api.handles import JobHandle, wait_until
 from taskyard.api.submissions import SubmitOptions
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
-from taskyard.core.explain import Reason
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import (
@@ -26,10 +24,15 @@ from taskyard.model.records import (
     TaskTypeSpec,
     WorkerRecord,
 )
-from taskyard.model.schedules import ScheduleRecord, definition_from_mapping
-from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
-from taskyard.scheduler.explain import explain_job
 from taskyard.store import MovableClock, Store, Tx, open_store
+
+# Start-up time: what a CLI submit does not use is imported by the methods that use it
+# (the scheduling cycle and its placement logic, explain, apply, schedules' cron).
+if TYPE_CHECKING:
+    from taskyard.api.apply import Declarations
+    from taskyard.core.explain import Reason
+    from taskyard.model.schedules import ScheduleRecord
+    from taskyard.scheduler.cycle import CycleReport
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -114,6 +117,9 @@ class Yard:
         """Create or update what a configuration document declares (``taskyard apply``):
         task types, pools and schedules, all validated and written in one transaction
         (a document with one bad entry changes nothing)."""
+        from taskyard.api.apply import parse_config  # noqa: PLC0415 - start-up time
+        from taskyard.model.schedules import definition_from_mapping  # noqa: PLC0415
+
         decl = parse_config(doc)
         if verify:
             for spec in decl.task_types:
@@ -244,6 +250,8 @@ class Yard:
 
     def explain(self, job_id: int) -> list[Reason]:
         """Why the job is not running yet: dependencies, locks, capacity, queue, run_after."""
+        from taskyard.scheduler.explain import explain_job  # noqa: PLC0415 - start-up time
+
         return explain_job(self.store, job_id)
 
     def jobs(
@@ -298,11 +306,15 @@ class Yard:
         return self.store.events.list(after_id=after_id, topic=topic, limit=limit)
 
     def _cycle(self) -> None:
+        from taskyard.scheduler.cycle import schedule  # noqa: PLC0415 - start-up time
+
         if self.inline_cycle:
             schedule(self.store, holder="inline", maintenance_every=EVENT_MAINTENANCE)
 
     def _place(self, tx: Tx) -> bool:
         """The cycle inside a submit's transaction; False when it could not run."""
+        from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
+
         with tx.cycle() as cycle:
             if cycle is None:
                 return False
@@ -326,6 +338,8 @@ class Yard:
 
     def schedule(self) -> CycleReport | None:
         """Run one scheduling cycle now (None if another is running)."""
+        from taskyard.scheduler.cycle import schedule  # noqa: PLC0415 - start-up time
+
         return schedule(self.store, holder="api")
 
     # Schedules (store/schedules.py); the CLI's `schedule` group calls these.

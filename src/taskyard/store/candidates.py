@@ -13,10 +13,6 @@ from taskyard.core.locks import decode_claim
 from taskyard.core.placement import Candidate
 from taskyard.model.records import loads
 
-FIRST_PAGE = 16
-"""The smallest page of candidates, and the first one a PostgreSQL cycle reads with its
-snapshot, before it knows its room (then: the last cycle's page, see Store.first_page)."""
-
 if TYPE_CHECKING:
     from taskyard.store.cycle import CycleTx
 

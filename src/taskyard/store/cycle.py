@@ -19,7 +19,8 @@ from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.candidates import FIRST_PAGE, claims, pools_of, streams, to_candidates
+from taskyard.store.candidates import claims, pools_of, streams, to_candidates
+from taskyard.store.dialects.results import FIRST_PAGE
 from taskyard.store.resolution import Ended
 from taskyard.store.sql import lit
 

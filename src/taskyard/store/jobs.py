@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, case, func, or_, select, update
 
-from taskyard.core.idle import PendingGroup, Unfinished
 from taskyard.core.limits import check_name
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
@@ -22,14 +21,13 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
-from taskyard.store.candidates import FIRST_PAGE
+from taskyard.store.dialects.results import FIRST_PAGE
 from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
 from taskyard.store.marks import reads, reads_each
 from taskyard.store.prereqs import PrereqPlan
-from taskyard.store.resolution import Ended
-from taskyard.store.unique_jobs import find_duplicates
 
 if TYPE_CHECKING:
+    from taskyard.core.idle import Unfinished
     from taskyard.store.unit import Tx
 
 _J = t.jobs
@@ -73,6 +71,8 @@ class Jobs:
         return job_id
 
     def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
+        from taskyard.store.unique_jobs import find_duplicates  # noqa: PLC0415 - start-up time
+
         found = find_duplicates(self.tx, subs)
         fresh = [i for i in range(len(subs))
                  if i not in found.existing and i not in found.earlier]
@@ -119,7 +119,8 @@ class Jobs:
             ids = self.insert_with_prerequisites(rows, plan, specs)
         if not cycle_next:
             tx.notify("scheduler")
-        elif tx.store.no_worker_seen and not tx.dialect.worth_a_cycle(tx.raw):
+        elif tx.store.no_worker_seen is not False and not tx.dialect.worth_a_cycle(tx.raw):
+            tx.store.no_worker_seen = True
             tx.placeable = False  # still no live worker: no cycle, nobody to wake
         return ids
 
@@ -247,6 +248,8 @@ class Jobs:
         """The unfinished jobs as ``up --until-idle`` weighs them
         (:func:`taskyard.core.idle.idle_verdict`): pending ones grouped by their pools,
         split at ``horizon`` seconds from now on the database clock."""
+        from taskyard.core.idle import PendingGroup, Unfinished  # noqa: PLC0415 - start-up time
+
         later = _J.c.run_after > self.tx.now + horizon
         rows = self.tx.conn.execute(
             select(_J.c.state, _J.c.pools, func.count(), func.sum(case((later, 1), else_=0)),
@@ -303,6 +306,8 @@ class Jobs:
         if state in ACTIVE:
             conn.execute(update(_A).where(_A.c.job_id == job_id, _A.c.state.in_(ACTIVE))
                          .values(state=AttemptState.CANCELED, finished_at=self.tx.now))
+        from taskyard.store.resolution import Ended  # noqa: PLC0415 - start-up time
+
         self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
         self.tx.events.append([("job-exception", job_key(graph_id, routing),
                                 {"job_id": job_id, "reason": "canceled"}, job_id, graph_id)])

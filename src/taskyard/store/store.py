@@ -26,17 +26,17 @@ from sqlalchemy import ColumnElement, Engine, literal_column, select
 from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
-from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.clock import MovableClock
-from taskyard.store.cycle import CycleTx
 from taskyard.store.dialects import Dialect, Listener, dialect_for, normalize_url
+from taskyard.store.dialects.results import FIRST_PAGE
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.marks import kind_of
-from taskyard.store.unit import AGGREGATES, Tx
+from taskyard.store.unit import Tx, aggregate_class
 
 if TYPE_CHECKING:
     from taskyard.store.aging import Aging
     from taskyard.store.attempts import Attempts
+    from taskyard.store.cycle import CycleTx
     from taskyard.store.events import Events
     from taskyard.store.graphs import Graphs
     from taskyard.store.jobs import Jobs
@@ -70,11 +70,13 @@ class Store:
         self._statements: dict[str, Any] = {}
         self._pools: dict[str, ListenerPool] = {}
         self._pools_lock = threading.Lock()
-        self.no_worker_seen = False
+        self.no_worker_seen: bool | None = None
         """The last look here (a submit, a cycle) found no live worker: the next submit
         checks before its inline cycle (SQLite: Dialect.worth_a_cycle), or tries
         :meth:`alone` first (PostgreSQL: one statement in autocommit, Jobs.submit_alone).
-        While workers are live, the latency path pays for no such check."""
+        While workers are live, the latency path pays for no such check. None: no look
+        yet; SQLite checks too (a CLI submit, one per process, then runs no cycle and
+        loads none of its code while no worker is live); PostgreSQL does not."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:
@@ -102,7 +104,7 @@ class Store:
     def submit_alone_first(self) -> bool:
         """Whether a single submit should try :meth:`alone` first: the dialect writes a
         submit in one statement (PostgreSQL) and the last look found no live worker."""
-        return self.no_worker_seen and self.dialect.submits_alone
+        return self.no_worker_seen is True and self.dialect.submits_alone
 
     @contextlib.contextmanager
     def alone(self) -> Iterator[Tx]:
@@ -263,7 +265,7 @@ class OneShot:
         self._name = name
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
-        kind = kind_of(getattr(AGGREGATES[self._name], method))
+        kind = kind_of(getattr(aggregate_class(self._name), method))
         store, name = self._store, self._name
 
         def call(*args: Any, **kwargs: Any) -> Any:

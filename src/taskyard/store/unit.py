@@ -16,32 +16,33 @@ unit of work touches its connection once it has ended (:meth:`Tx.close`).
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from taskyard.store.aging import Aging
-from taskyard.store.attempts import Attempts
-from taskyard.store.cycle import CycleTx
-from taskyard.store.events import Events
-from taskyard.store.graphs import Graphs
-from taskyard.store.jobs import Jobs
-from taskyard.store.outbox import Outbox
-from taskyard.store.prereqs import Prerequisites
-from taskyard.store.rate_starts import RateStarts
 from taskyard.store.raw import Raw
-from taskyard.store.resolution import Resolution
-from taskyard.store.retries import Retries
-from taskyard.store.schedule_runs import ScheduleRuns
-from taskyard.store.schedules import Schedules
-from taskyard.store.stages import Stages
-from taskyard.store.task_types import TaskTypes
-from taskyard.store.workers import Workers
 
 if TYPE_CHECKING:
+    from taskyard.store.aging import Aging
+    from taskyard.store.attempts import Attempts
+    from taskyard.store.cycle import CycleTx
+    from taskyard.store.events import Events
+    from taskyard.store.graphs import Graphs
+    from taskyard.store.jobs import Jobs
+    from taskyard.store.outbox import Outbox
+    from taskyard.store.prereqs import Prerequisites
+    from taskyard.store.rate_starts import RateStarts
+    from taskyard.store.resolution import Resolution
+    from taskyard.store.retries import Retries
+    from taskyard.store.schedule_runs import ScheduleRuns
+    from taskyard.store.schedules import Schedules
+    from taskyard.store.stages import Stages
     from taskyard.store.store import Store
+    from taskyard.store.task_types import TaskTypes
+    from taskyard.store.workers import Workers
 
 
 class Tx:
@@ -132,79 +133,121 @@ class Tx:
             if not ours:
                 yield None
                 return
+            from taskyard.store.cycle import CycleTx  # noqa: PLC0415 - start-up time
+
             # PostgreSQL's lock statement also turned the planner's scans off.
             cycle = CycleTx(self, ahead, scans_off=not locked and self.dialect.lock_scans_off)
             yield cycle
             cycle.finish()
 
-    # The aggregates, each created on first use in this transaction.
+    # The aggregates, each created on first use in this transaction; each module is
+    # imported on first use too (start-up time: a CLI submit loads the jobs' modules,
+    # not the workers', schedules' or graphs').
 
     @cached_property
     def aging(self) -> Aging:
+        from taskyard.store.aging import Aging  # noqa: PLC0415 - start-up time
+
         return Aging(self)
 
     @cached_property
     def attempts(self) -> Attempts:
+        from taskyard.store.attempts import Attempts  # noqa: PLC0415 - start-up time
+
         return Attempts(self)
 
     @cached_property
     def events(self) -> Events:
+        from taskyard.store.events import Events  # noqa: PLC0415 - start-up time
+
         return Events(self)
 
     @cached_property
     def graphs(self) -> Graphs:
+        from taskyard.store.graphs import Graphs  # noqa: PLC0415 - start-up time
+
         return Graphs(self)
 
     @cached_property
     def jobs(self) -> Jobs:
+        from taskyard.store.jobs import Jobs  # noqa: PLC0415 - start-up time
+
         return Jobs(self)
 
     @cached_property
     def outbox(self) -> Outbox:
+        from taskyard.store.outbox import Outbox  # noqa: PLC0415 - start-up time
+
         return Outbox(self)
 
     @cached_property
     def prereqs(self) -> Prerequisites:
+        from taskyard.store.prereqs import Prerequisites  # noqa: PLC0415 - start-up time
+
         return Prerequisites(self)
 
     @cached_property
     def rate_starts(self) -> RateStarts:
+        from taskyard.store.rate_starts import RateStarts  # noqa: PLC0415 - start-up time
+
         return RateStarts(self)
 
     @cached_property
     def resolution(self) -> Resolution:
+        from taskyard.store.resolution import Resolution  # noqa: PLC0415 - start-up time
+
         return Resolution(self)
 
     @cached_property
     def retries(self) -> Retries:
+        from taskyard.store.retries import Retries  # noqa: PLC0415 - start-up time
+
         return Retries(self)
 
     @cached_property
     def schedule_runs(self) -> ScheduleRuns:
+        from taskyard.store.schedule_runs import ScheduleRuns  # noqa: PLC0415 - start-up time
+
         return ScheduleRuns(self)
 
     @cached_property
     def schedules(self) -> Schedules:
+        from taskyard.store.schedules import Schedules  # noqa: PLC0415 - start-up time
+
         return Schedules(self)
 
     @cached_property
     def stages(self) -> Stages:
+        from taskyard.store.stages import Stages  # noqa: PLC0415 - start-up time
+
         return Stages(self)
 
     @cached_property
     def task_types(self) -> TaskTypes:
+        from taskyard.store.task_types import TaskTypes  # noqa: PLC0415 - start-up time
+
         return TaskTypes(self)
 
     @cached_property
     def workers(self) -> Workers:
+        from taskyard.store.workers import Workers  # noqa: PLC0415 - start-up time
+
         return Workers(self)
 
 
-AGGREGATES: dict[str, type] = {
-    "aging": Aging, "attempts": Attempts, "events": Events, "graphs": Graphs, "jobs": Jobs,
-    "outbox": Outbox, "prereqs": Prerequisites, "rate_starts": RateStarts,
-    "resolution": Resolution, "retries": Retries, "schedule_runs": ScheduleRuns,
-    "schedules": Schedules, "stages": Stages,
-    "task_types": TaskTypes, "workers": Workers,
+AGGREGATES: dict[str, tuple[str, str]] = {
+    name: (f"taskyard.store.{name}", cls) for name, cls in (
+        ("aging", "Aging"), ("attempts", "Attempts"), ("events", "Events"),
+        ("graphs", "Graphs"), ("jobs", "Jobs"), ("outbox", "Outbox"),
+        ("prereqs", "Prerequisites"), ("rate_starts", "RateStarts"),
+        ("resolution", "Resolution"), ("retries", "Retries"),
+        ("schedule_runs", "ScheduleRuns"), ("schedules", "Schedules"),
+        ("stages", "Stages"), ("task_types", "TaskTypes"), ("workers", "Workers"))
 }
-"""Each aggregate's class, by its name on :class:`Tx`."""
+"""Each aggregate's module and class, by its name on :class:`Tx` (imported on use)."""
+
+
+def aggregate_class(name: str) -> type:
+    """The class of the aggregate ``name`` on :class:`Tx` (its module imported now)."""
+    module, cls = AGGREGATES[name]
+    return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]

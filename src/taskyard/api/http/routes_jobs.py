@@ -18,11 +18,14 @@ JobId = Annotated[int, Path(ge=1, le=ID_MAX, description="Job id.")]
 
 
 @router.post("", status_code=201, response_model=JobOut, dependencies=[WRITE],
-             responses=errors(422), summary="Submit a job")
+             responses=errors(409, 422), summary="Submit a job")
 def submit_job(body: JobIn, yard: YardDep) -> Any:
+    """With a ``unique_key`` that a job holds: that job (``on_duplicate: existing``, as
+    ``taskyard submit`` prints its id), or 409 (``reject``)."""
     job_id = yard.submit(body.type, body.args or {}, priority=body.priority,
                          run_after=body.run_after, pools=body.pools, locks=body.locks,
-                         timeout=body.timeout)
+                         timeout=body.timeout, unique_key=body.unique_key,
+                         unique_for=body.unique_for, on_duplicate=body.on_duplicate)
     return answer(yard.get_job(job_id).to_json(), 201)
 
 

@@ -41,6 +41,15 @@ class JobIn(_In):
     pools: list[StrictStr] | None = Field(default=None, description="Instead of the type's.")
     locks: list[StrictStr] = Field(default_factory=list, description="Extra locks.")
     timeout: Duration | None = Field(default=None, description="Per attempt, seconds or `5m`.")
+    unique_key: StrictStr | None = Field(
+        default=None, description="No second job of this type with this key while one has "
+        "not ended (or, with `unique_for`, was created that recently).")
+    unique_for: Duration | None = Field(
+        default=None, description="How long a job holds its unique key after it was "
+        "created: seconds or a duration (`1h`).")
+    on_duplicate: StrictStr = Field(
+        default="existing", description="When the key is held: `existing` answers the "
+        "holder, `reject` refuses (409).")
 
 
 class TaskTypeIn(BaseModel):

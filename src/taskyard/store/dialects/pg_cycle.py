@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskyard.store.candidates import FIRST_PAGE
 from taskyard.store.dialects.pg_engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.dialects.pg_listen import pg_channel
 from taskyard.store.dialects.pg_rows import named, pg_row_set
+from taskyard.store.dialects.results import FIRST_PAGE
 from taskyard.store.events import EVENT_TYPES
 from taskyard.store.raw import Raw, json_rows
 
