@@ -103,8 +103,11 @@ class TreeSampler:
                 pid, start = todo.pop()
                 kb = hwm_kb(pid)
                 if kb is not None:
-                    key = (pid, start)
-                    seen[key] = max(seen.get(key, 0), kb)
+                    # The latest reading, not the max: VmHWM only grows within one
+                    # image, and drops at an exec (or reset_peak). A child sampled
+                    # between fork and exec shows its parent's peak, which must not
+                    # count once it runs the program it was started for.
+                    seen[(pid, start)] = kb
                     now += hwm_kb(pid, "VmRSS:") or 0
                 todo.extend(tree.get(pid, ()))
             self.live[group] = max(self.live[group], now)
