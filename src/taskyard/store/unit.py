@@ -235,19 +235,11 @@ class Tx:
         return Workers(self)
 
 
-AGGREGATES: dict[str, tuple[str, str]] = {
-    name: (f"taskyard.store.{name}", cls) for name, cls in (
-        ("aging", "Aging"), ("attempts", "Attempts"), ("events", "Events"),
-        ("graphs", "Graphs"), ("jobs", "Jobs"), ("outbox", "Outbox"),
-        ("prereqs", "Prerequisites"), ("rate_starts", "RateStarts"),
-        ("resolution", "Resolution"), ("retries", "Retries"),
-        ("schedule_runs", "ScheduleRuns"), ("schedules", "Schedules"),
-        ("stages", "Stages"), ("task_types", "TaskTypes"), ("workers", "Workers"))
-}
-"""Each aggregate's module and class, by its name on :class:`Tx` (imported on use)."""
-
-
 def aggregate_class(name: str) -> type:
-    """The class of the aggregate ``name`` on :class:`Tx` (its module imported now)."""
-    module, cls = AGGREGATES[name]
-    return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
+    """The class of the aggregate ``name`` on :class:`Tx`, its module imported now: each
+    lives in ``taskyard.store.<name>``, its class named by the property's return type."""
+    prop = Tx.__dict__[name]
+    if not isinstance(prop, cached_property):
+        raise KeyError(name)
+    cls: str = prop.func.__annotations__["return"]
+    return getattr(importlib.import_module(f"taskyard.store.{name}"), cls)  # type: ignore[no-any-return]
