@@ -112,7 +112,8 @@ class Store:
         statement costs one round trip, no ``BEGIN`` nor ``COMMIT``. For a unit of one
         statement only (a submit while no worker is live, Jobs.submit_alone); nothing is
         left to its end."""
-        with self.dialect.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+        with self.dialect.alone(self.engine, self.clock) as conn, contextlib.closing(
+                Tx(self, conn)) as tx:
             yield tx
 
     @contextlib.contextmanager

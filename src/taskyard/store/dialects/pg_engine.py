@@ -65,11 +65,17 @@ def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
 
 def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
     """Instead of a ping per checkout (one round trip on every transaction, a good part
-    of a submit's latency): a connection the server closed (a restart, a terminated
-    backend) has something to read already (the server's FATAL message, or end of
-    file), which a poll of its socket sees at no cost; one idle for long (a silent
-    network failure) is pinged. A dead one is replaced (DisconnectionError: the pool
-    connects anew and retries)."""
+    of a submit's latency), :func:`check_alive`. A dead connection is replaced
+    (DisconnectionError: the pool connects anew and retries)."""
+    check_alive(dbapi_conn, time.monotonic() - record.info.get(_CHECKED_IN, time.monotonic()))
+
+
+def check_alive(dbapi_conn: Any, idle: float) -> None:
+    """DisconnectionError unless ``dbapi_conn``, idle for ``idle`` seconds, can be used.
+
+    A connection the server closed (a restart, a terminated backend) has something to
+    read already (the server's FATAL message, or end of file), which a poll of its
+    socket sees at no cost; one idle for long (a silent network failure) is pinged."""
     if dbapi_conn.closed or dbapi_conn.broken:
         raise exc.DisconnectionError("connection closed")
     try:
@@ -77,9 +83,8 @@ def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
     except (OSError, ValueError) as error:
         raise exc.DisconnectionError(str(error)) from None
     if readable:
-        # An idle pooled connection gets nothing unasked (it does not LISTEN).
+        # An idle connection gets nothing unasked (it does not LISTEN).
         raise exc.DisconnectionError("unexpected data on an idle connection")
-    idle = time.monotonic() - record.info.get(_CHECKED_IN, time.monotonic())
     if idle > PING_IDLE_SECONDS:
         try:
             dbapi_conn.execute("SELECT 1")

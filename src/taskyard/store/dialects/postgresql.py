@@ -33,6 +33,7 @@ from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.dialects import pg_cycle, pg_join, pg_paths, pg_rows, pg_submit
 from taskyard.store.dialects.pg_engine import MOVED_NOW_SQL, NOW_SQL, make_engine
+from taskyard.store.dialects.pg_lane import Lane
 from taskyard.store.dialects.pg_listen import PgListener, pg_channel
 from taskyard.store.raw import Raw
 
@@ -54,6 +55,7 @@ class PostgresDialect:
         self.url = url
         self._engines: dict[str, Engine] = {}
         """Engines besides the store's: the one over borrowed connections (pg_join)."""
+        self._lane = Lane()
         schema.add_postgresql_predicates()
 
     # -- engine and transactions ---------------------------------------------------------
@@ -79,6 +81,12 @@ class PostgresDialect:
         with engine.connect() as raw:
             yield raw.execution_options(isolation_level="AUTOCOMMIT")
 
+    def alone(self, engine: Engine,
+              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
+        """A connection in autocommit for a unit of one statement: the dialect's lane
+        (pg_lane), kept in autocommit between units, when no other thread has it."""
+        return self._lane.take(engine, clock)
+
     def join(self, connection: Any,
              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
         """A unit of work's connection inside the caller's transaction (see pg_join)."""
@@ -94,7 +102,9 @@ class PostgresDialect:
         yield pg_cycle.take_lock(raw)
 
     def close(self) -> None:
-        """Engines of borrowed connections hold none of their own."""
+        """The lane's connection back to the pool; engines of borrowed connections hold
+        none of their own."""
+        self._lane.close()
         for engine in self._engines.values():
             engine.dispose()
         self._engines.clear()

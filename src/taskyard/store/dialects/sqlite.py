@@ -111,6 +111,11 @@ class SqliteDialect:
         finally:
             lock.release()
 
+    def alone(self, engine: Engine,
+              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
+        """Never asked for (``submits_alone`` is False): reads each, as for a worker."""
+        return self.read_each(engine)
+
     def close(self) -> None:
         if self._cycle_lock is not None:
             self._cycle_lock.close()
