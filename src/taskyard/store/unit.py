@@ -71,7 +71,8 @@ class Tx:
     def raw(self) -> Raw:
         """A cursor for the hot path's hand-written statements, in this transaction."""
         if self._raw is None:
-            self._raw = Raw(self.conn, self.dialect, self.store.now_sql)
+            self._raw = Raw(self.conn, self.dialect, self.store.now_sql,
+                            keep=self.dialect.keeps_cursors and not self.joined)
         return self._raw
 
     def statement(self, key: str, build: Callable[[], Any]) -> Any:

@@ -70,6 +70,9 @@ class Dialect(Protocol):
     pending_index: str
     row_lock: str
     lock_scans_off: bool
+    keeps_cursors: bool
+    """A unit of work reuses the cursor kept with its pooled connection (store/raw.py);
+    False: each unit opens and closes its own (sqlite3: see Tx.close)."""
 
     def now_sql(self, clock: MovableClock | None) -> str: ...
     def make_engine(self, url: str, clock: MovableClock | None = None) -> Engine: ...

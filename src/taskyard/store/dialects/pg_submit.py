@@ -73,7 +73,7 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
     columns = tuple(row)
     tail = encode_payload({"type": row["type"]})[1:]
     found = raw.first(_insert_sql(columns, lock, alone), [
-        *(row[c] for c in columns), spec.name, version,
+        *row.values(), spec.name, version,
         job_key(row["graph_id"], row["routing"]), "," + tail])
     if found is None:
         if not alone:  # alone: maybe only a live worker; the next read will tell

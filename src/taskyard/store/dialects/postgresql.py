@@ -46,6 +46,7 @@ class PostgresDialect:
     writes_one_at_a_time = False
     pending_index = ""
     lock_scans_off = True
+    keeps_cursors = True
     """The cycle's lock statement turns bitmap and sequential scans off (pg_cycle.LOCK_AHEAD)."""
     row_lock = " FOR NO KEY UPDATE"
     """The lock an UPDATE of non-key columns takes: taken ahead by a read that decides

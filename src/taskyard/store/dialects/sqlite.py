@@ -55,6 +55,8 @@ class SqliteDialect:
     """SQLite must be told the placement index (and see the state as a literal)."""
     lock_scans_off = False
     """No planner settings to change."""
+    keeps_cursors = False
+    """sqlite3 cursors are closed with their unit of work (see Tx.close)."""
     row_lock = ""
     """Write transactions are serial: no row locks to take."""
 
