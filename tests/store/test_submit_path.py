@@ -52,6 +52,32 @@ def test_a_changed_task_type_is_seen_by_the_next_submit(db_url: str) -> None:
         admin.close()
 
 
+def test_a_type_changed_by_hand_with_its_timestamps_kept_is_seen_by_the_next_submit(
+        db_url: str) -> None:
+    """Another process's SQL (an older taskyard, an operator, two updates within one
+    tick of the database clock) may change a type's row and leave ``updated_at`` as it
+    was: the next submit still builds its job from the row as it is now."""
+    submitter, admin = open_store(db_url), open_store(db_url)
+    try:
+        admin.task_types.put(spec("t", cost=1, pools=("a",)))
+        first = submitter.jobs.get(submit(submitter, "t"))
+        assert first is not None and (first.cost, first.retries) == (1, 0)
+        with admin.engine.begin() as conn:
+            changed = conn.execute(text(
+                "UPDATE task_types SET cost = 4, retries = 5, pools = '[\"b\"]', "
+                "updated_at = updated_at WHERE name = 't'")).rowcount
+        assert changed == 1
+        second = submitter.jobs.get(submit(submitter, "t"))
+        assert second is not None
+        assert (second.cost, second.retries, second.pools) == (4, 5, ("b",))
+        # And once more unchanged: the row read afresh is the one kept from now on.
+        third = submitter.jobs.get(submit(submitter, "t"))
+        assert third is not None and (third.cost, third.pools) == (4, ("b",))
+    finally:
+        submitter.close()
+        admin.close()
+
+
 def test_an_unknown_type_is_refused_and_writes_nothing(store: Store) -> None:
     store.task_types.put(spec("known"))
     submit(store, "known")

@@ -90,7 +90,8 @@ class Jobs:
         tx = self.tx
         if len(subs) == 1:
             sub = subs[0]
-            # PostgreSQL: one statement, which may also try the cycle's lock.
+            # Its type from the store's cache: PostgreSQL in one statement, which may
+            # also try the cycle's lock; SQLite in two (sqlite_submit).
             job_id, held = tx.dialect.submit_one(
                 tx.raw, sub, tx.store.spec_cache,
                 lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), lock=cycle_next)

@@ -25,7 +25,7 @@ from sqlalchemy.sql import Select
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import sqlite_paths, sqlite_rows
+from taskyard.store.dialects import sqlite_paths, sqlite_rows, sqlite_submit
 from taskyard.store.dialects.sqlite_listen import SqliteListener
 from taskyard.store.dialects.sqlite_locks import (
     FileLock,
@@ -37,8 +37,6 @@ from taskyard.store.raw import Raw
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
-_LIVE_WORKER = ("SELECT 1 FROM workers WHERE state = 'active' AND lease_expires_at >= {now} "
-                "LIMIT 1")
 """The database clock as epoch seconds."""
 
 
@@ -176,19 +174,16 @@ class SqliteDialect:
     events_last = staticmethod(sqlite_paths.events_last)
     event_cursor = staticmethod(sqlite_paths.event_cursor)
 
-    def submit_one(self, *_: Any, **__: Any) -> tuple[int | None, bool | None]:
-        """No single-statement submit here (nor one in autocommit: two statements, and
-        a write must take the write lock): the ordinary path is as fast."""
-        return None, None
+    submit_one = staticmethod(sqlite_submit.submit_one)
 
     submits_alone = False
-    """A submit is several statements under the write lock: never in autocommit."""
+    """A submit is two statements under the write lock: never in autocommit."""
 
     def worth_a_cycle(self, raw: Raw) -> bool:
         """Whether a submit's inline cycle could place anything: a live worker exists
         (one indexed read, less than the cycle's lock and reads, skipped while no worker
         serves the queue: a worker runs a cycle when it starts)."""
-        return raw.first(_LIVE_WORKER) is not None
+        return raw.first(sqlite_submit.LIVE_WORKER) is not None
 
     def read_ahead(self, raw: Raw, held: bool, page: int) -> None:
         """The cycle's reads are made in the cycle itself."""
