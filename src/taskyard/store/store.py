@@ -65,7 +65,8 @@ class Store:
         self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
         self.engine = engine or self.dialect.make_engine(normalize_url(url), clock)
         self.spec_cache: dict[str, Any] = {}
-        """PostgreSQL: task types read by submits, with their row versions (pg_submit)."""
+        """Task types read by one-job submits, with the versions of their rows
+        (dialects/spec_cache.py: pg_submit, sqlite_submit)."""
         self.first_page = FIRST_PAGE
         self._statements: dict[str, Any] = {}
         self._pools: dict[str, ListenerPool] = {}

@@ -16,16 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from taskyard.core.routing import job_key
-from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store.dialects.pg_cycle import LOCK_IF_WORKERS, NO_WORKER
-from taskyard.store.events import encode_payload
+from taskyard.store.dialects.spec_cache import job_to_insert, payload_tail
 from taskyard.store.raw import Raw
 from taskyard.store.task_type_rows import COLUMNS, cached_spec
 
 SpecCache = dict[str, tuple[str, TaskTypeSpec]]
 """Task type name → (row version, spec), per store."""
-CACHE_SIZE = 1024
 
 _READ_SPEC = f"SELECT xmin::text, {', '.join(COLUMNS)} FROM task_types WHERE name = ?"
 
@@ -55,28 +53,21 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
     ``lock``: no live worker). ``alone``: the statement commits by itself (autocommit)
     and inserts only while no live worker exists — with one, the inline cycle must run
     in the insert's transaction: None, nothing written, the caller takes that path."""
-    cached = cache.get(sub.type)
-    if cached is None:
-        found = raw.first(_READ_SPEC, (sub.type,))
-        if found is None:
-            return None, None
-        if len(cache) >= CACHE_SIZE:
-            cache.clear()
-        cached = cache[sub.type] = (found[0], cached_spec(tuple(found[1:])))
-    version, spec = cached
-    if spec.prerequisites:
-        return None, None
-    try:
-        row = build(spec)
-    except InvalidInput:
-        return None, None  # the ordinary path raises it, with the type read afresh
-    columns = tuple(row)
-    tail = encode_payload({"type": row["type"]})[1:]
-    found = raw.first(_insert_sql(columns, lock, alone), [
-        *row.values(), spec.name, version,
-        job_key(row["graph_id"], row["routing"]), "," + tail])
+    found = job_to_insert(sub, cache, lambda: _read_type(raw, sub.type), build)
     if found is None:
+        return None, None
+    version, spec, row = found
+    inserted = raw.first(_insert_sql(tuple(row), lock, alone), [
+        *row.values(), spec.name, version,
+        job_key(row["graph_id"], row["routing"]), payload_tail(spec.name)])
+    if inserted is None:
         if not alone:  # alone: maybe only a live worker; the next read will tell
             cache.pop(sub.type, None)  # changed since: read it again next time
         return None, None
-    return int(found[0]), None if found[1] is None else bool(found[1])
+    return int(inserted[0]), None if inserted[1] is None else bool(inserted[1])
+
+
+def _read_type(raw: Raw, name: str) -> tuple[str, TaskTypeSpec] | None:
+    """Type ``name``'s row version (``xmin``) and spec; None if there is no such type."""
+    found = raw.first(_READ_SPEC, (name,))
+    return None if found is None else (found[0], cached_spec(tuple(found[1:])))

@@ -5,11 +5,13 @@ bounds and the decisions taken before the insert."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
+from taskyard.store.events import encode_payload
 
 CACHE_SIZE = 1024
 """Task types kept per store; the cache starts over when it is full."""
@@ -39,3 +41,9 @@ def job_to_insert(sub: JobSubmission, cache: MutableMapping[str, Any],
         return version, spec, build(spec)
     except InvalidInput:
         return None
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def payload_tail(type_name: str) -> str:
+    """What follows the job id in a ``job-pending`` payload (``,"type":…}``)."""
+    return "," + encode_payload({"type": type_name})[1:]

@@ -22,8 +22,7 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.dialects.spec_cache import job_to_insert
-from taskyard.store.events import encode_payload
+from taskyard.store.dialects.spec_cache import job_to_insert, payload_tail
 from taskyard.store.raw import Raw
 from taskyard.store.task_type_rows import COLUMNS, cached_spec
 
@@ -43,12 +42,6 @@ def _insert_sql(columns: tuple[str, ...], live: bool) -> str:
     return (f"INSERT INTO jobs ({', '.join(columns)}, created_at) "
             f"SELECT {', '.join('?' for _ in columns)}, {{now}} WHERE EXISTS ({_SAME_TYPE}) "
             f"RETURNING id, {f'EXISTS ({LIVE_WORKER})' if live else 'NULL'}")
-
-
-@functools.lru_cache(maxsize=1024)
-def _payload_tail(type_name: str) -> str:
-    """What follows the job id in a ``job-pending`` payload (``,"type":…}``)."""
-    return "," + encode_payload({"type": type_name})[1:]
 
 
 def submit_one(raw: Raw, sub: JobSubmission, cache: MutableMapping[str, Any],
@@ -74,7 +67,7 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: MutableMapping[str, Any],
         return None, None
     job_id, graph_id = int(inserted[0]), row["graph_id"]
     raw.run(_INSERT_EVENT, (job_key(graph_id, row["routing"]),
-                            f'{{"job_id":{job_id}{_payload_tail(spec.name)}', job_id, graph_id))
+                            f'{{"job_id":{job_id}{payload_tail(spec.name)}', job_id, graph_id))
     return job_id, True if inserted[1] else None
 
 
