@@ -7,10 +7,11 @@ are imported on first use, so that worker child processes (which import
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
+# Not even typing or importlib: a worker's child process imports this package first.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from taskyard.api.graph_builder import Graph as Graph
     from taskyard.api.handles import JobFailed as JobFailed
     from taskyard.api.handles import JobHandle as JobHandle
@@ -78,6 +79,8 @@ assert sorted(_WHERE) == sorted(__all__)
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
+        from importlib import import_module  # noqa: PLC0415 - see the imports above
+
         value = getattr(import_module(_WHERE[name]), name)
         globals()[name] = value
         return value

@@ -17,16 +17,15 @@ from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
 from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.publisher import AMQP, start_publisher
-from taskyard.cli.serve import dashboard_url, make_server
-from taskyard.cli.supervise import WorkerSupervisor
-from taskyard.core.idle import idle_verdict
 from taskyard.core.prefetch import DEFAULT_PREFETCH
 
 if TYPE_CHECKING:
     from taskyard.scheduler.daemon import SchedulerDaemon
 
 # The daemons (and the database stack under them) are imported by the commands that run
-# them, so that every other command starts without them.
+# them, so that every other command starts without them; what only `up` uses (the HTTP
+# server, the worker supervisor, the idle check) too, so that each worker and scheduler
+# process holds none of it.
 
 log = logging.getLogger("taskyard.up")
 RETENTION = "30d"
@@ -60,7 +59,7 @@ def _preflight(state: State) -> None:
     """Fail at start, in one line, when the database cannot be used (unreachable, not
     initialised): once running, a daemon rides out database failures by retrying, and a
     worker would start its handler processes for nothing."""
-    state.yard.store.workers.list()
+    state.store.workers.list()
 
 
 @click.command("init")
@@ -113,7 +112,7 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     stop = stop_on_signals()
-    SchedulerDaemon(ctx.obj.yard.store, interval=interval, wakeups=not no_wakeups,
+    SchedulerDaemon(ctx.obj.store, interval=interval, wakeups=not no_wakeups,
                     stall_after=stall_after, cancel_stalled=cancel_stalled,
                     retain=retain or None, aging=aging or None).run(stop)
 
@@ -172,7 +171,9 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
 
     A worker that exits is restarted (after a growing delay if it keeps dying at once).
     """
-    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
+    from taskyard.cli.serve import dashboard_url, make_server  # noqa: PLC0415 - start-up time
+    from taskyard.cli.supervise import WorkerSupervisor  # noqa: PLC0415
+    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415
 
     verbose = _daemon_logging(ctx)
     state: State = ctx.obj
@@ -266,6 +267,8 @@ class _IdleWatch:
         if now - self.checked < 0.5:
             return False
         self.checked = now
+        from taskyard.core.idle import idle_verdict  # noqa: PLC0415 - `up --until-idle` only
+
         try:
             store = self.state.yard.store
             served = self.own_pools | {p for w in store.workers.list() for p in w.pools}

@@ -19,6 +19,7 @@ from taskyard.model.errors import DatabaseUrlError, NoDatabase, StoreError, Unsu
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard
+    from taskyard.store import Store
 
 # Start-up time: `taskyard --version` and `--help` import click and this package's light
 # modules only; the database stack (SQLAlchemy, the store, the daemons) is imported by
@@ -39,6 +40,7 @@ class State:
         self.command: str | None = None
         self._checked = False
         self._yard: Yard | None = None
+        self._store: Store | None = None
 
     @property
     def url(self) -> str:
@@ -61,10 +63,25 @@ class State:
             self._yard = Yard(self.url)
         return self._yard
 
+    @property
+    def store(self) -> Store:
+        """The Yard's store, or a store alone while no Yard is open: the daemons need
+        no more, and a worker or scheduler then loads none of the Python API (memory)."""
+        if self._yard is not None:
+            return self._yard.store
+        if self._store is None:
+            from taskyard.store import open_store  # noqa: PLC0415 - start-up time
+
+            self._store = open_store(self.url)
+        return self._store
+
     def close(self) -> None:
         if self._yard is not None:
             self._yard.close()
             self._yard = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
 
 class DatabaseFailure(click.ClickException):

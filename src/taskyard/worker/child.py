@@ -12,22 +12,19 @@ all, as they do for a plain function.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import json
 import os
-import pickle
 import sys
-import tempfile
-import traceback
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
 
 from taskyard.worker.context import Fenced, JobContext, set_current
-from taskyard.worker.pipe import Pipe
+from taskyard.worker.pipe import Pipe, dumps, loads
 
+# What a no-op job does not need is loaded when a job does (typing, inspect, tempfile,
+# traceback, json, asyncio: several MiB in every child otherwise).
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Awaitable, Callable
+    from typing import Any
 
 TAIL_BYTES = 8192
 
@@ -51,7 +48,8 @@ def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[...,
     func = cache.get(target)
     if func is None:
         module_name, _, path = target.partition(":")
-        obj: Any = importlib.import_module(module_name)
+        __import__(module_name)  # importlib.import_module's work for an absolute name
+        obj: Any = sys.modules[module_name]
         for part in path.split("."):
             obj = getattr(obj, part)
         if not callable(obj):
@@ -60,18 +58,33 @@ def _resolve(cache: dict[str, Callable[..., Any]], target: str) -> Callable[...,
     return func
 
 
+def _anonymous_file(prefix: str) -> int:
+    """A descriptor on a new unnamed file in the temp directory: what
+    ``tempfile.TemporaryFile`` gives on Linux (O_TMPFILE), without loading tempfile
+    (~2.5 MiB, with shutil, random, bz2 and lzma); tempfile where O_TMPFILE fails."""
+    folder = (os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP")
+              or "/tmp")  # tempfile.gettempdir's first choices, in its order
+    try:
+        return os.open(folder, os.O_RDWR | os.O_TMPFILE | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except (AttributeError, OSError):  # no O_TMPFILE (not Linux), or not on this filesystem
+        import tempfile  # noqa: PLC0415 - rarely needed: see above
+
+        with tempfile.TemporaryFile(prefix=prefix) as fh:
+            return os.dup(fh.fileno())
+
+
 class Capture:
     """Two anonymous files that hold the child's stdout and stderr for its whole life
     (fds 1 and 2 point at them): emptied before a job if the last one wrote there,
     so that running a job creates no file and swaps no descriptor."""
 
     def __init__(self) -> None:
-        self.out = tempfile.TemporaryFile(prefix="ty-out-")  # noqa: SIM115 - child-long
-        self.err = tempfile.TemporaryFile(prefix="ty-err-")  # noqa: SIM115
         sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(self.out.fileno(), 1)
-        os.dup2(self.err.fileno(), 2)
+        for fd, prefix in ((1, "ty-out-"), (2, "ty-err-")):
+            new = _anonymous_file(prefix)
+            os.dup2(new, fd)
+            os.close(new)
 
     def reset(self) -> None:
         for fd in (1, 2):
@@ -137,20 +150,46 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
                 "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
     try:
         value = func(**msg["args"])
-        if inspect.isawaitable(value):
+        if _awaitable(value):
             value = loop.run(value)
     except Fenced as exc:
         return {"state": "error", "exit_code": None, "error": str(exc)}
     except BaseException as exc:  # the handler's failure, whatever it raised
+        import traceback  # noqa: PLC0415 - only a failing job needs it
+
         traceback.print_exc()
         return {"state": "failed", "exit_code": 1, "error": f"{type(exc).__name__}: {exc}"}
-    if value is not None:
+    if not _plainly_json(value):
+        import json  # noqa: PLC0415 - only a structured result needs it
+
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
             return {"state": "error", "exit_code": None,
                     "error": f"the handler's return value is not JSON: {exc}"}
     return {"state": "succeeded", "exit_code": 0, "result": value}
+
+
+_CO_ITERABLE_COROUTINE = 0x100  # inspect.CO_ITERABLE_COROUTINE: a @types.coroutine generator
+_INF = float("inf")
+
+
+def _awaitable(value: object) -> bool:
+    """inspect.isawaitable without loading inspect (~2.5 MiB)."""
+    if hasattr(type(value), "__await__"):  # coroutines, futures, any awaitable class
+        return True
+    code = getattr(value, "gi_code", None) if type(value).__name__ == "generator" else None
+    return bool(code is not None and code.co_flags & _CO_ITERABLE_COROUTINE)
+
+
+def _plainly_json(value: object) -> bool:
+    """A result json.dumps(allow_nan=False) surely takes: None, a bool, a str, a finite
+    float or a modest int (a huge int can exceed Python's int-to-text limit)."""
+    if value is None or isinstance(value, str):
+        return True
+    if isinstance(value, float):
+        return -_INF < value < _INF
+    return isinstance(value, int) and -(1 << 64) < value < 1 << 64
 
 
 def serve(fd: int, cwd: str) -> None:
@@ -168,11 +207,10 @@ def child_main(conn: Pipe, cwd: str) -> None:
     loop = EventLoop()
     while True:
         try:
-            msg = pickle.loads(conn.recv_bytes())
+            msg = loads(conn.recv_bytes())
         except (EOFError, OSError, KeyboardInterrupt):
             return
         # A list is a pipeline of short jobs: run them one after the other, each outcome
         # sent as it ends (the worker takes the next one's start from it).
         for one in msg if isinstance(msg, list) else (msg,):
-            conn.send_bytes(pickle.dumps(_run(cache, one, capture, loop, conn),
-                                         pickle.HIGHEST_PROTOCOL))
+            conn.send_bytes(dumps(_run(cache, one, capture, loop, conn), -1))

@@ -8,15 +8,17 @@ the function, so handlers stay plain functions.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+# A Python child imports this module for every job it runs, even a handler that never
+# calls stage(): so typing, inspect, dataclasses and the stage rules (re, json) are
+# loaded only when needed (~3 MiB per child otherwise).
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from typing import Any, TypeVar, overload
 
-from taskyard.core.stages import StageError, check_stage_name, encode_stage_result
-from taskyard.worker.pipe import Pipe
+    from taskyard.worker.pipe import Pipe
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 class Fenced(Exception):
@@ -24,15 +26,29 @@ class Fenced(Exception):
     the worker refused the stage report and is stopping the attempt."""
 
 
-@dataclass
 class JobContext:
     """The running job: its id, attempt number, and the results of the stages that
     earlier attempts finished (``done``)."""
 
-    job_id: int
-    attempt: int
-    done: dict[str, Any] = field(default_factory=dict)
-    _conn: Pipe | None = None
+    def __init__(self, job_id: int, attempt: int, done: dict[str, Any] | None = None,
+                 _conn: Pipe | None = None) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+        self.done: dict[str, Any] = {} if done is None else done
+        self._conn = _conn
+
+    def __repr__(self) -> str:
+        return (f"JobContext(job_id={self.job_id!r}, attempt={self.attempt!r},"
+                f" done={self.done!r}, _conn={self._conn!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JobContext):
+            return NotImplemented
+        return ((self.job_id, self.attempt, self.done, self._conn)
+                == (other.job_id, other.attempt, other.done, other._conn))
+
+    # Mutable and compared by value: unhashable, as a dataclass with eq=True.
+    __hash__ = None  # type: ignore[assignment]
 
     def report(self, name: str, state: str, result: Any = None) -> None:
         if self._conn is None:
@@ -57,13 +73,13 @@ def set_current(ctx: JobContext | None) -> None:
     _current = ctx
 
 
-@overload
-def stage(name: str, func: Callable[..., Coroutine[Any, Any, T]], /, *args: Any,
-          **kwargs: Any) -> Coroutine[Any, Any, T]: ...
+if TYPE_CHECKING:
+    @overload
+    def stage(name: str, func: Callable[..., Coroutine[Any, Any, T]], /, *args: Any,
+              **kwargs: Any) -> Coroutine[Any, Any, T]: ...
 
-
-@overload
-def stage(name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
+    @overload
+    def stage(name: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
 
 
 def stage(name: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -76,6 +92,10 @@ def stage(name: str, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     With an ``async def`` function, ``stage`` returns a coroutine to await, which does
     the same: ``total = await stage("sum", fetch_and_sum, url)``.
     """
+    import inspect  # noqa: PLC0415 - memory: see the imports above
+
+    from taskyard.core.stages import check_stage_name  # noqa: PLC0415
+
     check_stage_name(name)
     ctx = _current
     if inspect.iscoroutinefunction(func):
@@ -119,6 +139,8 @@ def _failed(ctx: JobContext, name: str, exc: BaseException) -> None:
 
 def _succeeded(ctx: JobContext, name: str, value: T) -> T:
     """Record a stage's result (failed instead if it is not JSON) and return it."""
+    from taskyard.core.stages import StageError, encode_stage_result  # noqa: PLC0415
+
     try:
         encode_stage_result(name, value)
     except StageError as exc:
