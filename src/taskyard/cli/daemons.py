@@ -182,16 +182,8 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
             else make_server(state, http_host, http_port, MAX_BODY_DEFAULT))
     stop = stop_on_signals()
     host = socket.gethostname().split(".")[0]
-    commands: dict[str, list[str]] = {}
-    for i in range(1, count + 1):
-        name = f"{host}-w{i}"
-        cmd = [sys.executable, "-m", "taskyard", "--db", state.url, *["-v"] * verbose,
-               "worker", "--name", name]
-        for pool in pools or ("default",):
-            cmd += ["--pool", pool]
-        if capacity is not None:
-            cmd += ["--capacity", str(capacity)]
-        commands[name] = cmd
+    commands = {f"{host}-w{i}": _worker_command(state, f"{host}-w{i}", verbose, pools, capacity)
+                for i in range(1, count + 1)}
     supervisor = WorkerSupervisor(dict(commands),
                                   on_exit=lambda name, pid: _release(state, name, pid))
     scheduler = _SchedulerThread(SchedulerDaemon(
@@ -225,6 +217,18 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
     # A worker SIGTERM stopped exits 0 (or by the signal); anything else is worth exit 1.
     failed = [c for c in codes if c not in (0, -signal.SIGTERM)]
     ctx.exit(1 if failed else 0)
+
+
+def _worker_command(state: State, name: str, verbose: int, pools: tuple[str, ...],
+                    capacity: int | None) -> list[str]:
+    """The command line of one of ``up``'s workers."""
+    cmd = [sys.executable, "-m", "taskyard", "--db", state.url, *["-v"] * verbose,
+           "worker", "--name", name]
+    for pool in pools or ("default",):
+        cmd += ["--pool", pool]
+    if capacity is not None:
+        cmd += ["--capacity", str(capacity)]
+    return cmd
 
 
 def _release(state: State, name: str, pid: int) -> None:
