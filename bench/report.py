@@ -1,12 +1,11 @@
 """Aggregates a suite's runs (medians, min-max, ratios) into ``latest.json``, the Markdown
-tables of ``latest.md`` and, when matplotlib is installed, the PNG plots."""
+tables of ``latest.md`` (the PNG plots: bench/plots.py)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 # (peer, the taskyard it is compared with): the same storage where there is one;
@@ -213,6 +212,22 @@ def render(cell: dict[str, Any]) -> str:
             "timeout": "timed out"}.get(str(status), str(status))
 
 
+def _once(prof: dict[str, Any]) -> str:
+    """Which sizes ran in the first repetition only (Airflow's graphs: see its section)."""
+    once = [f"W3 at {', '.join(f'{n:,}' for n in prof['w3_once'])} pending"
+            if prof["w3_once"] else "",
+            f"W4 at {', '.join(f'{n:,}' for n in prof['w4_once'])} jobs"
+            if prof["w4_once"] else ""]
+    said = " and ".join(o for o in once if o)
+    return f"{said}: first repetition only" if said else "every cell in every repetition"
+
+
+def _chain_limit(prof: dict[str, Any], n: Any) -> str:
+    """A chain's own limit for ``n`` jobs, when it has one (JSON keys are strings)."""
+    chain = {int(k): v for k, v in (prof.get("w4_chain_timeout") or {}).items()}
+    return f" (a chain {chain[int(n)]:.0f} s)" if int(n) in chain else ""
+
+
 def markdown(summary: dict[str, Any]) -> str:
     systems = summary["systems"]
     prof = summary["profile"]
@@ -221,9 +236,7 @@ def markdown(summary: dict[str, Any]) -> str:
         "# taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: latest benchmark",
         "",
         f"Run {summary['started']} with `make bench` (profile `{prof['name']}`, "
-        f"{prof['reps']} repetitions, systems interleaved; W3 at "
-        f"{', '.join(f'{n:,}' for n in prof['w3_once']) or '-'} pending and W4 at "
-        f"{', '.join(f'{n:,}' for n in prof['w4_once']) or '-'} jobs: first repetition only). "
+        f"{prof['reps']} repetitions, systems interleaved; {_once(prof)}). "
         f"Wall time of the suite: {(summary['wall_s'] or 0) / 60:.1f} min.",
         "",
         f"Machine: {mach.get('cpu', '?')}, {mach.get('cores')} cores, "
@@ -239,7 +252,8 @@ def markdown(summary: dict[str, Any]) -> str:
         "limit, and the figure covers the part that ran (W1: the completion rate so far; "
         "W4: the delays of the jobs that ran). `timed out`: no repetition finished within "
         f"its limit (W1 completion {prof['w1_timeout']:.0f} s, W2 {prof['w2_timeout']:.0f} s, "
-        "W4 " + ", ".join(f"{int(n):,} jobs {t:.0f} s" for n, t in prof["w4_timeout"].items())
+        "W4 " + ", ".join(f"{int(n):,} jobs {t:.0f} s{_chain_limit(prof, n)}"
+                          for n, t in prof["w4_timeout"].items())
         + "). `skipped (budget)`: the suite's time budget "
         + (f"({prof['budget'] / 60:.0f} min) " if prof.get("budget") else "")
         + "ran out first. Each measurement runs on a fresh database (PostgreSQL) or file "
@@ -369,90 +383,3 @@ def _cannot_notes(summary: dict[str, Any]) -> list[str]:
                 shape = m["label"].split(":")[0]
                 seen.setdefault((system, shape), cell.get("note", ""))
     return [f"{system}, {shape}: {note}" for (system, shape), note in seen.items()]
-
-
-def plots(summary: dict[str, Any], doc: dict[str, Any], out: Path) -> list[str]:
-    """The PNGs; an empty list when matplotlib is not installed."""
-    try:
-        import matplotlib  # noqa: PLC0415
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-    except ImportError:
-        return []
-    systems = summary["systems"]
-    by_id = {m["id"]: m for m in summary["metrics"]}
-    written = []
-
-    fig, ax = plt.subplots(figsize=(11, 5))
-    bars = [("w1_enqueue_call", "enqueue, per call", "tab:blue"),
-            ("w1_enqueue_batch", "enqueue, batch", "tab:cyan"),
-            ("w1_complete_1", "completion, 1 worker", "tab:green"),
-            ("w1_complete_2", "completion, 2 workers", "tab:olive")]
-    width = 0.8 / len(bars)
-    for i, (mid, label, color) in enumerate(bars):
-        xs, ys, lo, hi, hatch = [], [], [], [], []
-        for j, system in enumerate(systems):
-            cell = by_id[mid]["values"].get(system, {})
-            if "median" in cell:
-                xs.append(j + (i - (len(bars) - 1) / 2) * width)
-                ys.append(cell["median"])
-                lo.append(cell["median"] - cell["min"])
-                hi.append(cell["max"] - cell["median"])
-                hatch.append(cell["status"] == "partial")
-        drawn = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label, color=color)
-        for patch, partial in zip(drawn, hatch, strict=True):
-            if partial:
-                patch.set_hatch("//")
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(systems)), systems, rotation=20)
-    ax.set_ylabel("jobs per second (log)")
-    ax.set_title(f"W1: {summary['profile']['w1_jobs']:,} no-op jobs "
-                 "(median, min\u2013max; hatched: timed out, rate so far)")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "throughput.png", dpi=110)
-    plt.close(fig)
-    written.append("throughput.png")
-
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for system in systems:
-        samples = summary["latency_samples_ms"].get(system) or []
-        if samples:
-            ys = [(i + 1) / len(samples) for i in range(len(samples))]
-            ax.plot(samples, ys, label=system)
-    ax.set_xscale("log")
-    ax.set_xlabel("submit -> handler start (ms, log)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(f"W2: latency CDF, {summary['profile']['w2_jobs']} sequential jobs "
-                 "(all repetitions)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "latency_cdf.png", dpi=110)
-    plt.close(fig)
-    written.append("latency_cdf.png")
-
-    fig, ax = plt.subplots(figsize=(8, 5))
-    sizes = sorted(int(m["id"][3:]) for m in summary["metrics"] if m["id"].startswith("w3_"))
-    for system in systems:
-        pts = [(n, by_id[f"w3_{n}"]["values"].get(system, {})) for n in sizes]
-        pts = [(n, c) for n, c in pts if "median" in c]
-        if pts:
-            ax.errorbar([n for n, _ in pts], [c["median"] for _, c in pts],
-                        yerr=[[c["median"] - c["min"] for _, c in pts],
-                              [c["max"] - c["median"] for _, c in pts]],
-                        marker="o", capsize=3, label=system)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("pending jobs (log)")
-    ax.set_ylabel("ms per cycle placing 50 jobs (log)")
-    ax.set_title("W3: scheduling cycle vs backlog (peers: 50 dequeues)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "backlog.png", dpi=110)
-    plt.close(fig)
-    written.append("backlog.png")
-    return written

@@ -18,6 +18,10 @@ over the statement's new or old rows, its *transition table*):
 - The columns that tie rows together never change: an update that would change one
   is refused.
 
+A statement that makes these checks itself (one job, its task type locked ``FOR KEY
+SHARE`` by the insert: see pg_submit) says so with :data:`CHECKED_SETTING`, and the
+insert trigger is not called: a PL/pgSQL call per submit is a fifth of its cost.
+
 A refusal raises SQLSTATE 23503 (``foreign_key_violation``), as a foreign key would,
 saying which row is missing or still in use. SQLite keeps ordinary foreign keys
 (``schema.py`` creates them there only): its checks are cheap in-process lookups.
@@ -84,6 +88,15 @@ END
 $body$
 """
 
+CHECKED_SETTING = "taskyard.references_checked"
+"""A setting a statement turns ``on`` (for its transaction: ``set_config(..., true)``)
+when it has checked the references of the jobs it inserts itself. Only a statement
+that is its whole transaction (autocommit) may set it: any later insert into jobs in
+the same transaction would go unchecked."""
+
+CHECKED_WHEN = f"current_setting('{CHECKED_SETTING}', true) IS DISTINCT FROM 'on'"
+"""The jobs insert trigger's condition: the statement did not check them itself."""
+
 # (trigger, table, when, transition table or None, function)
 _TRIGGERS = (
     ("jobs_refer", "jobs", "AFTER INSERT", "NEW TABLE AS new_jobs", "jobs_refer"),
@@ -104,8 +117,9 @@ _FIXED = (
 FUNCTIONS = (*(function for *_, function in _TRIGGERS), "keys_fixed")
 
 
-def create_statements() -> list[str]:
-    """The DDL that installs the checks (the tables must exist)."""
+def create_statements(*, checked_when: bool = True) -> list[str]:
+    """The DDL that installs the checks (the tables must exist); ``checked_when``: see
+    :func:`trigger_statement`."""
     statements = [
         _REFER.format(name="jobs_refer", table="jobs", probe=_JOBS_MISSING),
         _REFER.format(name="edges_refer", table="dependencies", probe=_EDGES_MISSING),
@@ -118,11 +132,7 @@ def create_statements() -> list[str]:
             column="graph_id", key="id")),
         _KEYS_FIXED,
     ]
-    statements += [
-        f"CREATE TRIGGER taskyard_{trigger} {when} ON {table} REFERENCING {rows} "
-        f"FOR EACH STATEMENT EXECUTE FUNCTION taskyard_{function}()"
-        for trigger, table, when, rows, function in _TRIGGERS
-    ]
+    statements += [trigger_statement(*row, checked_when=checked_when) for row in _TRIGGERS]
     statements += [
         f"CREATE TRIGGER taskyard_{trigger} BEFORE UPDATE OF {', '.join(keys)} ON {table} "
         f"FOR EACH ROW WHEN ({' OR '.join(f'OLD.{k} IS DISTINCT FROM NEW.{k}' for k in keys)}) "
@@ -130,6 +140,23 @@ def create_statements() -> list[str]:
         for trigger, table, keys in _FIXED
     ]
     return statements
+
+
+def trigger_statement(trigger: str, table: str, when: str, rows: str, function: str, *,
+                      checked_when: bool = True) -> str:
+    """One statement-level trigger's DDL; the jobs insert trigger with its condition
+    (:data:`CHECKED_WHEN`) unless not ``checked_when`` (as migration 0004 made it)."""
+    condition = (f" WHEN ({CHECKED_WHEN})" if checked_when and trigger == "jobs_refer"
+                 else "")
+    return (f"CREATE TRIGGER taskyard_{trigger} {when} ON {table} REFERENCING {rows} "
+            f"FOR EACH STATEMENT{condition} EXECUTE FUNCTION taskyard_{function}()")
+
+
+def jobs_refer_statements(*, checked_when: bool) -> list[str]:
+    """Migration 0009 (and back): the jobs insert trigger made again, with or without
+    its condition."""
+    return ["DROP TRIGGER IF EXISTS taskyard_jobs_refer ON jobs",
+            trigger_statement(*_TRIGGERS[0], checked_when=checked_when)]
 
 
 def drop_statements() -> list[str]:

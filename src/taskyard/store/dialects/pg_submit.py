@@ -18,6 +18,7 @@ from typing import Any
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store.dialects.pg_cycle import LOCK_IF_WORKERS, NO_WORKER
+from taskyard.store.dialects.pg_references import CHECKED_SETTING
 from taskyard.store.dialects.spec_cache import job_to_insert, payload_tail
 from taskyard.store.raw import Raw
 from taskyard.store.task_type_rows import COLUMNS, cached_spec
@@ -28,13 +29,21 @@ SpecCache = dict[str, tuple[str, TaskTypeSpec]]
 _READ_SPEC = f"SELECT xmin::text, {', '.join(COLUMNS)} FROM task_types WHERE name = ?"
 
 
+# Alone (autocommit), a job outside any graph: the statement makes the insert trigger's
+# check itself (pg_references), locking its task type as the trigger would, and says so.
+_CHECKED = (f"FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) "
+            f"IS NOT NULL AND {NO_WORKER} ")
+
+
 @functools.lru_cache(maxsize=32)
-def _insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False) -> str:
+def _insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False,
+                checked: bool = False) -> str:
+    guard = _CHECKED if checked else f") AND {NO_WORKER} " if alone else ") "
     return (
         f"WITH j AS (INSERT INTO jobs ({', '.join(columns)}, created_at) "
         f"SELECT {', '.join('?' for _ in columns)}, {{now}} "
-        "WHERE EXISTS (SELECT 1 FROM task_types WHERE name = ? AND xmin = ?::xid) "
-        f"{f'AND {NO_WORKER} ' if alone else ''}RETURNING id, graph_id), "
+        f"WHERE EXISTS (SELECT 1 FROM task_types WHERE name = ? AND xmin = ?::xid {guard}"
+        "RETURNING id, graph_id), "
         "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
         "SELECT 'job-pending', ?, '{\"job_id\":' || j.id || ?, j.id, j.graph_id, {now} "
         "FROM j) "
@@ -57,7 +66,8 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
     if found is None:
         return None, None
     version, spec, row = found
-    inserted = raw.first(_insert_sql(tuple(row), lock, alone), [
+    checked = alone and row["graph_id"] is None
+    inserted = raw.first(_insert_sql(tuple(row), lock, alone, checked), [
         *row.values(), spec.name, version,
         job_key(row["graph_id"], row["routing"]), payload_tail(spec.name)])
     if inserted is None:

@@ -34,7 +34,7 @@ def upgrade() -> None:
         return
     for name, table, *_ in _FOREIGN_KEYS:
         op.drop_constraint(name, table, type_="foreignkey")
-    for statement in pg_references.create_statements():
+    for statement in pg_references.create_statements(checked_when=False):  # 0009 adds it
         op.execute(statement)
 
 
