@@ -91,7 +91,8 @@ def test_a_lane_the_server_ended_is_replaced_without_an_error(pg: Store) -> None
         yard.add_task_type("t", "shell:true")
         ended = _backend_pid(yard.store)
         with pg.engine.connect() as admin:
-            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": ended})
+            # Waits until the backend has gone (its farewell is on the socket by then).
+            admin.execute(text("SELECT pg_terminate_backend(:pid, 60000)"), {"pid": ended})
             admin.commit()
         yard.store.no_worker_seen = True  # the path of a submit while no worker is live
         job_id = yard.submit("t", {})

@@ -43,7 +43,8 @@ def test_a_replaced_connection_gets_a_new_cursor(store: Store) -> None:
         admin = create_engine(normalize_url(store.url), isolation_level="AUTOCOMMIT")
         try:
             with admin.connect() as other:
-                other.execute(text("SELECT pg_terminate_backend(:pid)"),
+                # Waits until the backend has gone (its farewell is on the socket by then).
+                other.execute(text("SELECT pg_terminate_backend(:pid, 60000)"),
                               {"pid": conn.info.backend_pid})
         finally:
             admin.dispose()
