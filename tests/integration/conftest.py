@@ -13,6 +13,7 @@ from taskyard.api.yard import Yard
 from taskyard.scheduler.daemon import SchedulerDaemon
 from taskyard.store import open_store
 from taskyard.worker.daemon import WorkerDaemon
+from taskyard.worker.reports import Placer
 
 
 @dataclass
@@ -24,9 +25,11 @@ class Cluster:
     workers: list[WorkerDaemon] = field(default_factory=list)
 
     def add_worker(self, name: str, capacity: int = 2, pools: tuple[str, ...] = ("default",),
-                   lease: float = 15.0) -> WorkerDaemon:
+                   lease: float = 15.0, placer: Placer | None = None) -> WorkerDaemon:
+        """``placer``: the cycle the worker runs itself (as ``taskyard worker`` does);
+        without one, only a scheduler places."""
         daemon = WorkerDaemon(open_store(self.url), name=name, pools=pools, capacity=capacity,
-                              lease_seconds=lease, kill_grace=1.0)
+                              lease_seconds=lease, kill_grace=1.0, placer=placer)
         self._start(daemon.run)
         self.workers.append(daemon)
         return daemon

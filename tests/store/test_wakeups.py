@@ -7,14 +7,13 @@ closed is replaced, not handed out."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from cycle_lock import holding_the_cycle
 from taskyard.api.yard import Yard
 from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle, schedule
@@ -69,19 +68,6 @@ def test_a_retried_attempt_is_not_carried(store: Store) -> None:
     assert [(j.job_id, j.attempt) for j in store.attempts.fetch(worker).jobs] == [(job, 2)]
 
 
-@contextlib.contextmanager
-def _holding_the_cycle(other: Store) -> Iterator[None]:
-    if other.backend == "sqlite":
-        # The lock alone: its cycle's write transaction would block the submit.
-        with other.dialect.cycle_lock(None) as held:
-            assert held
-            yield
-        return
-    with other.cycle() as tx:
-        assert tx is not None
-        yield
-
-
 def test_a_submit_that_cannot_have_the_cycle_leaves_the_job_to_the_scheduler(
         db_url: str) -> None:
     yard, other = Yard(db_url), None
@@ -91,7 +77,7 @@ def test_a_submit_that_cannot_have_the_cycle_leaves_the_job_to_the_scheduler(
         yard.store.workers.register("w", ["default"], 1, lease_seconds=60)
         other = open_store(db_url)
         scheduler = yard.store.listener("scheduler")
-        with _holding_the_cycle(other):  # another process is in its cycle
+        with holding_the_cycle(other):  # another process is in its cycle
             started = time.monotonic()
             job = yard.submit("t")
             assert time.monotonic() - started < 2.0  # did not wait for the lock

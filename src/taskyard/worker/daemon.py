@@ -57,8 +57,10 @@ class WorkerDaemon:
     ) -> None:
         """``placer`` runs the scheduling cycle inside each batch that reports
         completions (the CLI passes it), so freed capacity is refilled at once (seed
-        000 runs schedule() on job completion). ``prefetch``: the widest window of
-        jobs queued here beyond ``capacity`` (see :mod:`taskyard.core.prefetch`)."""
+        000 runs schedule() on job completion), and once after the worker registers,
+        so that work submitted before it came is placed without a scheduler.
+        ``prefetch``: the widest window of jobs queued here beyond ``capacity`` (see
+        :mod:`taskyard.core.prefetch`)."""
         self.store = store
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.pools = tuple(pools)
@@ -71,6 +73,8 @@ class WorkerDaemon:
         self._leaving = threading.Event()
         """Set once the worker has left: the heartbeat keeps the lease until then."""
         self._woken = threading.Event()
+        self._place_first = False
+        """A cycle is due once registered: work may be waiting for the room we bring."""
         self._deliveries = Deliveries(store.jobs_in_wakeups)
         self._looked = 0.0
         self._ended: collections.deque[Outcome] = collections.deque()
@@ -116,6 +120,9 @@ class WorkerDaemon:
         for thread in threads:
             thread.start()
         failures = 0
+        # Seed 000 schedules on creation and completion only: a job submitted while no
+        # worker served its pool waits for a cycle, and no scheduler may be running.
+        self._place_first = self.placer is not None
         try:
             self._woken.set()  # look for work placed before we listened
             self._kick.set()
@@ -182,11 +189,12 @@ class WorkerDaemon:
         # What we hold before the look: the listener may add jobs meanwhile, dispatched
         # after the look read the active set (see _take).
         held = self.executor.running()
-        if starts or ended or declare is not None:
-            # The cycle runs when room may have opened (seed 000 runs schedule() on
-            # completion): not for starts alone, which free nothing and would delay
-            # the report of the ends that follow them (a chain's hand-off).
-            place = self.placer if ended or declare is not None else None
+        # The cycle runs when room may have opened (seed 000 runs schedule() on
+        # completion; our start-up brings room too): not for starts alone, which free
+        # nothing and would delay the report of the ends that follow them.
+        first = self._place_first and look
+        place = self.placer if ended or declare is not None or first else None
+        if starts or ended or declare is not None or place is not None:
             try:
                 report = report_batch(self.store, self.worker_id, starts, ended,
                                       prefetch=declare, place=place, fetch=look, known=held)
@@ -194,6 +202,8 @@ class WorkerDaemon:
                 self._ended.extendleft(reversed(ended))  # try again with the next round
                 raise
             self._unsent = []
+            if report.cycle is not None:  # else its holder places; we try on a later look
+                self._place_first = False
             if declare is not None:
                 self._window = declare
             self.stats["reports"] += 1
