@@ -45,12 +45,8 @@ def plots(summary: dict[str, Any], doc: dict[str, Any], out: Path) -> list[str]:
     ax.set_ylabel("jobs per second (log)")
     ax.set_title(f"W1: {summary['profile']['w1_jobs']:,} no-op jobs "
                  "(median, min\u2013max; hatched: timed out, rate so far)")
-    ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "throughput.png", dpi=110)
-    plt.close(fig)
-    written.append("throughput.png")
+    written.append(_save(plt, fig, ax, out / "throughput.png"))
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for system in systems:
@@ -64,11 +60,7 @@ def plots(summary: dict[str, Any], doc: dict[str, Any], out: Path) -> list[str]:
     ax.set_title(f"W2: latency CDF, {summary['profile']['w2_jobs']} sequential jobs "
                  "(all repetitions)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "latency_cdf.png", dpi=110)
-    plt.close(fig)
-    written.append("latency_cdf.png")
+    written.append(_save(plt, fig, ax, out / "latency_cdf.png"))
 
     fig, ax = plt.subplots(figsize=(8, 5))
     sizes = sorted(int(m["id"][3:]) for m in summary["metrics"] if m["id"].startswith("w3_"))
@@ -86,9 +78,14 @@ def plots(summary: dict[str, Any], doc: dict[str, Any], out: Path) -> list[str]:
     ax.set_ylabel("ms per cycle placing 50 jobs (log)")
     ax.set_title("W3: scheduling cycle vs backlog (peers: 50 dequeues)")
     ax.grid(alpha=0.3)
+    written.append(_save(plt, fig, ax, out / "backlog.png"))
+    return written
+
+
+def _save(plt: Any, fig: Any, ax: Any, path: Path) -> str:
+    """Legend, layout, the PNG written and the figure closed; the file's name."""
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "backlog.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    written.append("backlog.png")
-    return written
+    return path.name

@@ -97,13 +97,17 @@ the same transaction would go unchecked."""
 CHECKED_WHEN = f"current_setting('{CHECKED_SETTING}', true) IS DISTINCT FROM 'on'"
 """The jobs insert trigger's condition: the statement did not check them itself."""
 
-# (trigger, table, when, transition table or None, function)
+# (trigger, table, when, transition table, function, condition or None)
 _TRIGGERS = (
-    ("jobs_refer", "jobs", "AFTER INSERT", "NEW TABLE AS new_jobs", "jobs_refer"),
-    ("edges_refer", "dependencies", "AFTER INSERT", "NEW TABLE AS new_edges", "edges_refer"),
-    ("jobs_gone", "jobs", "AFTER DELETE", "OLD TABLE AS old_jobs", "jobs_gone"),
-    ("types_gone", "task_types", "AFTER DELETE", "OLD TABLE AS old_types", "types_gone"),
-    ("graphs_gone", "graphs", "AFTER DELETE", "OLD TABLE AS old_graphs", "graphs_gone"),
+    ("jobs_refer", "jobs", "AFTER INSERT", "NEW TABLE AS new_jobs", "jobs_refer",
+     CHECKED_WHEN),
+    ("edges_refer", "dependencies", "AFTER INSERT", "NEW TABLE AS new_edges", "edges_refer",
+     None),
+    ("jobs_gone", "jobs", "AFTER DELETE", "OLD TABLE AS old_jobs", "jobs_gone", None),
+    ("types_gone", "task_types", "AFTER DELETE", "OLD TABLE AS old_types", "types_gone",
+     None),
+    ("graphs_gone", "graphs", "AFTER DELETE", "OLD TABLE AS old_graphs", "graphs_gone",
+     None),
 )
 
 # (trigger, table, key columns): refuse an update that changes one of them.
@@ -114,7 +118,7 @@ _FIXED = (
     ("graphs_keys_fixed", "graphs", ("id",)),
 )
 
-FUNCTIONS = (*(function for *_, function in _TRIGGERS), "keys_fixed")
+FUNCTIONS = (*(row[4] for row in _TRIGGERS), "keys_fixed")
 
 
 def create_statements(*, checked_when: bool = True) -> list[str]:
@@ -132,7 +136,7 @@ def create_statements(*, checked_when: bool = True) -> list[str]:
             column="graph_id", key="id")),
         _KEYS_FIXED,
     ]
-    statements += [trigger_statement(*row, checked_when=checked_when) for row in _TRIGGERS]
+    statements += [trigger_statement(row, checked_when=checked_when) for row in _TRIGGERS]
     statements += [
         f"CREATE TRIGGER taskyard_{trigger} BEFORE UPDATE OF {', '.join(keys)} ON {table} "
         f"FOR EACH ROW WHEN ({' OR '.join(f'OLD.{k} IS DISTINCT FROM NEW.{k}' for k in keys)}) "
@@ -142,21 +146,22 @@ def create_statements(*, checked_when: bool = True) -> list[str]:
     return statements
 
 
-def trigger_statement(trigger: str, table: str, when: str, rows: str, function: str, *,
+def trigger_statement(row: tuple[str, str, str, str, str, str | None], *,
                       checked_when: bool = True) -> str:
-    """One statement-level trigger's DDL; the jobs insert trigger with its condition
-    (:data:`CHECKED_WHEN`) unless not ``checked_when`` (as migration 0004 made it)."""
-    condition = (f" WHEN ({CHECKED_WHEN})" if checked_when and trigger == "jobs_refer"
-                 else "")
+    """One statement-level trigger's DDL (a row of ``_TRIGGERS``), with its condition
+    unless not ``checked_when`` (the jobs insert trigger as migration 0004 made it,
+    before 0009 gave it one)."""
+    trigger, table, when, rows, function, condition = row
+    guard = f" WHEN ({condition})" if condition and checked_when else ""
     return (f"CREATE TRIGGER taskyard_{trigger} {when} ON {table} REFERENCING {rows} "
-            f"FOR EACH STATEMENT{condition} EXECUTE FUNCTION taskyard_{function}()")
+            f"FOR EACH STATEMENT{guard} EXECUTE FUNCTION taskyard_{function}()")
 
 
 def jobs_refer_statements(*, checked_when: bool) -> list[str]:
     """Migration 0009 (and back): the jobs insert trigger made again, with or without
     its condition."""
     return ["DROP TRIGGER IF EXISTS taskyard_jobs_refer ON jobs",
-            trigger_statement(*_TRIGGERS[0], checked_when=checked_when)]
+            trigger_statement(_TRIGGERS[0], checked_when=checked_when)]
 
 
 def drop_statements() -> list[str]:
