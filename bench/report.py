@@ -4,9 +4,9 @@ tables of ``latest.md`` (the PNG plots: bench/plots.py)."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from bench.metrics import Metric, metrics
 
 # (peer, the taskyard it is compared with): the same storage where there is one;
 # redis-based peers are compared with taskyard's default, SQLite.
@@ -14,109 +14,6 @@ PAIRS = [("procrastinate-pg", "taskyard-pg"), ("pgqueuer-pg", "taskyard-pg"),
          ("airflow-pg", "taskyard-pg"), ("huey-sqlite", "taskyard-sqlite"),
          ("huey-pg", "taskyard-pg"), ("huey-redis", "taskyard-sqlite"),
          ("celery-redis", "taskyard-sqlite")]
-
-Getter = Callable[[dict[str, Any]], "float | None"]
-
-
-def _get(key: str) -> Getter:
-    def get(row: dict[str, Any]) -> float | None:
-        value = row.get(key)
-        return float(value) if isinstance(value, int | float) else None
-    return get
-
-
-def _first(*keys: str) -> Getter:
-    def get(row: dict[str, Any]) -> float | None:
-        for key in keys:
-            value = row.get(key)
-            if isinstance(value, int | float):
-                return float(value)
-        return None
-    return get
-
-
-def _rss(*groups: str) -> Getter:
-    def get(row: dict[str, Any]) -> float | None:
-        found = [row.get("rss_mb", {}).get(g) for g in groups]
-        values = [float(v) for v in found if isinstance(v, int | float)]
-        return sum(values) if values else None
-    return get
-
-
-@dataclass(frozen=True)
-class Metric:
-    mid: str
-    workload: str
-    cell: str  # the runs it is read from (W5: the W1, W3 or W4 runs)
-    label: str
-    unit: str
-    better: str  # "higher" | "lower"
-    get: Getter
-    batch_only: bool = False
-    # Whether a run that hit its time limit makes this figure partial: not for what was
-    # measured before the limit applies (enqueue, submit) nor for peak memory.
-    limited: bool = True
-
-
-def metrics(profile: dict[str, Any]) -> list[Metric]:
-    found = [
-        Metric("w1_enqueue_call", "W1", "K=1", "enqueue, one call per job", "jobs/s", "higher",
-               _get("enqueue_per_s"), limited=False),
-        Metric("w1_enqueue_batch", "W1", "K=2", "enqueue, batch API", "jobs/s", "higher",
-               _get("enqueue_per_s"), True, limited=False),
-        Metric("w1_complete_1", "W1", "K=1", "completion, 1 worker process", "jobs/s",
-               "higher", _first("complete_per_s", "complete_per_s_partial")),
-        Metric("w1_complete_2", "W1", "K=2", "completion, 2 worker processes", "jobs/s",
-               "higher", _first("complete_per_s", "complete_per_s_partial")),
-        Metric("w2_p50", "W2", "latency", "submit -> handler start, p50", "ms", "lower",
-               _get("p50_ms")),
-        Metric("w2_p99", "W2", "latency", "submit -> handler start, p99", "ms", "lower",
-               _get("p99_ms")),
-    ]
-    if profile.get("http"):
-        found += [
-            Metric("http_submit", "HTTP", "api", "POST /api/v1/jobs, "
-                   f"{profile['http'][1]} client threads", "jobs/s", "higher",
-                   _get("submit_per_s"), limited=False),
-            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs answered 500", "count",
-                   "lower", _get("submit_errors"), limited=False),
-            Metric("http_p50", "HTTP", "api", "HTTP submit -> handler start, p50", "ms",
-                   "lower", _get("p50_ms")),
-            Metric("http_p99", "HTTP", "api", "HTTP submit -> handler start, p99", "ms",
-                   "lower", _get("p99_ms")),
-        ]
-    sizes = sorted(set(profile["w3_sizes"]) | set(profile["w3_once"]))
-    found += [Metric(f"w3_{n}", "W3", str(n), f"cycle with {n:,} pending, 50 free slots",
-                     "ms", "lower", _get("cycle_ms_median")) for n in sizes]
-    graphs = sorted(set(profile["w4_sizes"]) | set(profile["w4_once"]))
-    cells = [(shape, n) for shape, n in profile.get("w4_small", ())]  # Airflow's sizes
-    cells += [(shape, n) for n in graphs for shape in profile["w4_shapes"]]
-    for shape, n in cells:
-        cell = f"{shape} {n}"
-        found += [
-            Metric(f"w4_submit_{shape}_{n}", "W4", cell, f"{cell}: submit", "s", "lower",
-                   _get("submit_s"), limited=False),
-            Metric(f"w4_e2e_{shape}_{n}", "W4", cell, f"{cell}: end to end", "s", "lower",
-                   _get("end_to_end_s")),
-            Metric(f"w4_p50_{shape}_{n}", "W4", cell, f"{cell}: hand-off p50", "ms",
-                   "lower", _get("handoff_ms_p50")),
-            Metric(f"w4_p99_{shape}_{n}", "W4", cell, f"{cell}: hand-off p99", "ms",
-                   "lower", _get("handoff_ms_p99")),
-        ]
-    found.append(Metric("w5_w1", "W5", "K=2", "W1, 2 workers: scheduler + workers", "MiB",
-                        "lower", _rss("scheduler", "workers"), limited=False))
-    found += [Metric(f"w5_w3_{n}", "W5", str(n),
-                     f"W3 {n:,} pending: scheduler (peers: the dequeuing process)", "MiB",
-                     "lower", _rss("scheduler", "dequeuer"), limited=False) for n in sizes]
-    for shape, n in cells:
-        cell = f"{shape} {n}"
-        found += [
-            Metric(f"w5_w4s_{shape}_{n}", "W5", cell, f"W4 {cell}: scheduler", "MiB",
-                   "lower", _rss("scheduler"), limited=False),
-            Metric(f"w5_w4w_{shape}_{n}", "W5", cell, f"W4 {cell}: workers", "MiB",
-                   "lower", _rss("workers"), limited=False),
-        ]
-    return found
 
 
 def summarize(doc: dict[str, Any]) -> dict[str, Any]:
@@ -127,11 +24,14 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     for m in metrics(doc["profile"]):
         workload = m.workload
         if workload == "W5":  # memory figures come from the workloads' own runs
-            workload = {"w5_w1": "W1"}.get(m.mid, "W3" if m.mid.startswith("w5_w3") else "W4")
+            workload = "W1" if m.mid.startswith("w5_w1") else \
+                "W3" if m.mid.startswith("w5_w3") else "W4"
         values: dict[str, dict[str, Any]] = {}
         for system in systems:
+            cell = m.cell if m.peer_cell is None or system.startswith("taskyard-") \
+                else m.peer_cell
             rows = [r["result"] for r in runs if r["system"] == system
-                    and r["workload"] == workload and r["cell"] == m.cell]
+                    and r["workload"] == workload and r["cell"] == cell]
             values[system] = _cell(m, rows, doc["config"].get(system, {}))
         table.append({"id": m.mid, "workload": m.workload, "label": m.label, "unit": m.unit,
                       "better": m.better, "values": values})
@@ -268,7 +168,11 @@ def markdown(summary: dict[str, Any]) -> str:
          "after the enqueue (their start-up is not counted)."
          + (f" The per-call enqueue rate is timed over the first ~{limit:.0f} s of calls; "
             "the rest of the jobs go in untimed (batch API, else straight into the peer's "
-            "storage, as for the K=2 run of a peer without a batch API)." if limit else "")),
+            "storage, as for the K=2 run of a peer without a batch API)." if limit else "")
+         + (" taskyard runs `taskyard scheduler` and K `taskyard worker` processes; its "
+            "K=2 run is repeated with no scheduler process, the first worker running one "
+            "in a thread (`taskyard worker --scheduler`): rows marked so, beside the peers' "
+            "figures of their own K=2 run." if prof.get("w1_inproc") else "")),
         ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system",
          f"Workers up and warm, {prof['w2_warmup']} warm-up jobs discarded; latency = "
          "handler start (its own clock) - the time just before the enqueue call."),

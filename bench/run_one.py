@@ -26,8 +26,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     workload = spec["workload"]
     try:
         if workload == "W1":
+            inproc = {"inproc": True} if p.get("inproc") else {}  # taskyard only
             return system.w1(p["jobs"], p["workers"], batch=p["batch"], timeout=p["timeout"],
-                             enqueue_limit=p.get("enqueue_limit"))
+                             enqueue_limit=p.get("enqueue_limit"), **inproc)
         if workload == "W2":
             return system.w2(p["jobs"], p["warmup"], p["timeout"])
         if workload == "W3":

@@ -38,6 +38,8 @@ from bench.run_one import MARK
 
 HERE = Path(__file__).resolve().parent.parent
 SHAPES = ("chain", "fanout", "random")
+INPROC = "K=2 inproc"
+"""The W1 cell of taskyard's workers with the scheduler in one of them."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Profile:
     w4_small_timeout: float = 60.0
     # A chain's own limit where it differs from w4_timeout (a chain never ends sooner).
     w4_chain_timeout: dict[int, float] = field(default_factory=dict)
+    # taskyard's W1 with 2 workers once more, its scheduler in the first worker
+    # (`worker --scheduler`) instead of a process of its own.
+    w1_inproc: bool = False
 
 
 PROFILES = {
@@ -82,7 +87,7 @@ PROFILES = {
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 5}, w4_chain_timeout={10_000: 10},
-        budget=25 * 60, http=(600, 8, 100),
+        budget=25 * 60, http=(600, 8, 100), w1_inproc=True,
         # Airflow's graphs: 30 s each (Airflow runs ~1 task/s here, see airflow_peer).
         w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=30),
     "smoke": Profile(
@@ -90,7 +95,7 @@ PROFILES = {
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3)),
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_inproc=True),
 }
 
 
@@ -120,6 +125,12 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
                 soft = p.w1_timeout + (limit or 0)
                 found.append(("W1", f"K={workers}", {
                     "jobs": p.w1_jobs, "workers": workers, "batch": batch,
+                    "timeout": p.w1_timeout, "enqueue_limit": limit},
+                    soft, soft + (limit or p.w1_jobs / 100) + 90))
+            if p.w1_inproc:
+                soft = p.w1_timeout + (limit or 0)
+                found.append(("W1", INPROC, {
+                    "jobs": p.w1_jobs, "workers": 2, "batch": True, "inproc": True,
                     "timeout": p.w1_timeout, "enqueue_limit": limit},
                     soft, soft + (limit or p.w1_jobs / 100) + 90))
             found.append(("W2", "latency", {"jobs": p.w2_jobs, "warmup": p.w2_warmup,
@@ -153,8 +164,8 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
         rotated = systems[shift:] + systems[:shift]
         for workload, cell, params, soft, hard in cells(rep, once):
             for system in rotated:
-                if workload == "HTTP" and not system.startswith("taskyard-"):
-                    continue  # the peers have no HTTP API of their own
+                if (workload == "HTTP" or cell == INPROC) and not system.startswith("taskyard-"):
+                    continue  # the peers have no HTTP API, nor worker --scheduler
                 if system == "airflow-pg" and (
                         rep > 1 or once or (workload, cell) not in small):
                     continue  # Airflow: the small graphs, once (each run takes minutes)

@@ -29,9 +29,9 @@ class TaskyardSystem:
             recreate_pg(self.url)
 
     def w1(self, n: int, workers: int, *, batch: bool, timeout: float,
-           enqueue_limit: float | None = None) -> dict[str, Any]:
+           enqueue_limit: float | None = None, inproc: bool = False) -> dict[str, Any]:
         return throughput.w1(self.url, n, workers, batch=batch, timeout=timeout,
-                             enqueue_limit=enqueue_limit)
+                             enqueue_limit=enqueue_limit, inproc=inproc)
 
     def w2(self, m: int, warmup: int, timeout: float) -> dict[str, Any]:
         return throughput.w2(self.url, m, warmup, timeout)

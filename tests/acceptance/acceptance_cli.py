@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -97,3 +98,16 @@ class Cli:
                 pytest.fail(f"taskyard {' '.join(args)} took more than {timeout}s: {err}")
             results.append(Result(tuple(args), proc.returncode, out, err))
         return results
+
+
+def stop(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """SIGTERM a daemon started with :meth:`Cli.popen` and wait for it (SIGKILL past
+    ``timeout``); its stderr."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err

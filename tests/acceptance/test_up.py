@@ -6,25 +6,15 @@ from __future__ import annotations
 import itertools
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from acceptance_cli import Cli
 
+from polling import wait_for
 from taskyard.cli.supervise import WorkerSupervisor
 from taskyard.model.records import WorkerRecord
 from taskyard.store import open_store
-
-
-def _wait_for(what: str, probe: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_up_restarts_a_killed_worker_and_stops_on_sigterm(cli: Cli, db_url: str) -> None:
@@ -35,20 +25,20 @@ def test_up_restarts_a_killed_worker_and_stops_on_sigterm(cli: Cli, db_url: str)
             assert up.poll() is None, up.communicate()
             return [w for w in store.workers.list() if w.state == "active"]
 
-        (first,) = _wait_for("the first worker", live)
+        (first,) = wait_for("the first worker", live)
         assert first.pid is not None
         # SIGKILL: the worker cannot say goodbye; `up` sees its process end.
         subprocess.run(["kill", "-KILL", str(first.pid)], check=True)
-        replacement = _wait_for("a restarted worker",
+        replacement = wait_for("a restarted worker",
                                 lambda: [w for w in live() if w.pid != first.pid])
         # `up` released the dead worker at once: the new one has its name, and runs jobs
         # (none waits on the dead one's lease).
         assert replacement[0].name == first.name
         cli("task-type", "add", "hello", "--handler", "shell:echo hi").ok()
         job_id = int(cli("submit", "hello", "--pool", "default").ok().out)
-        _wait_for("the job to succeed",
-                  lambda: store.jobs.get(job_id).state == "succeeded",  # type: ignore[union-attr]
-                  timeout=90)
+        wait_for("the job to succeed",
+                 lambda: store.jobs.get(job_id).state == "succeeded",  # type: ignore[union-attr]
+                 timeout=90)
         up.send_signal(signal.SIGTERM)
         _, err = up.communicate(timeout=60)
     finally:

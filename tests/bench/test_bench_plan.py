@@ -33,5 +33,8 @@ def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:
         ("W4", "chain 100", 1), ("W4", "fanout 1000", 1), ("W4", "random 1000", 1)}
     assert {r.system for r in runs if r.workload == "HTTP"} == {"taskyard-sqlite",
                                                                 "taskyard-pg"}
+    # So is `worker --scheduler`: its W1 cell runs on taskyard only, once per repetition.
+    assert sorted(r.system for r in runs if r.cell == suite.INPROC) == ["taskyard-pg",
+                                                                         "taskyard-sqlite"]
     # Other workloads are never settled this way.
     assert all(suite.cannot(r, found[r.system]) is None for r in runs if r.workload != "W4")

@@ -17,10 +17,12 @@ from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
 from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.publisher import AMQP, start_publisher
+from taskyard.core.durations import parse_duration
 from taskyard.core.prefetch import DEFAULT_PREFETCH
 
 if TYPE_CHECKING:
     from taskyard.scheduler.daemon import SchedulerDaemon
+    from taskyard.store import Store
 
 # The daemons (and the database stack under them) are imported by the commands that run
 # them, so that every other command starts without them; what only `up` uses (the HTTP
@@ -126,9 +128,12 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
 @click.option("--prefetch", type=COUNT, default=DEFAULT_PREFETCH,
               show_default=True,
               help="Most jobs queued here beyond capacity while jobs are short (0: none).")
+@click.option("--scheduler", "with_scheduler", is_flag=True,
+              help="Also run a scheduler in this process, with `taskyard scheduler`'s "
+                   "defaults: no scheduler process of its own to run.")
 @click.pass_context
 def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, name: str | None,
-           lease: float, prefetch: int) -> None:
+           lease: float, prefetch: int, with_scheduler: bool) -> None:
     """Run a worker: runs the jobs placed on it and their handlers."""
     from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
     from taskyard.worker.run import main_worker  # noqa: PLC0415
@@ -139,8 +144,18 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
                        lease_seconds=lease, prefetch=prefetch,
                        placer=lambda cycle: run_cycle(cycle, holder="worker",
-                                                      maintenance_every=0.25, record=False))
+                                                      maintenance_every=0.25, record=False),
+                       companions=[_scheduler_beside] if with_scheduler else [])
     ctx.exit(code)
+
+
+def _scheduler_beside(store: Store, stop: threading.Event) -> None:
+    """``worker --scheduler``: a scheduler daemon with the defaults of ``taskyard
+    scheduler`` on the worker's store, restarted if it dies, until ``stop``."""
+    from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
+
+    daemon = SchedulerDaemon(store, retain=parse_duration(RETENTION))
+    _SchedulerThread(daemon, stop).run_restarting()
 
 
 @click.command("up")
@@ -324,6 +339,14 @@ class _SchedulerThread:
                       " ".join(str(exc).split())[:300])
             log.debug("scheduler failure", exc_info=True)
 
+    def run_restarting(self) -> None:
+        """Run the daemon in this thread until ``stop``, restarting it as :meth:`poll`
+        would (``worker --scheduler`` has no supervising loop to poll)."""
+        while not self.stop.is_set():
+            self._run()
+            if not self.stop.is_set():
+                self.stop.wait(self._restart_delay())
+
     def poll(self) -> None:
         if self.stop.is_set():
             return
@@ -333,9 +356,12 @@ class _SchedulerThread:
             return
         if self.thread is not None and not self.thread.is_alive():
             self.thread = None
-            delay = min(2.0 ** max(self.failures - 1, 0), 60.0)
-            self.restart_at = time.monotonic() + delay
-            log.warning("event=scheduler-restart restart_in=%.1fs", delay)
+            self.restart_at = time.monotonic() + self._restart_delay()
+
+    def _restart_delay(self) -> float:
+        delay = min(2.0 ** max(self.failures - 1, 0), 60.0)
+        log.warning("event=scheduler-restart restart_in=%.1fs", delay)
+        return delay
 
     def join(self, timeout: float) -> None:
         if self.thread is not None:
