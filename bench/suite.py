@@ -87,7 +87,7 @@ PROFILES = {
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 5}, w4_chain_timeout={10_000: 10},
-        budget=25 * 60, http=(600, 8, 100), w1_inproc=True,
+        budget=26 * 60, http=(600, 8, 100), w1_inproc=True,
         # Airflow's graphs: 30 s each (Airflow runs ~1 task/s here, see airflow_peer).
         w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=30),
     "smoke": Profile(
