@@ -121,18 +121,15 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
         found: list[tuple[str, str, dict[str, Any], float, float]] = []
         if not once:
             limit = p.w1_enqueue_limit
-            for workers, batch in p.w1_runs:
-                soft = p.w1_timeout + (limit or 0)
-                found.append(("W1", f"K={workers}", {
-                    "jobs": p.w1_jobs, "workers": workers, "batch": batch,
-                    "timeout": p.w1_timeout, "enqueue_limit": limit},
-                    soft, soft + (limit or p.w1_jobs / 100) + 90))
+            soft = p.w1_timeout + (limit or 0)
+            w1 = [(f"K={workers}", {"workers": workers, "batch": batch})
+                  for workers, batch in p.w1_runs]
             if p.w1_inproc:
-                soft = p.w1_timeout + (limit or 0)
-                found.append(("W1", INPROC, {
-                    "jobs": p.w1_jobs, "workers": 2, "batch": True, "inproc": True,
-                    "timeout": p.w1_timeout, "enqueue_limit": limit},
-                    soft, soft + (limit or p.w1_jobs / 100) + 90))
+                w1.append((INPROC, {"workers": 2, "batch": True, "inproc": True}))
+            for cell, how in w1:
+                found.append(("W1", cell, {"jobs": p.w1_jobs, **how, "timeout": p.w1_timeout,
+                                           "enqueue_limit": limit},
+                              soft, soft + (limit or p.w1_jobs / 100) + 90))
             found.append(("W2", "latency", {"jobs": p.w2_jobs, "warmup": p.w2_warmup,
                                             "timeout": p.w2_timeout}, p.w2_timeout,
                           p.w2_timeout + 90))
