@@ -20,7 +20,7 @@ from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
 from taskyard.store.candidates import claims, pools_of, streams, to_candidates
-from taskyard.store.dialects.results import FIRST_PAGE
+from taskyard.store.dialects.results import FIRST_PAGE, Dispatched
 from taskyard.store.resolution import Ended
 from taskyard.store.sql import lit
 
@@ -171,8 +171,9 @@ class CycleTx:
 
     def forget_ahead(self) -> None:
         """Reads made ahead of the cycle are stale (its maintenance changed something):
-        the cycle reads afresh."""
+        the cycle reads afresh (with the submitted job whose insert waited)."""
         self._ahead = None
+        self.tx.write_deferred()
 
     def restore_planner(self) -> None:
         """Bitmap and sequential scans back on for what follows the candidate reads in
@@ -183,6 +184,7 @@ class CycleTx:
 
     def finish(self) -> None:
         """End of the cycle: wake the workers it placed jobs on (on commit)."""
+        self.tx.write_deferred()  # not placed: pending, before the scans go back on
         channels = sorted(self.notify - self._woken - self.quiet)
         self.tx.dialect.finish_cycle(self.tx.raw, channels, self._scans_off)
         self._scans_off = False
@@ -280,11 +282,28 @@ class CycleTx:
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""
         by_worker: dict[int, list[int]] = {}
-        for p in placements:
-            by_worker.setdefault(p.worker_id, []).append(p.job_id)
         events = self.tx.events.buffer
-        done = self.tx.dialect.dispatch(self.tx.raw, by_worker, names, quiet=self.quiet,
-                                        events=events, scans_off=self._scans_off)
+        new, placed = self.tx.deferred, []
+        for p in placements:
+            if new is not None and p.job_id == new.job_id:
+                # The submitted job whose insert waited: inserted dispatched, first.
+                self.tx.deferred = None
+                done = new.dispatch(self.tx.raw, p.worker_id, names.get(p.worker_id),
+                                    f"worker.{p.worker_id}" not in self.quiet, events,
+                                    last=len(placements) == 1)
+                self._dispatched(done)
+                placed += done.placed
+            else:
+                by_worker.setdefault(p.worker_id, []).append(p.job_id)
+        if by_worker:
+            self.tx.write_deferred()  # not placed: pending, before the others' dispatch
+            done = self.tx.dialect.dispatch(self.tx.raw, by_worker, names, quiet=self.quiet,
+                                            events=events, scans_off=self._scans_off)
+            self._dispatched(done)
+            placed += done.placed
+        return placed
+
+    def _dispatched(self, done: Dispatched) -> None:
         for worker_id, ids in done.per_worker.items():
             self.dispatched.setdefault(worker_id, []).extend(ids)
             self.notify.add(f"worker.{worker_id}")
@@ -292,7 +311,6 @@ class CycleTx:
             self.carried.setdefault(worker_id, []).extend(carried)
         self._woken |= done.woken
         self._scans_off = self._scans_off and not done.scans_on
-        return done.placed
 
     def record_cycle(self, holder: str) -> None:
         self.tx.raw.run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "

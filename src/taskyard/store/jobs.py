@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -90,11 +90,14 @@ class Jobs:
         tx = self.tx
         if len(subs) == 1:
             sub = subs[0]
+            build = lambda spec: job_row(sub, spec, 0, limits=tx.store.limits)  # noqa: E731
+            looked = self._submit_looking(sub, build) if cycle_next else None
+            if looked is not None:
+                return [looked]
             # Its type from the store's cache: PostgreSQL in one statement, which may
             # also try the cycle's lock; SQLite in two (sqlite_submit).
             job_id, held = tx.dialect.submit_one(
-                tx.raw, sub, tx.store.spec_cache,
-                lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), lock=cycle_next)
+                tx.raw, sub, tx.store.spec_cache, build, lock=cycle_next)
             if job_id is not None:
                 if held is not None:  # the cycle's first reads, for the cycle to come
                     tx.ahead = tx.dialect.read_ahead(tx.raw, held, FIRST_PAGE)
@@ -124,6 +127,24 @@ class Jobs:
             tx.store.no_worker_seen = True
             tx.placeable = False  # still no live worker: no cycle, nobody to wake
         return ids
+
+    def _submit_looking(self, sub: JobSubmission,
+                        build: Callable[[TaskTypeSpec], dict[str, Any]]) -> int | None:
+        """PostgreSQL: the cycle's lock, the job's id and the cycle's reads first, then
+        the insert — with the job's dispatch when the cycle places it at once
+        (dialects/pg_placed.py). None where the one-statement path decides (SQLite;
+        an unknown or changed type, a job for later or of a graph): nothing written."""
+        tx = self.tx
+        looked = tx.dialect.submit_looking(tx.raw, sub, tx.store.spec_cache, build,
+                                           FIRST_PAGE)
+        if looked is None:
+            return None
+        tx.store.no_worker_seen = looked.held is None
+        tx.placeable = looked.held is not None  # no live worker: no cycle, nobody to wake
+        tx.ahead = looked.ahead or tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
+        if not looked.deferred.written:
+            tx.deferred = looked.deferred
+        return int(looked.deferred.job_id)
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,
                                   specs: dict[str, TaskTypeSpec]) -> list[int]:

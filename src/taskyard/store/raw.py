@@ -53,11 +53,15 @@ caches how it sends each type of parameter: a new cursor per unit of work looked
 up again for every statement, ~30-50 µs of CPU of a one-statement submit (issue 23).
 The cursor is used only by the unit of work that holds the connection."""
 
+_SECOND = "taskyard.cursor.second"
+"""The key of a pooled connection's second kept cursor (see :meth:`Raw.second`)."""
+
 
 class Raw:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
-    __slots__ = ("_kept", "_percent", "cursor", "dbapi", "dialect", "now_sql")
+    __slots__ = ("_info", "_kept", "_percent", "_second", "cursor", "dbapi", "dialect",
+                 "now_sql")
 
     def __init__(self, conn: Connection, dialect: Dialect, now_sql: str, *,
                  keep: bool = False) -> None:
@@ -70,8 +74,10 @@ class Raw:
         assert dbapi is not None
         self.dbapi: Any = dbapi
         self._kept = keep
+        self._second: Any = None
+        self._info: dict[Any, Any] | None = None
         if keep:
-            info = conn.connection.info
+            info = self._info = conn.connection.info
             cursor = info.get(_KEPT)
             if cursor is None or cursor.closed or cursor.connection is not dbapi:
                 cursor = info[_KEPT] = dbapi.cursor()
@@ -79,15 +85,31 @@ class Raw:
         else:
             self.cursor = dbapi.cursor()
 
+    def second(self) -> Any:
+        """A second cursor on the connection, for a statement sent in one pipeline with
+        one of :attr:`cursor` (whose rows are read after both): kept as that one is."""
+        if self._second is None:
+            if self._info is None:
+                self._second = self.dbapi.cursor()
+            else:
+                cursor = self._info.get(_SECOND)
+                if cursor is None or cursor.closed or cursor.connection is not self.dbapi:
+                    cursor = self._info[_SECOND] = self.dbapi.cursor()
+                self._second = cursor
+        return self._second
+
     def close(self) -> None:
         """The unit of work that owns the cursor has ended (see Tx.close): close it, or,
         kept, drop its last result (an idle pooled connection holds no rows)."""
-        if not self._kept:
-            self.cursor.close()
-        else:
-            reset = getattr(self.cursor, "_reset", None)
-            if reset is not None:
-                reset()
+        for cursor in (self.cursor, self._second):
+            if cursor is None:
+                continue
+            if not self._kept:
+                cursor.close()
+            else:
+                reset = getattr(cursor, "_reset", None)
+                if reset is not None:
+                    reset()
 
     def sql(self, text: str) -> str:
         """``text`` as the driver takes it (see :func:`render`)."""

@@ -66,6 +66,9 @@ class Tx:
         self.placeable = True
         """False when a submit's statement found no live worker: no cycle to run, no
         scheduler to wake (see Jobs.submit)."""
+        self.deferred: Any = None
+        """PostgreSQL: a submitted job whose insert waits for the cycle, which may place
+        it with its insert (dialects/pg_placed.py); :meth:`write_deferred` writes it."""
 
     @property
     def raw(self) -> Raw:
@@ -88,9 +91,17 @@ class Tx:
         """Run ``step`` at the end of this transaction, before its events are written."""
         self._steps.append(step)
 
+    def write_deferred(self) -> None:
+        """Insert the submitted job whose insert waits (:attr:`deferred`), pending: a
+        step that reads or changes pending jobs needs it in the table."""
+        if self.deferred is not None:
+            deferred, self.deferred = self.deferred, None
+            deferred.write(self.raw)
+
     def finish(self) -> None:
         """Write what the transaction left to its end (the store calls this before it
         commits; a caller's own transaction must call it before committing)."""
+        self.write_deferred()
         while self._steps:
             self._steps.pop(0)()
         if "events" in self.__dict__:

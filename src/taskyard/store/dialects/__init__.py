@@ -108,6 +108,9 @@ class Dialect(Protocol):
                    cache: dict[str, tuple[str, TaskTypeSpec]], build: Any, *,
                    lock: bool = False, alone: bool = False,
                    ) -> tuple[int | None, bool | None]: ...
+    def submit_looking(self, raw: Raw, sub: JobSubmission,
+                       cache: dict[str, tuple[str, TaskTypeSpec]], build: Any,
+                       page: int) -> Any: ...
     def end_attempts(self, raw: Raw, worker_id: int, values: Sequence[tuple[Any, ...]],
                      part: Sequence[Outcome], ago: Mapping[tuple[int, int], float],
                      ) -> list[tuple[Any, ...]]: ...

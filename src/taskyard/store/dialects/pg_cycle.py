@@ -72,6 +72,9 @@ _AHEAD_READS = (
     "WHERE p IS NOT NULL) END, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
     "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END")
+HELD_SETTING = "taskyard.cycle_held"
+"""Set ('on', until the transaction ends) by :data:`LOCK_AHEAD` once the lock is ours:
+a statement sent after it in one pipeline reads only then (:data:`AHEAD_IF_HELD`)."""
 LOCK_AHEAD = (
     # The global lock, alone or in a statement that does more (a submit's insert). Once
     # it is ours: waiting for a row lock (held by a frozen transaction) must not keep
@@ -84,8 +87,14 @@ LOCK_AHEAD = (
     # runs); finish() or the last dispatch turns them back on.
     f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
     f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
+    f"AND set_config('{HELD_SETTING}', 'on', true) IS NOT NULL "
     f"AND {SCANS_OFF} ELSE false END")
 """SQL: try the global lock for this transaction (true when it is ours)."""
+
+AHEAD_IF_HELD = (f"SELECT * FROM ({_AHEAD_READS}) AS r "
+                 f"WHERE current_setting('{HELD_SETTING}', true) = 'on'")
+"""SQL: :data:`_AHEAD_READS` when the lock is ours (no row otherwise: nothing read, a
+one-time filter), for a statement sent in one pipeline after the one that tried it."""
 
 LOCK_IF_WORKERS = f"CASE WHEN {_ANY_WORKER} THEN {LOCK_AHEAD} END"
 """SQL: a submit's insert tries :data:`LOCK_AHEAD` only when a live worker could take
@@ -129,7 +138,13 @@ class Ahead:
         :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
         if not held:
             return cls(False)
-        workers, active, limits, lists, first = named(raw, _AHEAD_READS, {"n": page})[0]
+        return cls.of_row(named(raw, _AHEAD_READS, {"n": page})[0], page)
+
+    @classmethod
+    def of_row(cls, row: Sequence[Any], page: int) -> Ahead:
+        """From the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`), read with
+        the lock ours."""
+        workers, active, limits, lists, first = row
         return cls(True, (workers or [], active or [], limits or []), lists or [],
                    first or [], page)
 
@@ -147,10 +162,9 @@ def finish(raw: Raw, channels: Sequence[str]) -> None:
 
 # "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
 # them) instead of looking the ids up.
-DISPATCH = (
-    "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
-    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
-    "RETURNING id, attempt, type, args, timeout, graph_id, label, cost, priority), "
+DISPATCHED_COLUMNS = "id, attempt, type, args, timeout, graph_id, label, cost, priority"
+"""What the jobs statement ``d`` of :data:`DISPATCH` returns (and pg_placed's insert)."""
+DISPATCH_TAIL = (
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
     "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
     "RETURNING job_id, attempt), "
@@ -178,6 +192,11 @@ DISPATCH = (
     f"SELECT job_id, attempt, CASE WHEN %(last)s THEN {SCANS_ON} END, "
     "(SELECT count(pg_notify(c, (SELECT COALESCE(body, '') FROM q))) "
     "FROM unnest(%(wake)s::text[]) AS c), (SELECT COALESCE(body, '') FROM q) FROM a")
+"""What follows the jobs statement ``d`` of a dispatch (:data:`DISPATCH`)."""
+DISPATCH = (
+    "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
+    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
+    f"RETURNING {DISPATCHED_COLUMNS}), {DISPATCH_TAIL}")
 
 
 def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[str],

@@ -38,6 +38,18 @@ def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 
 
+def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]],
+              ) -> list[list[tuple[Any, ...]]]:
+    """Two statements as :func:`named`, sent in one pipeline (with the transaction's
+    ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
+    the second once the first has ended. Each one's rows."""
+    cursors = (raw.cursor, raw.second())
+    with raw.dbapi.pipeline():
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            cursor.execute(_named(sql, raw.now_sql), params)
+    return [list(c.fetchall()) if c.description else [] for c in cursors]
+
+
 def copy(raw: Raw, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """``COPY`` the rows into ``table`` (in this transaction; the table's constraints,
     triggers and indexes apply as to an INSERT). Values are plain Python str, int,

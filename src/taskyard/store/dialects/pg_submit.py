@@ -36,7 +36,7 @@ _CHECKED = (f"FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) "
 
 
 @functools.lru_cache(maxsize=32)
-def _insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False,
+def insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False,
                 checked: bool = False) -> str:
     guard = _CHECKED if checked else f") AND {NO_WORKER} " if alone else ") "
     return (
@@ -62,12 +62,12 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
     ``lock``: no live worker). ``alone``: the statement commits by itself (autocommit)
     and inserts only while no live worker exists — with one, the inline cycle must run
     in the insert's transaction: None, nothing written, the caller takes that path."""
-    found = job_to_insert(sub, cache, lambda: _read_type(raw, sub.type), build)
+    found = build_row(raw, sub, cache, build)
     if found is None:
         return None, None
     version, spec, row = found
     checked = alone and row["graph_id"] is None
-    inserted = raw.first(_insert_sql(tuple(row), lock, alone, checked), [
+    inserted = raw.first(insert_sql(tuple(row), lock, alone, checked), [
         *row.values(), spec.name, version,
         job_key(row["graph_id"], row["routing"]), payload_tail(spec.name)])
     if inserted is None:
@@ -75,6 +75,14 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
             cache.pop(sub.type, None)  # changed since: read it again next time
         return None, None
     return int(inserted[0]), None if inserted[1] is None else bool(inserted[1])
+
+
+def build_row(raw: Raw, sub: JobSubmission, cache: SpecCache,
+              build: Callable[[TaskTypeSpec], dict[str, Any]],
+              ) -> tuple[str, TaskTypeSpec, dict[str, Any]] | None:
+    """The cached version of ``sub``'s type (read when missing), its spec and the job's
+    row (see spec_cache.job_to_insert)."""
+    return job_to_insert(sub, cache, lambda: _read_type(raw, sub.type), build)
 
 
 def _read_type(raw: Raw, name: str) -> tuple[str, TaskTypeSpec] | None:

@@ -31,7 +31,14 @@ from sqlalchemy.sql import Select
 
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import pg_cycle, pg_join, pg_paths, pg_rows, pg_submit
+from taskyard.store.dialects import (
+    pg_cycle,
+    pg_join,
+    pg_paths,
+    pg_placed,
+    pg_rows,
+    pg_submit,
+)
 from taskyard.store.dialects.pg_engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.dialects.pg_lane import Lane
 from taskyard.store.dialects.pg_listen import PgListener, pg_channel
@@ -168,6 +175,7 @@ class PostgresDialect:
     events_last = staticmethod(pg_paths.events_last)
     event_cursor = staticmethod(pg_paths.event_cursor)
     submit_one = staticmethod(pg_submit.submit_one)
+    submit_looking = staticmethod(pg_placed.look)
 
     submits_alone = True
     """A single submit is one statement, which can run in autocommit (Store.alone)."""
