@@ -90,7 +90,10 @@ class Jobs:
         tx = self.tx
         if len(subs) == 1:
             sub = subs[0]
-            build = lambda spec: job_row(sub, spec, 0, limits=tx.store.limits)  # noqa: E731
+
+            def build(spec: TaskTypeSpec) -> dict[str, Any]:
+                return job_row(sub, spec, 0, limits=tx.store.limits)
+
             looked = self._submit_looking(sub, build) if cycle_next else None
             if looked is not None:
                 return [looked]

@@ -74,28 +74,25 @@ class Raw:
         assert dbapi is not None
         self.dbapi: Any = dbapi
         self._kept = keep
+        self._info: dict[Any, Any] | None = conn.connection.info if keep else None
+        self.cursor: Any = self._cursor(_KEPT)
         self._second: Any = None
-        self._info: dict[Any, Any] | None = None
-        if keep:
-            info = self._info = conn.connection.info
-            cursor = info.get(_KEPT)
-            if cursor is None or cursor.closed or cursor.connection is not dbapi:
-                cursor = info[_KEPT] = dbapi.cursor()
-            self.cursor: Any = cursor
-        else:
-            self.cursor = dbapi.cursor()
+
+    def _cursor(self, key: str) -> Any:
+        """The cursor kept under ``key`` with the pooled connection (opened when
+        missing or stale), or a new one when this unit of work keeps none."""
+        if self._info is None:
+            return self.dbapi.cursor()
+        cursor = self._info.get(key)
+        if cursor is None or cursor.closed or cursor.connection is not self.dbapi:
+            cursor = self._info[key] = self.dbapi.cursor()
+        return cursor
 
     def second(self) -> Any:
         """A second cursor on the connection, for a statement sent in one pipeline with
         one of :attr:`cursor` (whose rows are read after both): kept as that one is."""
         if self._second is None:
-            if self._info is None:
-                self._second = self.dbapi.cursor()
-            else:
-                cursor = self._info.get(_SECOND)
-                if cursor is None or cursor.closed or cursor.connection is not self.dbapi:
-                    cursor = self._info[_SECOND] = self.dbapi.cursor()
-                self._second = cursor
+            self._second = self._cursor(_SECOND)
         return self._second
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ end). With a backlog the job goes in at once and joins the reads (:func:`with_jo
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from taskyard.core.routing import job_key
@@ -58,7 +58,7 @@ class Deferred:
     row: dict[str, Any]
     type: str
     version: str
-    written: bool = field(default=False)
+    written: bool = False
 
     def write(self, raw: Raw) -> None:
         """Insert the job, pending, with its ``job-pending`` event (pg_submit's insert)."""
