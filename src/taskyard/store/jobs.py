@@ -94,7 +94,8 @@ class Jobs:
             def build(spec: TaskTypeSpec) -> dict[str, Any]:
                 return job_row(sub, spec, 0, limits=tx.store.limits)
 
-            looked = self._submit_looking(sub, build) if cycle_next else None
+            looked = (self._submit_looking(sub, build)
+                      if cycle_next and tx.store.queue_idle_seen else None)
             if looked is not None:
                 return [looked]
             # Its type from the store's cache: PostgreSQL in one statement, which may
@@ -104,6 +105,9 @@ class Jobs:
             if job_id is not None:
                 if held is not None:  # the cycle's first reads, for the cycle to come
                     tx.ahead = tx.dialect.read_ahead(tx.raw, held, FIRST_PAGE)
+                    # PostgreSQL's reads (SQLite reads in its cycle, and never looks first).
+                    tx.store.queue_idle_seen = bool(
+                        held and tx.ahead is not None and tx.ahead.only_job())
                 elif cycle_next:  # no live worker: no cycle, nobody to wake
                     tx.ahead = tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
                     tx.placeable = False
@@ -143,6 +147,7 @@ class Jobs:
         if looked is None:
             return None
         tx.store.no_worker_seen = looked.held is None
+        tx.store.queue_idle_seen = not looked.deferred.written
         tx.placeable = looked.held is not None  # no live worker: no cycle, nobody to wake
         tx.ahead = looked.ahead or tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
         if not looked.deferred.written:

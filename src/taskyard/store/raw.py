@@ -53,14 +53,12 @@ caches how it sends each type of parameter: a new cursor per unit of work looked
 up again for every statement, ~30-50 µs of CPU of a one-statement submit (issue 23).
 The cursor is used only by the unit of work that holds the connection."""
 
-_SECOND = "taskyard.cursor.second"
-"""The key of a pooled connection's second kept cursor (see :meth:`Raw.second`)."""
 
 
 class Raw:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
-    __slots__ = ("_info", "_kept", "_percent", "_second", "cursor", "dbapi", "dialect",
+    __slots__ = ("_info", "_kept", "_percent", "_spares", "cursor", "dbapi", "dialect",
                  "now_sql")
 
     def __init__(self, conn: Connection, dialect: Dialect, now_sql: str, *,
@@ -76,7 +74,7 @@ class Raw:
         self._kept = keep
         self._info: dict[Any, Any] | None = conn.connection.info if keep else None
         self.cursor: Any = self._cursor(_KEPT)
-        self._second: Any = None
+        self._spares: list[Any] = []
 
     def _cursor(self, key: str) -> Any:
         """The cursor kept under ``key`` with the pooled connection (opened when
@@ -88,19 +86,18 @@ class Raw:
             cursor = self._info[key] = self.dbapi.cursor()
         return cursor
 
-    def second(self) -> Any:
-        """A second cursor on the connection, for a statement sent in one pipeline with
-        one of :attr:`cursor` (whose rows are read after both): kept as that one is."""
-        if self._second is None:
-            self._second = self._cursor(_SECOND)
-        return self._second
+    def spare(self, n: int) -> Any:
+        """Another cursor on the connection (the ``n``-th, from 1), for statements sent in
+        one pipeline with one of :attr:`cursor` (each one's rows are read after all of
+        them): kept as that one is."""
+        while len(self._spares) < n:
+            self._spares.append(self._cursor(f"{_KEPT}.{len(self._spares) + 1}"))
+        return self._spares[n - 1]
 
     def close(self) -> None:
         """The unit of work that owns the cursor has ended (see Tx.close): close it, or,
         kept, drop its last result (an idle pooled connection holds no rows)."""
-        for cursor in (self.cursor, self._second):
-            if cursor is None:
-                continue
+        for cursor in (self.cursor, *self._spares):
             if not self._kept:
                 cursor.close()
             else:

@@ -78,6 +78,11 @@ class Store:
         While workers are live, the latency path pays for no such check. None: no look
         yet; SQLite checks too (a CLI submit, one per process, then runs no cycle and
         loads none of its code while no worker is live); PostgreSQL does not."""
+        self.queue_idle_seen = True
+        """The last single submit with a live worker found the cycle's lock free and no
+        job pending: the next one takes the cycle's lock and reads before its insert
+        (PostgreSQL, dialects/pg_placed.py). After a backlog or the lock elsewhere it
+        inserts first, as a stream of concurrent submits costs least that way."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:

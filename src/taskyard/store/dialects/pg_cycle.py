@@ -140,6 +140,10 @@ class Ahead:
             return cls(False)
         return cls.of_row(named(raw, _AHEAD_READS, {"n": page})[0], page)
 
+    def only_job(self) -> bool:
+        """Read after a submit's insert: that job is the only one pending."""
+        return len(self.lists) == 1 and len(self.first) == 1
+
     @classmethod
     def of_row(cls, row: Sequence[Any], page: int) -> Ahead:
         """From the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`), read with

@@ -41,6 +41,25 @@ _LOOK = (
 
 
 @functools.lru_cache(maxsize=8)
+def _insert_unless_held(columns: tuple[str, ...]) -> str:
+    """pg_submit's insert (the job pending, its event), sent after :data:`_LOOK` in its
+    pipeline: with the id that statement took (``currval``), when the cycle's lock is not
+    ours (elsewhere, or no live worker: the job goes in at once, with no round trip of
+    its own) and the job's type is at the version its row was built from."""
+    values = ", ".join(f"%(c_{c})s" for c in columns)
+    return (
+        f"WITH j AS (INSERT INTO jobs (id, {', '.join(columns)}, created_at) "
+        f"SELECT currval(pg_get_serial_sequence('jobs', 'id')), {values}, {{now}} "
+        f"WHERE current_setting('{pg_cycle.HELD_SETTING}', true) IS DISTINCT FROM 'on' "
+        "AND EXISTS (SELECT 1 FROM task_types WHERE name = %(type)s "
+        "AND xmin = %(version)s::xid) RETURNING id, graph_id), "
+        "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
+        "SELECT 'job-pending', %(key)s, '{\"job_id\":' || j.id || %(tail)s, j.id, j.graph_id, "
+        "{now} FROM j) "
+        "SELECT id, pg_notify('taskyard_events', '') FROM j")
+
+
+@functools.lru_cache(maxsize=8)
 def _dispatch_new(columns: tuple[str, ...]) -> str:
     """:data:`pg_cycle.DISPATCH` whose jobs statement inserts the job, dispatched."""
     values = ", ".join(f"%(c_{c})s" for c in columns)
@@ -129,16 +148,21 @@ def look(raw: Raw, sub: JobSubmission, cache: SpecCache, build: Any,
     version, spec, row = found
     if row["graph_id"] is not None or row["run_after"] is not None:
         return None
-    looked, ahead = pipelined(raw, [
-        (_LOOK, {"version": version, "type": spec.name}),
-        (pg_cycle.AHEAD_IF_HELD, {"n": page})])
-    if not looked or not looked[0][0]:
+    params = {f"c_{c}": v for c, v in row.items()}
+    params.update(version=version, type=spec.name, key=job_key(None, row["routing"]),
+                  tail=payload_tail(spec.name), n=page)
+    looked, ahead, inserted = pipelined(raw, [
+        (_LOOK, params), (pg_cycle.AHEAD_IF_HELD, params),
+        (_insert_unless_held(tuple(row)), params)])
+    if not looked or not looked[0][0]:  # nothing inserted either (the same guard)
         cache.pop(sub.type, None)  # gone or changed since: read it again next time
         return None
     _, held, job_id = looked[0]
     deferred = Deferred(int(job_id), row, spec.name, version)
-    if not ahead:  # the lock is not ours (or no live worker): in it goes
-        deferred.write(raw)
+    if not ahead:  # the lock is not ours (or no live worker): in it went
+        if not inserted or int(inserted[0][0]) != deferred.job_id:
+            raise RuntimeError(f"job {job_id}: not inserted with the cycle's lock elsewhere")
+        deferred.written = True
         return Looked(deferred, None, held)
     read = pg_cycle.Ahead.of_row(ahead[0], page)
     if read.lists:  # a backlog: in it goes, and joins the reads

@@ -40,10 +40,10 @@ def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]],
               ) -> list[list[tuple[Any, ...]]]:
-    """Two statements as :func:`named`, sent in one pipeline (with the transaction's
+    """Statements as :func:`named`, sent in one pipeline (with the transaction's
     ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
-    the second once the first has ended. Each one's rows."""
-    cursors = (raw.cursor, raw.second())
+    each once the one before has ended. Each one's rows."""
+    cursors = (raw.cursor, *(raw.spare(n) for n in range(1, len(statements))))
     with raw.dbapi.pipeline():
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             cursor.execute(_named(sql, raw.now_sql), params)
