@@ -27,7 +27,7 @@ from taskyard.model.records import JobSubmission
 from taskyard.store.dialects import pg_cycle
 from taskyard.store.dialects.pg_listen import pg_channel
 from taskyard.store.dialects.pg_rows import named, pipelined
-from taskyard.store.dialects.pg_submit import SpecCache, build_row, insert_sql
+from taskyard.store.dialects.pg_submit import SpecCache, build_row, insert_sql, pending_event
 from taskyard.store.dialects.results import Dispatched
 from taskyard.store.dialects.spec_cache import payload_tail
 from taskyard.store.raw import Raw
@@ -53,9 +53,7 @@ def _insert_unless_held(columns: tuple[str, ...]) -> str:
         f"WHERE current_setting('{pg_cycle.HELD_SETTING}', true) IS DISTINCT FROM 'on' "
         "AND EXISTS (SELECT 1 FROM task_types WHERE name = %(type)s "
         "AND xmin = %(version)s::xid) RETURNING id, graph_id), "
-        "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
-        "SELECT 'job-pending', %(key)s, '{\"job_id\":' || j.id || %(tail)s, j.id, j.graph_id, "
-        "{now} FROM j) "
+        f"{pending_event('%(key)s', '%(tail)s')}"
         "SELECT id, pg_notify('taskyard_events', '') FROM j")
 
 

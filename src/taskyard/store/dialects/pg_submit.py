@@ -35,6 +35,15 @@ _CHECKED = (f"FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) "
             f"IS NOT NULL AND {NO_WORKER} ")
 
 
+def pending_event(key: str, tail: str) -> str:
+    """SQL: the ``job-pending`` event of the job inserted by the CTE ``j`` (``RETURNING
+    id, graph_id``), as the CTE ``e``; ``key`` and ``tail`` are the placeholders of its
+    routing key and of what follows the id in its payload (see payload_tail)."""
+    return ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
+            f"created_at) SELECT 'job-pending', {key}, '{{\"job_id\":' || j.id || {tail}, "
+            "j.id, j.graph_id, {now} FROM j) ")
+
+
 @functools.lru_cache(maxsize=32)
 def insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False,
                 checked: bool = False) -> str:
@@ -44,9 +53,7 @@ def insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False,
         f"SELECT {', '.join('?' for _ in columns)}, {{now}} "
         f"WHERE EXISTS (SELECT 1 FROM task_types WHERE name = ? AND xmin = ?::xid {guard}"
         "RETURNING id, graph_id), "
-        "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
-        "SELECT 'job-pending', ?, '{\"job_id\":' || j.id || ?, j.id, j.graph_id, {now} "
-        "FROM j) "
+        f"{pending_event('?', '?')}"
         f"SELECT id, {LOCK_IF_WORKERS if lock else 'NULL'}, pg_notify('taskyard_events', '') "
         "FROM j")
 
