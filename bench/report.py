@@ -175,7 +175,12 @@ def markdown(summary: dict[str, Any]) -> str:
             "figures of their own K=2 run." if prof.get("w1_inproc") else "")),
         ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system",
          f"Workers up and warm, {prof['w2_warmup']} warm-up jobs discarded; latency = "
-         "handler start (its own clock) - the time just before the enqueue call."),
+         "handler start (its own clock, written to a file the client polls every 1 ms) - "
+         "the time just before the enqueue call. Every system alike: after a job has "
+         "started (taskyard: and its end is recorded), 10 ms pass before the next enqueue, "
+         "so each job meets an idle system (until run 17, taskyard submitted the next job "
+         "as soon as the last one ended, with no pause: on this VM an idle pause makes "
+         "every wake-up slower, and that flattered taskyard's figure)."),
         ("HTTP", "HTTP API (taskyard only: the peers have none)",
          "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone, "
          "client threads on keep-alive connections POSTing no-op jobs; latency = `taskyard "

@@ -7,8 +7,9 @@ job are ``stamp`` jobs that write when they started: rate = (N - 1) / (last - fi
 so process start-up is not counted (the same bracket is used for every peer).
 
 W2: on an idle system (scheduler and one worker running), submit M jobs one after the
-other, each waiting for the previous to finish; latency = handler start (the job's
-result, ``time.time()`` in the handler) - the time just before ``submit``.
+other, each once the previous has ended and 10 ms have passed (as for every peer);
+latency = handler start (``time.time()`` in the handler, written to a file the client
+polls) - the time just before ``submit``.
 
 Usage: python -m bench.throughput --db URL [--jobs 20000] [--workers 1,2] [--latency 500]
 URL may contain {run}: one fresh database per measurement (SQLite: sqlite:////tmp/w1-{run}.db).
@@ -35,6 +36,11 @@ from bench import rss
 from taskyard.api.yard import Yard
 
 BATCH = 1000
+W1_POLL = 0.005
+"""W1 waits for its stamps at this pace: the harness stays out of the workers' way."""
+W2_IDLE = 0.010
+"""Seconds every system's W2 lets pass after a job (its start seen, taskyard: its end
+recorded) before the next enqueue: each job meets an idle system, as a lone job does."""
 HERE = Path(__file__).resolve().parent.parent
 
 
@@ -94,14 +100,17 @@ def daemons(url: str, workers: int, log: Path | None = None, *,
                 p.kill()
 
 
-def _wait_file(path: Path, timeout: float) -> float:
+def wait_file(path: Path, timeout: float, poll: float = 0.001) -> float:
+    """The float a handler wrote to ``path`` (its start time), polled every ``poll``
+    seconds; TimeoutError past ``timeout``. Every system's W2 waits with it."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
             return float(path.read_text())
         except (FileNotFoundError, ValueError):
-            time.sleep(0.005)
-    raise TimeoutError(f"{path} not written within {timeout}s")
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{path.name} not written within {timeout:.0f}s") from None
+            time.sleep(poll)
 
 
 def enqueue(yard: Yard, n: int, stamps: tuple[Path, Path], *, batch: bool,
@@ -172,9 +181,9 @@ def w1(url: str, n: int, workers: int, *, batch: bool, timeout: float = 600.0,
                 sampler.add("scheduler", procs[0].pid)
             for p in procs[0 if inproc else 1:]:
                 sampler.add("workers", p.pid)
-            first = _wait_file(stamps[0], 60)
+            first = wait_file(stamps[0], 60, W1_POLL)
             try:
-                last = _wait_file(stamps[1], timeout)
+                last = wait_file(stamps[1], timeout, W1_POLL)
                 span = last - first
                 if span <= 0:
                     # Two workers: the last job may start before the first on a tiny run.
@@ -209,21 +218,28 @@ def latency_row(samples: list[float], m: int, status: str = "ok") -> dict[str, A
 
 
 def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, Any]:
-    """``timeout`` bounds the whole series: past it the row has ``status: timeout``."""
+    """``timeout`` bounds the whole series: past it the row has ``status: timeout``.
+    As for every peer (bench.peers.common): each job is a stamp job whose handler
+    writes its start time to a file, which the client polls every millisecond; then,
+    once the job's end is recorded, :data:`W2_IDLE` seconds pass."""
     yard = fresh(url)
     samples: list[float] = []
     status = "ok"
     deadline = time.monotonic() + timeout
-    with daemons(url, 1):
+    with tempfile.TemporaryDirectory() as tmp, daemons(url, 1):
         for i in range(m + warmup):
+            path = Path(tmp) / f"lat{i}"
             before = time.time()
             try:
-                job = yard.wait(yard.submit("latency"), max(0.1, deadline - time.monotonic()))
+                job_id = yard.submit("stamp", {"path": str(path)})
+                began = wait_file(path, max(0.1, deadline - time.monotonic()))
+                yard.wait(job_id, max(0.1, deadline - time.monotonic()))
             except TimeoutError:
                 status = "timeout"
                 break
             if i >= warmup:
-                samples.append((float(job.result) - before) * 1000)  # type: ignore[arg-type]
+                samples.append((began - before) * 1000)
+            time.sleep(W2_IDLE)
     yard.close()
     return latency_row(samples, m, status)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import rss
 from bench.graphs import build, edges, handoff_stats, read_records, record_delays
-from bench.throughput import latency_row
+from bench.throughput import W2_IDLE, latency_row, wait_file
 
 HERE = Path(__file__).resolve().parent.parent.parent
 
@@ -100,18 +100,6 @@ def remove_sqlite(path: str | Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal", ".cycle-lock", ".write-lock"):
         with suppress(FileNotFoundError):
             os.remove(f"{path}{suffix}")
-
-
-def wait_file(path: Path, timeout: float, poll: float = 0.001) -> float:
-    """The float a handler wrote to ``path`` (its start time); TimeoutError past timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return float(path.read_text())
-        except (FileNotFoundError, ValueError):
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"{path.name} not written within {timeout:.0f}s") from None
-            time.sleep(poll)
 
 
 def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -310,7 +298,7 @@ class Peer:
                     began = _wait_alive(procs, path, max(0.1, deadline - time.monotonic()))
                     if i >= warmup:
                         samples.append((began - before) * 1000)
-                    time.sleep(0.01)  # let the worker finish its bookkeeping: idle again
+                    time.sleep(W2_IDLE)  # let the worker finish its bookkeeping: idle again
             except TimeoutError:
                 status = "timeout"
         self.close()
