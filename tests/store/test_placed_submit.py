@@ -11,34 +11,20 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 from tests.cycle_lock import holding_the_cycle
+from tests.submitting import pending_events, state, yard_with_type
 
 from taskyard.api.yard import EVENT_MAINTENANCE, Yard
-from taskyard.model.records import JobSubmission, TaskTypeSpec
+from taskyard.model.records import JobSubmission
 from taskyard.scheduler.cycle import _last_maintenance, run_cycle
-from taskyard.store import Store, open_store
+from taskyard.store import open_store
 from taskyard.store.clock import MovableClock
 from taskyard.store.unit import Tx
-
-HANDLER = "python:tests.handlers_for_tests:echo"
 
 
 @pytest.fixture
 def yard(db_url: str, clock: MovableClock) -> Iterator[Yard]:
-    y = Yard(db_url, clock=clock)
-    y.store.task_types.put(TaskTypeSpec("t", HANDLER))
-    yield y
-    y.close()
-
-
-def pending_events(store: Store, job_id: int) -> int:
-    return sum(1 for e in store.events.list()
-               if e.topic == "job-pending" and e.payload.get("job_id") == job_id)
-
-
-def state(store: Store, job_id: int) -> tuple[str, int, str | None]:
-    job = store.jobs.get(job_id)
-    assert job is not None
-    return job.state, job.attempt, job.worker
+    with yard_with_type(db_url, clock) as y:
+        yield y
 
 
 def test_an_idle_queue_the_job_goes_to_the_free_worker(yard: Yard) -> None:

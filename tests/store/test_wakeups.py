@@ -1,9 +1,9 @@
 """The short path from a submit to a worker, on both stores: the wake-up of a dispatch
-carries its jobs (PostgreSQL) exactly as a worker would read them, and not when a job
-needs more than its row; a submit that cannot have the cycle leaves its job to the
-scheduler without waiting; the reads a submit makes ahead of its cycle are made again
-once the cycle's maintenance changed what they saw; a pooled connection the server
-closed is replaced, not handed out."""
+carries its jobs exactly as a worker would read them, and not when a job needs more
+than its row (nor, on SQLite, when a later wake-up overwrote it); a submit that cannot
+have the cycle leaves its job to the scheduler without waiting; the reads a submit
+makes ahead of its cycle are made again once the cycle's maintenance changed what they
+saw; a pooled connection the server closed is replaced, not handed out."""
 
 from __future__ import annotations
 
@@ -45,9 +45,6 @@ def test_a_wakeup_carries_the_jobs_it_places(db_url: str) -> None:
             yard.submit("t", {"n": 1, "s": "é"}, priority=3)))
         read = yard.store.attempts.fetch(worker).jobs
         assert [j.job_id for j in read] == box
-        if (yard.store.backend == "sqlite"):
-            assert payloads == []  # SQLite wake-ups carry nothing: the worker reads
-            return
         assert len(payloads) == 1
         assert yard.store.jobs_in_wakeups(payloads) == read
     finally:
@@ -55,17 +52,38 @@ def test_a_wakeup_carries_the_jobs_it_places(db_url: str) -> None:
 
 
 def test_a_retried_attempt_is_not_carried(store: Store) -> None:
-    if (store.backend == "sqlite"):
-        pytest.skip("wake-ups carry jobs on PostgreSQL only")
     store.task_types.put(TaskTypeSpec("t", HANDLER, retries=1))
     worker = store.workers.register("w", ["default"], 1, lease_seconds=60).id
     (job,) = store.jobs.submit([JobSubmission("t", {})])
     assert schedule(store) is not None
     report_batch(store, worker, [Started(job, 1, 0.0)], [Outcome(job, 1, "failed", 1)])
     # Attempt 2 must read the results of the stages attempt 1 finished: not carried.
-    (payload,) = _payloads(store, worker, lambda: schedule(store))
-    assert payload == "" and store.jobs_in_wakeups([payload]) is None
+    payloads = _payloads(store, worker, lambda: schedule(store))
+    assert payloads in ([""], []) and store.jobs_in_wakeups(payloads) is None
     assert [(j.job_id, j.attempt) for j in store.attempts.fetch(worker).jobs] == [(job, 2)]
+
+
+def test_wakeups_read_late_never_carry_part_of_what_was_placed(store: Store) -> None:
+    """Two dispatches before the worker reads its wake-ups: PostgreSQL queues both
+    payloads; SQLite keeps the last only, so its listener reports none and the worker
+    reads what is placed on it. Never one job of the two."""
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    worker = store.workers.register("w", ["default"], 2, lease_seconds=60).id
+    listener = store.listener(f"worker.{worker}")
+    try:
+        placed = []
+        for _ in range(2):
+            placed += store.jobs.submit([JobSubmission("t", {})])
+            assert schedule(store) is not None
+        assert listener.wait(5.0)
+        carried = store.jobs_in_wakeups(listener.payloads())
+    finally:
+        listener.close()
+    if store.backend == "sqlite":
+        assert carried is None
+    else:
+        assert carried is not None and sorted(j.job_id for j in carried) == placed
+    assert sorted(j.job_id for j in store.attempts.fetch(worker).jobs) == placed
 
 
 def test_a_submit_that_cannot_have_the_cycle_leaves_the_job_to_the_scheduler(

@@ -115,3 +115,9 @@ def test_a_window_is_declared_when_it_opens_closes_or_moves_by_a_quarter() -> No
     assert worth_declaring(3, 0) and worth_declaring(0, 3)  # opens, closes
     assert not worth_declaring(9, 8) and worth_declaring(10, 8)  # 1/8 vs 1/4 of it
     assert not worth_declaring(7, 8) and worth_declaring(6, 8)
+
+
+def test_a_worker_with_lone_jobs_only_opens_or_closes_its_window() -> None:
+    assert not worth_declaring(6, 8, loaded=False)
+    assert not worth_declaring(16, 8, loaded=False)
+    assert worth_declaring(3, 0, loaded=False) and worth_declaring(0, 3, loaded=False)

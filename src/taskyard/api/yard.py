@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -230,6 +231,11 @@ class Yard:
                 job_id = tx.jobs.submit_alone(subs[0])
             if job_id is not None:
                 return [job_id]
+        elif len(subs) == 1 and self.inline_cycle and self.store.basis is not None \
+                and self.store.queue_idle_seen:
+            job_id = self._submit_foreseen(subs[0])
+            if job_id is not None:
+                return [job_id]
         with self.store.write() as tx:
             ids = tx.jobs.submit(subs, cycle_next=self.inline_cycle)
             if self.inline_cycle and tx.placeable and not self._place(tx):
@@ -310,6 +316,21 @@ class Yard:
 
         if self.inline_cycle:
             schedule(self.store, holder="inline", maintenance_every=EVENT_MAINTENANCE)
+
+    def _submit_foreseen(self, sub: JobSubmission) -> int | None:
+        """One job placed from the last cycle's snapshot in one round trip, or pending
+        (then placed by a cycle: ours if its lock was free, the scheduler's if not);
+        None when the ordinary path must submit it (see Jobs.submit_foreseen)."""
+        from taskyard.scheduler.cycle import foreseen_place  # noqa: PLC0415 - start-up time
+
+        with self.store.alone() as tx:
+            found = tx.jobs.submit_foreseen(sub, functools.partial(
+                foreseen_place, store=self.store, maintenance_every=EVENT_MAINTENANCE))
+        if found is None:
+            return None
+        if not found.placed and found.held:
+            self._cycle()
+        return int(found.job_id)
 
     def _place(self, tx: Tx) -> bool:
         """The cycle inside a submit's transaction; False when it could not run."""

@@ -37,14 +37,18 @@ def prefetch_window(capacity: int, mean_duration: float | None, limit: int,
     return max(0, min(limit, math.ceil(round(in_flight, 6)) - capacity))
 
 
-def worth_declaring(window: int, declared: int) -> bool:
-    """Declare a new prefetch window when it opens or closes, or moves by a quarter:
-    every declaration is a write, and the window follows a moving average."""
+def worth_declaring(window: int, declared: int, *, loaded: bool = True) -> bool:
+    """Declare a new prefetch window when it opens or closes, or moves by a quarter
+    while the worker is ``loaded`` (it held more than one job since its last report):
+    every declaration is a write, and the window follows a moving average. A worker
+    that runs lone jobs keeps the window it declared under load: a window that moved
+    with each of them would change the snapshot that lets a submit place its job in one
+    round trip (dialects/pg_foreseen.py)."""
     if window == declared:
         return False
     if window == 0 or declared == 0:
         return True
-    return abs(window - declared) * 4 >= declared
+    return loaded and abs(window - declared) * 4 >= declared
 
 
 @dataclass

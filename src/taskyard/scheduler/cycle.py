@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from taskyard.core.placement import Placement, Planner, Skip, WorkerSlot
+from taskyard.core.placement import Candidate, Placement, Planner, Skip, WorkerSlot
 from taskyard.core.rate_limits import RateBook
 from taskyard.store import CycleTx, Store
-from taskyard.store.cycle import SCAN_LIMIT, TIMEOUT_GRACE
+from taskyard.store.cycle import SCAN_LIMIT, TIMEOUT_GRACE, Basis
 from taskyard.store.watchdog import flag_stalled_graphs
 
 PAGE_MIN, PAGE_MAX = 16, 2000
@@ -164,14 +164,33 @@ def _dispatch(tx: CycleTx, report: CycleReport, workers: list[WorkerSlot],
             tx.tx.rate_starts.record(rates.started)
 
 
+def foreseen_place(basis: Basis, job: Candidate, *, store: Store,
+                   maintenance_every: float) -> WorkerSlot | None:
+    """The worker where a submit's inline cycle that finds ``basis`` with ``job`` alone
+    pending would place it (the planner's decision, as in :func:`run_cycle`); None when
+    that cycle would do more than place (its maintenance is due), needs more than
+    ``basis`` (a rate-limited type), or places nothing."""
+    if job.type in basis.limits.rates or _maintenance_waits(store, maintenance_every):
+        return None
+    decision = Planner.from_snapshot(basis.workers, basis.active, basis.limits.queue).offer(job)
+    if not isinstance(decision, Placement):
+        return None
+    return next(w for w in basis.workers if w.id == decision.worker_id)
+
+
 _last_maintenance: dict[int, float] = {}
 
 
+def _maintenance_waits(store: Store, every: float) -> bool:
+    """Would a cycle here run its maintenance now (see run_cycle)?"""
+    last = _last_maintenance.get(id(store), -1e18)
+    return every <= 0 or time.monotonic() - last >= every
+
+
 def _maintenance_due(store: Store, every: float) -> bool:
-    now = time.monotonic()
-    if every > 0 and now - _last_maintenance.get(id(store), -1e18) < every:
+    if not _maintenance_waits(store, every):
         return False
-    _last_maintenance[id(store)] = now
+    _last_maintenance[id(store)] = time.monotonic()
     return True
 
 

@@ -52,7 +52,7 @@ class CycleTx:
         self.dispatched: dict[int, list[int]] = {}
         """Job ids this cycle dispatched, per worker."""
         self.carried: dict[int, list[str]] = {}
-        """PostgreSQL: per worker, what each of its dispatch statements carried in the
+        """Per worker, what each of its dispatch statements carried in the
         wake-up (the jobs, or "" when the worker must read them)."""
         self.quiet: set[str] = set()
         """Channels not to wake (the caller takes what is placed there itself)."""
@@ -166,6 +166,8 @@ class CycleTx:
                      [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
                       for holder, type_, worker, cost, locks, count in active],
                      TypeLimits.of(limits))
+            if self._ahead.text is not None:  # read under the lock: a submit may foresee
+                self.tx.store.basis = Basis(self._ahead.text, *found)
         self.tx.store.no_worker_seen = not found[0]
         return found
 
@@ -186,7 +188,9 @@ class CycleTx:
         """End of the cycle: wake the workers it placed jobs on (on commit)."""
         self.tx.write_deferred()  # not placed: pending, before the scans go back on
         channels = sorted(self.notify - self._woken - self.quiet)
-        self.tx.dialect.finish_cycle(self.tx.raw, channels, self._scans_off)
+        # A wake-up carries the jobs of one dispatch statement: of more, the worker reads.
+        carried = {f"worker.{w}": c[0] for w, c in self.carried.items() if len(c) == 1}
+        self.tx.dialect.finish_cycle(self.tx.raw, channels, self._scans_off, carried)
         self._scans_off = False
 
     def workers(self) -> list[WorkerSlot]:
@@ -322,6 +326,18 @@ def cycles_run(store: Store) -> int:
     with store.read() as tx:
         st = t.scheduler_state
         return int(tx.conn.execute(select(st.c.cycles).where(st.c.id == 1)).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class Basis:
+    """A cycle's snapshot, read under its lock, with its text as read (PostgreSQL:
+    pg_cycle.SNAPSHOT_TEXT): a later submit may place its job as a cycle that finds
+    the same text would (dialects/pg_foreseen.py)."""
+
+    text: str
+    workers: list[WorkerSlot]
+    active: list[ActiveJob]
+    limits: TypeLimits
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ from taskyard.store.prereqs import PrereqPlan
 
 if TYPE_CHECKING:
     from taskyard.core.idle import Unfinished
+    from taskyard.core.placement import Candidate, WorkerSlot
+    from taskyard.store.cycle import Basis
     from taskyard.store.unit import Tx
 
 _J = t.jobs
@@ -69,6 +71,37 @@ class Jobs:
         if job_id is None:
             tx.store.no_worker_seen = False
         return job_id
+
+    def submit_foreseen(self, sub: JobSubmission,
+                        place: Callable[[Basis, Candidate], WorkerSlot | None]) -> Any:
+        """PostgreSQL, in a unit of work of :meth:`Store.alone`: ``sub`` dispatched to the
+        worker ``place`` chooses for it from the store's :attr:`~Store.basis` (where a
+        cycle that finds that snapshot, with the job alone pending, places it), in one
+        round trip that checks under the cycle's lock that the basis still holds; else
+        inserted pending (dialects/pg_foreseen.py). The result says which (``placed``;
+        ``held``: the caller runs the cycle). None when nothing was written: no basis,
+        SQLite, or the ordinary path must decide."""
+        from taskyard.store.candidates import to_candidates  # noqa: PLC0415 - start-up time
+
+        tx, basis = self.tx, self.tx.store.basis
+        if basis is None or sub.unique_key is not None or sub.unique_for is not None:
+            return None
+
+        def chosen(row: list[Any]) -> tuple[int, str] | None:
+            worker = place(basis, to_candidates([row])[0])
+            return None if worker is None else (worker.id, worker.name)
+
+        found = tx.dialect.submit_foreseen(
+            tx.raw, sub, tx.store.spec_cache,
+            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits),
+            basis=basis.text, place=chosen)
+        if found is not None and not found.placed:
+            tx.store.no_worker_seen = found.held is None
+            if found.held:  # the snapshot changed: the caller's cycle reads a new one
+                tx.store.basis = None
+            if found.backlog:  # see Store.queue_idle_seen
+                tx.store.queue_idle_seen = False
+        return found
 
     def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
         from taskyard.store.unique_jobs import find_duplicates  # noqa: PLC0415 - start-up time

@@ -33,9 +33,11 @@ outbox_cursors = Table(
 wakeups = Table(
     "wakeups",
     metadata,
-    # SQLite's stand-in for LISTEN/NOTIFY channels: a notification bumps ``n``.
+    # SQLite's stand-in for LISTEN/NOTIFY channels: a notification bumps ``n`` and
+    # sets ``payload``, the jobs it carries to a worker ("" or NULL: none).
     Column("channel", String(200), primary_key=True),
     Column("n", BigInteger, nullable=False, server_default="0"),
+    Column("payload", Text, nullable=True),
 )
 
 scheduler_state = Table(

@@ -36,7 +36,7 @@ from taskyard.store.unit import Tx, aggregate_class
 if TYPE_CHECKING:
     from taskyard.store.aging import Aging
     from taskyard.store.attempts import Attempts
-    from taskyard.store.cycle import CycleTx
+    from taskyard.store.cycle import Basis, CycleTx
     from taskyard.store.events import Events
     from taskyard.store.graphs import Graphs
     from taskyard.store.jobs import Jobs
@@ -83,6 +83,10 @@ class Store:
         job pending: the next one takes the cycle's lock and reads before its insert
         (PostgreSQL, dialects/pg_placed.py). After a backlog or the lock elsewhere it
         inserts first, as a stream of concurrent submits costs least that way."""
+        self.basis: Basis | None = None
+        """The last snapshot a cycle read under its lock here (PostgreSQL): a single
+        submit places its job from it in one round trip while it still holds
+        (Jobs.submit_foreseen, dialects/pg_foreseen.py)."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:

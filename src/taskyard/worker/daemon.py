@@ -181,7 +181,8 @@ class WorkerDaemon:
         self._unsent += self.executor.take_started()
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
-        declare = window if worth_declaring(window, self._window) else None
+        loaded = self.executor.busy() > 1  # more than a lone job since the last report
+        declare = window if worth_declaring(window, self._window, loaded=loaded) else None
         if not ended and declare is None and not look and self._hold_starts(now):
             return
         self._hold_until = None

@@ -8,27 +8,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskyard.model.records import loads
 from taskyard.store.dialects.pg_engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.dialects.pg_listen import pg_channel
 from taskyard.store.dialects.pg_rows import named, pg_row_set
 from taskyard.store.dialects.results import FIRST_PAGE
+from taskyard.store.dialects.wakeup_jobs import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
 from taskyard.store.events import EVENT_TYPES
 from taskyard.store.raw import Raw, json_rows
 
 ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
 _ACTIVE = ("CASE WHEN locks = '[]' THEN 0 ELSE id END")
-_SNAPSHOT_COLUMNS = (
+SNAPSHOT_TEXT = (
     # What the planner starts from: live workers, what is dispatched or running (summed
-    # per worker and type; jobs with locks one by one), queue limits.
-    "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch)) FROM workers "
-    "WHERE state = 'active' AND lease_expires_at >= {now}), "
-    "(SELECT json_agg(json_build_array(holder, type, worker_id, cost, locks, n)) FROM ("
+    # per worker and type; jobs with locks one by one), queue limits — as one JSON text,
+    # each list in a fixed order: the same state always reads as the same text, which a
+    # submit compares with the text a cycle read (pg_foreseen).
+    "json_build_array("
+    "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch) ORDER BY id) "
+    "FROM workers WHERE state = 'active' AND lease_expires_at >= {now}), "
+    "(SELECT json_agg(json_build_array(holder, type, worker_id, cost, locks, n) "
+    "ORDER BY worker_id, type, locks, holder) FROM ("
     f"SELECT {_ACTIVE} AS holder, type, worker_id, SUM(cost) AS cost, locks, COUNT(*) AS n "
     "FROM jobs WHERE state IN ('dispatched', 'running') "
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
-    "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit)) FROM task_types "
-    "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL)")
+    "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit) ORDER BY name) "
+    "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL))::text")
+"""SQL: the cycle's snapshot (:attr:`Ahead.snapshot`) as text (see :meth:`Ahead.of_row`)."""
 # The cycle reads and writes jobs through their indexes only: no bitmap scans (see
 # LOCK_AHEAD) and no sequential scans. Before autovacuum has analysed a table that
 # just grew, a dispatch of a few hundred ids would otherwise be planned as a scan of the
@@ -67,7 +74,7 @@ _PENDING_LISTS = f"{_LISTS_WITH}SELECT {_LISTS_COLUMNS}"
 _ANY_WORKER = ("EXISTS (SELECT 1 FROM workers WHERE state = 'active' "
                "AND lease_expires_at >= {now})")
 _AHEAD_READS = (
-    f"{_LISTS_WITH}SELECT {_SNAPSHOT_COLUMNS}, "
+    f"{_LISTS_WITH}SELECT {SNAPSHOT_TEXT}, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(p ORDER BY p) FROM lists "
     "WHERE p IS NOT NULL) END, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
@@ -113,12 +120,6 @@ def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
     return lists or [], first or []
 
 
-CARRY_JOBS = 32
-"""Most jobs a wake-up carries."""
-WAKEUP_BYTES = 7000
-"""Largest wake-up payload (PostgreSQL refuses notifications of 8,000 bytes or more)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Ahead:
     """A cycle's first reads, made before the cycle by the transaction that runs it (a
@@ -131,6 +132,8 @@ class Ahead:
     lists: list[str] = field(default_factory=list)
     first: list[Any] = field(default_factory=list)
     page: int = FIRST_PAGE
+    text: str | None = None
+    """The snapshot as read (:data:`SNAPSHOT_TEXT`)."""
 
     @classmethod
     def read(cls, raw: Raw, held: bool, page: int = FIRST_PAGE) -> Ahead:
@@ -148,9 +151,10 @@ class Ahead:
     def of_row(cls, row: Sequence[Any], page: int) -> Ahead:
         """From the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`), read with
         the lock ours."""
-        workers, active, limits, lists, first = row
+        text, lists, first = row
+        workers, active, limits = loads(text)
         return cls(True, (workers or [], active or [], limits or []), lists or [],
-                   first or [], page)
+                   first or [], page, text)
 
 
 def take_lock(raw: Raw) -> bool:
@@ -182,7 +186,7 @@ DISPATCH_TAIL = (
     # read them: not when one needs more than its row (results of other jobs, stages
     # of earlier attempts), has no task type, or the lot exceeds a notification.
     "p AS (SELECT CASE WHEN NOT bool_or(tt.name IS NULL OR d.attempt > 1 OR (d.graph_id IS NOT "
-    "NULL AND strpos(d.args, '\"$result\"') > 0)) THEN json_agg(json_build_array(d.id, "
+    f"NULL AND strpos(d.args, '{RESULT_MARK}') > 0)) THEN json_agg(json_build_array(d.id, "
     "d.attempt, tt.handler, d.type, d.args, d.timeout, d.graph_id, d.label, d.cost, "
     "d.priority))::text END AS body FROM d LEFT JOIN task_types tt ON tt.name = d.type "
     "WHERE %(carry)s), "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from taskyard.model.records import ClaimedJob, Outcome, loads
+from taskyard.model.records import Outcome
 from taskyard.store import schema as t
 from taskyard.store.dialects import pg_cycle
 from taskyard.store.dialects.pg_listen import pg_channel
@@ -145,27 +145,6 @@ def pools_lists(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
     """The pools lists of pending jobs with the first list's first page, in one round
     trip (see pg_cycle.lists_and_first_page)."""
     return pg_cycle.lists_and_first_page(raw, page)
-
-
-def jobs_in_wakeups(payloads: Sequence[str]) -> list[ClaimedJob] | None:
-    """The jobs wake-ups carry (see pg_cycle.DISPATCH), in placement order; None when
-    one carries none (an empty payload: a cancel, jobs that need more than their row,
-    too many jobs) or there is none: the worker must look."""
-    jobs: list[ClaimedJob] = []
-    try:
-        for payload in payloads:
-            if not payload:
-                return None
-            jobs += [ClaimedJob(job_id=int(job), attempt=int(attempt), type=type_,
-                                handler=handler, args=loads(args), timeout=timeout,
-                                graph_id=graph, label=label, cost=int(cost),
-                                priority=int(priority))
-                     for job, attempt, handler, type_, args, timeout, graph, label, cost,
-                     priority in loads(payload)]
-    except (ValueError, TypeError):
-        return None
-    jobs.sort(key=lambda j: (-j.priority, j.job_id))
-    return jobs or None
 
 
 _NOTIFY_EVENTS = "pg_notify('taskyard_events', '')"

@@ -19,30 +19,45 @@ end). With a backlog the job goes in at once and joins the reads (:func:`with_jo
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission
 from taskyard.store.dialects import pg_cycle
 from taskyard.store.dialects.pg_listen import pg_channel
+from taskyard.store.dialects.pg_references import CHECKED_SETTING
 from taskyard.store.dialects.pg_rows import named, pipelined
-from taskyard.store.dialects.pg_submit import SpecCache, build_row, insert_sql, pending_event
+from taskyard.store.dialects.pg_submit import (
+    SpecCache,
+    build_row_now,
+    insert_sql,
+    pending_event,
+)
 from taskyard.store.dialects.results import Dispatched
 from taskyard.store.dialects.spec_cache import payload_tail
 from taskyard.store.raw import Raw
 
-_LOOK = (
+
+def look_sql(*, checked: bool = False) -> str:
+    """SQL: the job's type at the version its row was built from, the cycle's lock (if a
+    worker is live) and the job's id. ``checked``: this transaction inserts only jobs
+    of that type outside any graph, whose references this statement checks (the type,
+    locked): the jobs insert trigger is skipped for it (pg_references)."""
     # The type's row is locked before its version is compared (a concurrent update is
     # waited for, then compared): that version then holds until the commit.
-    f"SELECT xmin::text = %(version)s, {pg_cycle.LOCK_IF_WORKERS}, "
-    "nextval(pg_get_serial_sequence('jobs', 'id')) FROM task_types "
-    "WHERE name = %(type)s FOR SHARE")
+    says = f", set_config('{CHECKED_SETTING}', 'on', true)" if checked else ""
+    return (f"SELECT xmin::text = %(version)s, {pg_cycle.LOCK_IF_WORKERS}, "
+            f"nextval(pg_get_serial_sequence('jobs', 'id')){says} FROM task_types "
+            "WHERE name = %(type)s FOR SHARE")
+
+
+LOOK = look_sql()
 
 
 @functools.lru_cache(maxsize=8)
 def _insert_unless_held(columns: tuple[str, ...]) -> str:
-    """pg_submit's insert (the job pending, its event), sent after :data:`_LOOK` in its
+    """pg_submit's insert (the job pending, its event), sent after :data:`LOOK` in its
     pipeline: with the id that statement took (``currval``), when the cycle's lock is not
     ours (elsewhere, or no live worker: the job goes in at once, with no round trip of
     its own) and the job's type is at the version its row was built from."""
@@ -140,17 +155,15 @@ def look(raw: Raw, sub: JobSubmission, cache: SpecCache, build: Any,
     """The lock, the job's id and the cycle's reads in one round trip, for ``sub``
     (pending now, outside any graph); None when the ordinary path must decide
     (see pg_submit.submit_one): nothing is written then."""
-    found = build_row(raw, sub, cache, build)
+    found = build_row_now(raw, sub, cache, build)
     if found is None:
         return None
     version, spec, row = found
-    if row["graph_id"] is not None or row["run_after"] is not None:
-        return None
     params = {f"c_{c}": v for c, v in row.items()}
     params.update(version=version, type=spec.name, key=job_key(None, row["routing"]),
                   tail=payload_tail(spec.name), n=page)
     looked, ahead, inserted = pipelined(raw, [
-        (_LOOK, params), (pg_cycle.AHEAD_IF_HELD, params),
+        (LOOK, params), (pg_cycle.AHEAD_IF_HELD, params),
         (_insert_unless_held(tuple(row)), params)])
     if not looked or not looked[0][0]:  # nothing inserted either (the same guard)
         cache.pop(sub.type, None)  # gone or changed since: read it again next time
@@ -166,8 +179,8 @@ def look(raw: Raw, sub: JobSubmission, cache: SpecCache, build: Any,
     if read.lists:  # a backlog: in it goes, and joins the reads
         deferred.write(raw)
         return Looked(deferred, with_job(read, deferred), True)
-    return Looked(deferred, pg_cycle.Ahead(True, read.snapshot, [row["pools"]],
-                                           [deferred.candidate_row()], page), True)
+    return Looked(deferred, replace(read, lists=[row["pools"]],
+                                    first=[deferred.candidate_row()]), True)
 
 
 def with_job(read: pg_cycle.Ahead, job: Deferred) -> pg_cycle.Ahead:
@@ -179,10 +192,10 @@ def with_job(read: pg_cycle.Ahead, job: Deferred) -> pg_cycle.Ahead:
     pools, priority = job.row["pools"], job.row["priority"]
     if pools != read.lists[0]:
         lists = read.lists if pools in read.lists else [*read.lists, pools]
-        return pg_cycle.Ahead(True, read.snapshot, lists, read.first, read.page)
+        return replace(read, lists=lists)
     first = list(read.first)
     if len(first) < read.page or first[-1][2] < priority:
         first.append(job.candidate_row())
         first.sort(key=lambda r: (-r[2], r[0]))
         del first[read.page:]
-    return pg_cycle.Ahead(True, read.snapshot, read.lists, first, read.page)
+    return replace(read, first=first)

@@ -38,15 +38,22 @@ def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 
 
-def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]],
-              ) -> list[list[tuple[Any, ...]]]:
+def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]], *,
+              transaction: bool = False) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline (with the transaction's
     ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
-    each once the one before has ended. Each one's rows."""
+    each once the one before has ended. Each one's rows. ``transaction``: the
+    statements are a transaction of their own, ``BEGIN`` before and ``COMMIT`` after
+    them in the same round trip (on a connection in autocommit); an error in one ends
+    it with nothing written (the server skips the rest, ``COMMIT`` included)."""
     cursors = (raw.cursor, *(raw.spare(n) for n in range(1, len(statements))))
     with raw.dbapi.pipeline():
+        if transaction:
+            raw.spare(len(statements)).execute("BEGIN")
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             cursor.execute(_named(sql, raw.now_sql), params)
+        if transaction:
+            raw.spare(len(statements) + 1).execute("COMMIT")
     return [list(c.fetchall()) if c.description else [] for c in cursors]
 
 

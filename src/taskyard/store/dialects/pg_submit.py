@@ -35,13 +35,15 @@ _CHECKED = (f"FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) "
             f"IS NOT NULL AND {NO_WORKER} ")
 
 
-def pending_event(key: str, tail: str) -> str:
-    """SQL: the ``job-pending`` event of the job inserted by the CTE ``j`` (``RETURNING
-    id, graph_id``), as the CTE ``e``; ``key`` and ``tail`` are the placeholders of its
-    routing key and of what follows the id in its payload (see payload_tail)."""
+def pending_event(key: str, tail: str, source: str = "j", *, wake: bool = False) -> str:
+    """SQL: the ``job-pending`` event of the job inserted by the CTE ``source``
+    (``RETURNING id, graph_id``), as the CTE ``e``; ``key`` and ``tail`` are the
+    placeholders of its routing key and of what follows the id in its payload (see
+    payload_tail). ``wake``: the events' followers are woken by this CTE."""
+    where = "WHERE pg_notify('taskyard_events', '') IS NOT NULL" if wake else ""
     return ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
-            f"created_at) SELECT 'job-pending', {key}, '{{\"job_id\":' || j.id || {tail}, "
-            "j.id, j.graph_id, {now} FROM j) ")
+            f"created_at) SELECT 'job-pending', {key}, '{{\"job_id\":' || {source}.id || "
+            f"{tail}, {source}.id, {source}.graph_id, {{now}} FROM {source} {where}) ")
 
 
 @functools.lru_cache(maxsize=32)
@@ -90,6 +92,17 @@ def build_row(raw: Raw, sub: JobSubmission, cache: SpecCache,
     """The cached version of ``sub``'s type (read when missing), its spec and the job's
     row (see spec_cache.job_to_insert)."""
     return job_to_insert(sub, cache, lambda: _read_type(raw, sub.type), build)
+
+
+def build_row_now(raw: Raw, sub: JobSubmission, cache: SpecCache,
+                  build: Callable[[TaskTypeSpec], dict[str, Any]],
+                  ) -> tuple[str, TaskTypeSpec, dict[str, Any]] | None:
+    """:func:`build_row` for a job pending now, outside any graph (what a submit may
+    place at once); None for any other."""
+    found = build_row(raw, sub, cache, build)
+    if found is None or found[2]["graph_id"] is not None or found[2]["run_after"] is not None:
+        return None
+    return found
 
 
 def _read_type(raw: Raw, name: str) -> tuple[str, TaskTypeSpec] | None:

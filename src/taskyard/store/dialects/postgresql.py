@@ -11,7 +11,7 @@ pg_cycle, pg_submit).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -33,11 +33,13 @@ from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.dialects import (
     pg_cycle,
+    pg_foreseen,
     pg_join,
     pg_paths,
     pg_placed,
     pg_rows,
     pg_submit,
+    wakeup_jobs,
 )
 from taskyard.store.dialects.pg_engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.dialects.pg_lane import Lane
@@ -142,7 +144,8 @@ class PostgresDialect:
     def listener(self, channel: str) -> PgListener:
         return PgListener(self.url, channel)
 
-    jobs_in_wakeups = staticmethod(pg_paths.jobs_in_wakeups)
+    jobs_in_wakeups = staticmethod(wakeup_jobs.jobs_in_wakeups)
+    submit_foreseen = staticmethod(pg_foreseen.submit_foreseen)
 
     # -- SQL building blocks -------------------------------------------------------------
 
@@ -200,8 +203,10 @@ class PostgresDialect:
     def restore_planner(self, raw: Raw) -> None:
         raw.run(f"SELECT {pg_cycle.SCANS_ON}")
 
-    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool) -> None:
-        """Scans back on, and the wake-ups, in one statement."""
+    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool,
+                     carried: Mapping[str, str]) -> None:
+        """Scans back on, and the wake-ups, in one statement (a dispatch's wake-up, with
+        the jobs it carries, went with its statement: ``carried`` is not needed)."""
         if scans_off:
             pg_cycle.finish(raw, channels)
         elif channels:

@@ -26,7 +26,7 @@ class Dispatched:
     placed: list[int] = field(default_factory=list)
     per_worker: dict[int, list[int]] = field(default_factory=dict)
     carried: dict[int, list[str]] = field(default_factory=dict)
-    """PostgreSQL: per worker, what each of its dispatch statements carried in its
+    """Per worker, what each of its dispatch statements carried in its
     wake-up (the jobs, or "" when the worker must read them)."""
     woken: set[str] = field(default_factory=set)
     """Channels the statements woke already."""

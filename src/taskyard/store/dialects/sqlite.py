@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event
@@ -23,9 +23,8 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
-from taskyard.model.records import ClaimedJob
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import sqlite_paths, sqlite_rows, sqlite_submit
+from taskyard.store.dialects import sqlite_paths, sqlite_rows, sqlite_submit, wakeup_jobs
 from taskyard.store.dialects.sqlite_listen import SqliteListener
 from taskyard.store.dialects.sqlite_locks import (
     FileLock,
@@ -133,17 +132,19 @@ class SqliteDialect:
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
         return query
 
-    def notify(self, raw: Raw, channels: Sequence[str]) -> None:
-        """Bump each channel's counter (listeners poll it, see sqlite_listen)."""
-        raw.many("INSERT INTO wakeups (channel, n) VALUES (?, 1) "
-                 "ON CONFLICT (channel) DO UPDATE SET n = n + 1", [(c,) for c in channels])
+    def notify(self, raw: Raw, channels: Sequence[str],
+               carried: Mapping[str, str] | None = None) -> None:
+        """Bump each channel's counter (listeners poll it, see sqlite_listen) and set
+        what the wake-up carries (``carried``, by channel: "" when nothing)."""
+        payloads = carried or {}
+        raw.many("INSERT INTO wakeups (channel, n, payload) VALUES (?, 1, ?) "
+                 "ON CONFLICT (channel) DO UPDATE SET n = n + 1, payload = excluded.payload",
+                 [(c, payloads.get(c, "")) for c in channels])
 
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
 
-    def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
-        """Wake-ups carry nothing here: the worker reads its jobs."""
-        return None
+    jobs_in_wakeups = staticmethod(wakeup_jobs.jobs_in_wakeups)
 
     # -- SQL building blocks -------------------------------------------------------------
 
@@ -176,6 +177,12 @@ class SqliteDialect:
 
     submit_one = staticmethod(sqlite_submit.submit_one)
 
+    def submit_foreseen(self, raw: Raw, sub: Any, cache: Any, build: Any, *, basis: str,
+                        place: Any) -> None:
+        """Never: no cycle here leaves a basis (Store.basis) behind; a submit and its
+        cycle run under the write lock in one transaction, with no round trips."""
+        return
+
     def submit_looking(self, raw: Raw, sub: Any, cache: Any, build: Any, page: int) -> None:
         """Never: a submit's two statements and its cycle run under the write lock,
         which the cycle takes first (no round trips to save)."""
@@ -198,9 +205,11 @@ class SqliteDialect:
         """No planner settings to change: the statements name their index."""
         return False
 
-    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool) -> None:
+    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool,
+                     carried: Mapping[str, str]) -> None:
+        """The wake-ups, each with the jobs it carries (``carried``, by channel)."""
         if channels:
-            self.notify(raw, channels)
+            self.notify(raw, channels, carried)
 
     def restore_planner(self, raw: Raw) -> None:
         """Nothing was changed (see :meth:`scans_off`)."""

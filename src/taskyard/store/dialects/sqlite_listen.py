@@ -1,7 +1,10 @@
 """SQLite wake-ups: poll ``PRAGMA data_version``, which changes whenever another
 connection commits (the poll reads shared memory, not the file); on a change, read the
 channel's counter in ``wakeups``, which a notification bumps, so that a listener wakes
-for its own channel and not for every commit."""
+for its own channel and not for every commit. The same read returns what the last
+notification carried (a worker's jobs, see wakeup_jobs): when the counter moved by one,
+that is all there was to hear; by more, a payload was overwritten and the listener
+reports none (the worker then reads what is placed on it)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ poll interval is part of every job's latency (a poll reads shared memory: cheap)
 BUSY_FOR = 2.0
 
 
-PROBES = {"events": ("SELECT MAX(id) FROM events", ())}
+PROBES = {"events": ("SELECT MAX(id), NULL FROM events", ())}
 """Channels whose wake-ups need no counter: what they announce is visible in a table
 (the newest event's id), so writers pay nothing for them."""
 
@@ -26,31 +29,37 @@ class SqliteListener:
     def __init__(self, database: str, channel: str, poll: float = SQLITE_POLL_SECONDS) -> None:
         self._conn = sqlite3.connect(database, check_same_thread=False, isolation_level=None)
         self._channel = channel
-        self._probe = PROBES.get(channel, ("SELECT n FROM wakeups WHERE channel = ?",
+        self._probe = PROBES.get(channel, ("SELECT n, payload FROM wakeups WHERE channel = ?",
                                            (channel,)))
         self._poll = poll
         self._version = self._data_version()
-        self._count = self._counter()
+        self._count, _ = self._counter()
+        self._payloads: list[str] = []
         self._woke = 0.0
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def _counter(self) -> int:
+    def _counter(self) -> tuple[int, str]:
+        """The channel's counter (-1: unknown) and what its last notification carried."""
         try:
             row = self._conn.execute(*self._probe).fetchone()
         except sqlite3.OperationalError:  # busy or not migrated yet: wake, let the caller look
-            return -1
-        return -1 if row is None else int(row[0] or 0)
+            return -1, ""
+        # No row yet: no notification so far (the first one inserts it, with n = 1).
+        return (0, "") if row is None else (int(row[0] or 0), row[1] or "")
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
+        self._payloads = []
         while True:
             version = self._data_version()
             if version != self._version:
                 self._version = version
-                count = self._counter()
+                count, payload = self._counter()
                 if count != self._count or count < 0:
+                    heard = count == self._count + 1 and self._count >= 0
+                    self._payloads = [payload] if heard and payload else []
                     self._count = count
                     self._woke = time.monotonic()
                     return True
@@ -61,7 +70,9 @@ class SqliteListener:
             time.sleep(min(self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)
 
     def payloads(self) -> list[str]:
-        return []
+        """The jobs the last wake-up carried, when it was the only one since the wait
+        before; else none (the caller looks for itself)."""
+        return self._payloads
 
     def pause(self) -> bool:
         return True  # a poll that is not running hears nothing and costs nothing
@@ -70,7 +81,8 @@ class SqliteListener:
         """Compare with the database as it is now, not as it was when paused; poll at
         the pace of a new listener until woken."""
         self._version = self._data_version()
-        self._count = self._counter()
+        self._count, _ = self._counter()
+        self._payloads = []
         self._woke = 0.0
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from taskyard.model.records import Outcome, dumps
 from taskyard.store.dialects.results import Dispatched, Placed, slices
 from taskyard.store.dialects.sqlite_rows import insert_values
+from taskyard.store.dialects.wakeup_jobs import CARRY_JOBS, carried
 from taskyard.store.events import EVENT_TYPES, INSERT_EVENTS, EventCursor
 from taskyard.store.raw import Raw
 
@@ -100,23 +101,32 @@ def placed_here(raw: Raw, worker_id: int, known: Iterable[tuple[int, int]]) -> P
                   frozenset((job, attempt) for job, attempt, _ in active))
 
 
+_CARRIED = ("RETURNING id, attempt, (SELECT handler FROM task_types WHERE name = jobs.type), "
+            "type, args, timeout, graph_id, label, cost, priority")
+"""A dispatch of a few jobs returns what their worker's wake-up carries (wakeup_jobs)."""
+
+
 def dispatch(raw: Raw, by_worker: Mapping[int, Sequence[int]], names: Mapping[int, str], *,
              quiet: set[str], events: list[tuple[Any, ...]] | None,
              scans_off: bool) -> Dispatched:
-    """pending → dispatched with a new attempt number (guarded), and the attempts."""
+    """pending → dispatched with a new attempt number (guarded), and the attempts; per
+    statement, what its worker's wake-up carries (sent by finish_cycle)."""
     done = Dispatched()
     attempt_rows: list[tuple[int, int, int, str | None]] = []
     for worker_id, ids in by_worker.items():
         for part in slices(ids):
             which, params = raw.member("id", part)
+            carry = len(part) <= CARRY_JOBS
             rows = raw.all(
                 "UPDATE jobs SET state = 'dispatched', worker_id = ?, attempt = attempt + 1 "
-                f"WHERE {which} AND (state = 'pending') IS TRUE RETURNING id, attempt",
-                (worker_id, *params))
-            for job_id, attempt in rows:
+                f"WHERE {which} AND (state = 'pending') IS TRUE "
+                f"{_CARRIED if carry else 'RETURNING id, attempt'}", (worker_id, *params))
+            for job_id, attempt, *_ in rows:
                 done.placed.append(job_id)
                 done.per_worker.setdefault(worker_id, []).append(job_id)
                 attempt_rows.append((job_id, attempt, worker_id, names.get(worker_id)))
+            if rows:
+                done.carried.setdefault(worker_id, []).append(carried(rows) if carry else "")
     raw.insert("INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
                "dispatched_at)", "c1, c2, c3, c4, 'dispatched', {now}", attempt_rows,
                ("bigint", "integer", "bigint", "text"))
