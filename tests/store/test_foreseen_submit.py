@@ -13,9 +13,9 @@ import pytest
 from tests.cycle_lock import holding_the_cycle
 from tests.submitting import HANDLER, pending_events, state, yard_with_type
 
-from taskyard.api.yard import Yard
+from taskyard.api.yard import EVENT_MAINTENANCE, Yard
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.scheduler.cycle import _last_maintenance, schedule
+from taskyard.scheduler.cycle import _last_maintenance, maintenance_waits, schedule
 from taskyard.store import Store, open_store
 from taskyard.store.clock import MovableClock
 from taskyard.store.jobs import Jobs
@@ -33,8 +33,8 @@ def foreseen(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     seen: list[Any] = []
     original = Jobs.submit_foreseen
 
-    def recorded(self: Jobs, sub: JobSubmission, place: Any) -> Any:
-        found = original(self, sub, place)
+    def recorded(self: Jobs, sub: JobSubmission, place: Any, **options: Any) -> Any:
+        found = original(self, sub, place, **options)
         seen.append(found)
         return found
 
@@ -63,6 +63,7 @@ def test_an_idle_queue_places_the_job_in_one_round_trip(yard: Yard, foreseen: li
     store = yard.store
     worker = idle_basis(yard)
     listener = store.listener(f"worker.{worker}")
+    basis = store.basis
     try:
         job_id = yard.submit("t", {"n": 1})
         assert listener.wait(5.0)
@@ -71,6 +72,7 @@ def test_an_idle_queue_places_the_job_in_one_round_trip(yard: Yard, foreseen: li
         listener.close()
     assert foreseen[-1] is not None and foreseen[-1].placed
     assert foreseen[-1].job_id == job_id
+    assert store.basis is basis  # no cycle ran after it
     assert state(store, job_id) == ("dispatched", 1, "w")
     job = store.jobs.get(job_id)
     assert job is not None and job.args == {"n": 1}
@@ -144,13 +146,35 @@ def test_a_task_type_changed_since_it_was_read_takes_the_ordinary_path(
     assert pending_events(store, job_id) == 1
 
 
-def test_due_maintenance_and_rate_limits_take_the_ordinary_path(
-        yard: Yard, foreseen: list[Any], clock: MovableClock) -> None:
+def test_due_maintenance_with_nothing_to_do_is_done_by_the_insert(
+        yard: Yard, foreseen: list[Any]) -> None:
+    store = yard.store
+    idle_basis(yard)
+    _last_maintenance.pop(id(store), None)  # due: the submit's cycle would run it
+    job_id = yard.submit("t")
+    assert foreseen[-1] is not None and foreseen[-1].placed
+    assert state(store, job_id) == ("dispatched", 1, "w")
+    assert not maintenance_waits(store, EVENT_MAINTENANCE)  # found nothing to do: done
+
+
+def test_due_maintenance_with_work_leaves_the_job_to_the_submits_cycle(
+        yard: Yard, foreseen: list[Any]) -> None:
     store = yard.store
     idle_basis(yard, capacity=4)
-    _last_maintenance.pop(id(store), None)  # due: the submit's cycle must run it
-    yard.submit("t")
-    assert foreseen[-1] is None
+    (lost,) = store.jobs.submit([JobSubmission("t", {})])
+    with store.write() as tx:  # a job suspended when its worker was lost
+        tx.raw.run("UPDATE jobs SET state = 'suspended' WHERE id = ?", (lost,))
+    _last_maintenance.pop(id(store), None)
+    job_id = yard.submit("t")
+    assert foreseen[-1] is not None and not foreseen[-1].placed and foreseen[-1].held
+    # The submit's cycle ran the maintenance: the suspended job is requeued, both placed.
+    assert state(store, lost)[0] == "dispatched"
+    assert state(store, job_id) == ("dispatched", 1, "w")
+
+
+def test_a_rate_limited_type_takes_the_ordinary_path(yard: Yard, foreseen: list[Any]) -> None:
+    store = yard.store
+    idle_basis(yard, capacity=4)
     store.task_types.put(TaskTypeSpec("r", HANDLER, rate_limit="5/s"))
     schedule(store)  # a snapshot that knows the rate limit
     yard.submit("r")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import sys
@@ -321,16 +320,16 @@ class Yard:
         """One job placed from the last cycle's snapshot in one round trip, or pending
         (then placed by a cycle: ours if its lock was free, the scheduler's if not);
         None when the ordinary path must submit it (see Jobs.submit_foreseen)."""
-        from taskyard.scheduler.cycle import foreseen_place  # noqa: PLC0415 - start-up time
+        from taskyard.scheduler import cycle  # noqa: PLC0415 - start-up time
 
+        due = cycle.maintenance_waits(self.store, EVENT_MAINTENANCE)
         with self.store.alone() as tx:
-            found = tx.jobs.submit_foreseen(sub, functools.partial(
-                foreseen_place, store=self.store, maintenance_every=EVENT_MAINTENANCE))
-        if found is None:
-            return None
-        if not found.placed and found.held:
+            found = tx.jobs.submit_foreseen(sub, cycle.foreseen_place, maintain=due)
+        if found is not None and found.placed and due:
+            cycle.maintained(self.store)  # it had nothing to do, as the insert checked
+        elif found is not None and not found.placed and found.held:
             self._cycle()
-        return int(found.job_id)
+        return None if found is None else int(found.job_id)
 
     def _place(self, tx: Tx) -> bool:
         """The cycle inside a submit's transaction; False when it could not run."""

@@ -101,10 +101,15 @@ def run_cycle(
     report = CycleReport()
     maintain = _maintenance_due(tx.tx.store, maintenance_every)
     if maintain:
-        report.expelled = tx.expel_expired_workers()
-        report.timed_out = tx.time_out_attempts(timeout_grace)
-        report.requeued = tx.requeue_suspended()
-        report.scheduled = tx.tx.schedule_runs.create_due_jobs()  # step 3
+        work = tx.maintenance_work(timeout_grace)
+        if work.expired:
+            report.expelled = tx.expel_expired_workers()
+        if work.overdue:
+            report.timed_out = tx.time_out_attempts(timeout_grace)
+        if work.suspended or report.expelled:  # an expelled worker's jobs are suspended
+            report.requeued = tx.requeue_suspended()
+        if work.due:
+            report.scheduled = tx.tx.schedule_runs.create_due_jobs()  # step 3
         if report.expelled or report.timed_out or report.requeued or report.scheduled:
             tx.forget_ahead()
     workers, active, limits = tx.snapshot()
@@ -164,13 +169,12 @@ def _dispatch(tx: CycleTx, report: CycleReport, workers: list[WorkerSlot],
             tx.tx.rate_starts.record(rates.started)
 
 
-def foreseen_place(basis: Basis, job: Candidate, *, store: Store,
-                   maintenance_every: float) -> WorkerSlot | None:
+def foreseen_place(basis: Basis, job: Candidate) -> WorkerSlot | None:
     """The worker where a submit's inline cycle that finds ``basis`` with ``job`` alone
-    pending would place it (the planner's decision, as in :func:`run_cycle`); None when
-    that cycle would do more than place (its maintenance is due), needs more than
-    ``basis`` (a rate-limited type), or places nothing."""
-    if job.type in basis.limits.rates or _maintenance_waits(store, maintenance_every):
+    pending (and no maintenance work) would place it: the planner's decision, as in
+    :func:`run_cycle`. None when that cycle needs more than ``basis`` (a rate-limited
+    type), or places nothing."""
+    if job.type in basis.limits.rates:
         return None
     decision = Planner.from_snapshot(basis.workers, basis.active, basis.limits.queue).offer(job)
     if not isinstance(decision, Placement):
@@ -181,16 +185,21 @@ def foreseen_place(basis: Basis, job: Candidate, *, store: Store,
 _last_maintenance: dict[int, float] = {}
 
 
-def _maintenance_waits(store: Store, every: float) -> bool:
+def maintenance_waits(store: Store, every: float) -> bool:
     """Would a cycle here run its maintenance now (see run_cycle)?"""
     last = _last_maintenance.get(id(store), -1e18)
     return every <= 0 or time.monotonic() - last >= every
 
 
-def _maintenance_due(store: Store, every: float) -> bool:
-    if not _maintenance_waits(store, every):
-        return False
+def maintained(store: Store) -> None:
+    """The maintenance ran here now, or was found to have nothing to do."""
     _last_maintenance[id(store)] = time.monotonic()
+
+
+def _maintenance_due(store: Store, every: float) -> bool:
+    if not maintenance_waits(store, every):
+        return False
+    maintained(store)
     return True
 
 

@@ -73,15 +73,18 @@ class Jobs:
         return job_id
 
     def submit_foreseen(self, sub: JobSubmission,
-                        place: Callable[[Basis, Candidate], WorkerSlot | None]) -> Any:
+                        place: Callable[[Basis, Candidate], WorkerSlot | None], *,
+                        maintain: bool = False) -> Any:
         """PostgreSQL, in a unit of work of :meth:`Store.alone`: ``sub`` dispatched to the
         worker ``place`` chooses for it from the store's :attr:`~Store.basis` (where a
         cycle that finds that snapshot, with the job alone pending, places it), in one
-        round trip that checks under the cycle's lock that the basis still holds; else
+        round trip that checks under the cycle's lock that the basis still holds (and,
+        with ``maintain``, that the cycle's maintenance, due, has nothing to do); else
         inserted pending (dialects/pg_foreseen.py). The result says which (``placed``;
         ``held``: the caller runs the cycle). None when nothing was written: no basis,
         SQLite, or the ordinary path must decide."""
         from taskyard.store.candidates import to_candidates  # noqa: PLC0415 - start-up time
+        from taskyard.store.cycle import TIMEOUT_GRACE  # noqa: PLC0415 - start-up time
 
         tx, basis = self.tx, self.tx.store.basis
         if basis is None or sub.unique_key is not None or sub.unique_for is not None:
@@ -94,7 +97,7 @@ class Jobs:
         found = tx.dialect.submit_foreseen(
             tx.raw, sub, tx.store.spec_cache,
             lambda spec: job_row(sub, spec, 0, limits=tx.store.limits),
-            basis=basis.text, place=chosen)
+            basis=basis.text, place=chosen, maintain=TIMEOUT_GRACE if maintain else None)
         if found is not None and not found.placed:
             tx.store.no_worker_seen = found.held is None
             if found.held:  # the snapshot changed: the caller's cycle reads a new one

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.model.records import loads
+from taskyard.store.dialects.maintenance_sql import maintenance_checks
 from taskyard.store.dialects.pg_engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.dialects.pg_listen import pg_channel
 from taskyard.store.dialects.pg_rows import named, pg_row_set
@@ -79,6 +80,10 @@ _AHEAD_READS = (
     "WHERE p IS NOT NULL) END, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
     "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END")
+MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("false", "%(grace)s"))
+"""SQL: which maintenance steps have work (named parameter ``grace``)."""
+NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
+"""SQL: no maintenance step has work."""
 HELD_SETTING = "taskyard.cycle_held"
 """Set ('on', until the transaction ends) by :data:`LOCK_AHEAD` once the lock is ours:
 a statement sent after it in one pipeline reads only then (:data:`AHEAD_IF_HELD`)."""

@@ -44,14 +44,16 @@ locks the type checks its references (the insert trigger would cost ~0.1 ms more
 
 
 @functools.lru_cache(maxsize=8)
-def _placed_sql(columns: tuple[str, ...]) -> str:
+def _placed_sql(columns: tuple[str, ...], maintain: bool) -> str:
     """The job inserted dispatched (pg_cycle.DISPATCH's tail: its attempt, its event,
-    its worker's wake-up carrying it) only if the decision still holds."""
+    its worker's wake-up carrying it) only if the decision still holds; ``maintain``:
+    and a cycle's maintenance, due now, would find nothing to do."""
     values = ", ".join(f"%(p_{c})s" for c in columns)
     return (
         f"WITH d AS (INSERT INTO jobs (id, {', '.join(columns)}, created_at) "
         f"SELECT {_ID}, {values}, {{now}} WHERE {_HELD} AND {_TYPE_AS_READ} "
         "AND NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'pending') "
+        f"{f'AND {pg_cycle.NO_MAINTENANCE} ' if maintain else ''}"
         f"AND {pg_cycle.SNAPSHOT_TEXT} = %(basis)s "
         f"RETURNING {pg_cycle.DISPATCHED_COLUMNS}), "
         f"{pending_event('%(key)s', '%(tail)s', 'd', wake=True)}, {pg_cycle.DISPATCH_TAIL}")
@@ -87,13 +89,15 @@ class Foreseen:
 
 def submit_foreseen(raw: Raw, sub: JobSubmission, cache: SpecCache,
                     build: Callable[[TaskTypeSpec], dict[str, Any]], *, basis: str,
-                    place: Callable[[list[Any]], tuple[int, str] | None]) -> Foreseen | None:
+                    place: Callable[[list[Any]], tuple[int, str] | None],
+                    maintain: float | None = None) -> Foreseen | None:
     """Insert ``sub`` in one round trip: dispatched to the worker ``place`` chooses for
     its candidate row (id, type, priority, pools, cost, locks, rate key; (worker id,
     name), or None: the ordinary path) if the snapshot still reads as ``basis`` and
-    nothing else is pending; else pending. None when nothing was written: the ordinary
-    path decides (unknown or changed type, update on launch, a job of a graph or for
-    later, or ``place`` declined)."""
+    nothing else is pending — nor, with ``maintain`` (the timeouts' grace: the cycle's
+    maintenance is due), any maintenance work; else pending. None when nothing was
+    written: the ordinary path decides (unknown or changed type, update on launch, a
+    job of a graph or for later, or ``place`` declined)."""
     found = build_row_now(raw, sub, cache, build)
     if found is None:
         return None
@@ -108,10 +112,10 @@ def submit_foreseen(raw: Raw, sub: JobSubmission, cache: SpecCache,
                                       None, last=True)
     params.update({f"c_{c}": v for c, v in row.items()})
     params.update({f"p_{c}": v for c, v in placed_row.items()})
-    params.update(basis=basis, version=version, type=spec.name,
+    params.update(basis=basis, version=version, type=spec.name, grace=maintain,
                   key=job_key(None, row["routing"]), tail=payload_tail(spec.name))
     looked, placed, pending = pipelined(raw, [
-        (_LOOK, params), (_placed_sql(tuple(placed_row)), params),
+        (_LOOK, params), (_placed_sql(tuple(placed_row), maintain is not None), params),
         (_pending_sql(tuple(row)), params)], transaction=True)
     if not looked or not looked[0][0]:  # its type changed or went: nothing written
         cache.pop(sub.type, None)

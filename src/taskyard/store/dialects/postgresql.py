@@ -203,6 +203,12 @@ class PostgresDialect:
     def restore_planner(self, raw: Raw) -> None:
         raw.run(f"SELECT {pg_cycle.SCANS_ON}")
 
+    def maintenance_work(self, raw: Raw, grace: float) -> tuple[bool, bool, bool, bool]:
+        """Which maintenance steps have work (see maintenance_sql), in one statement."""
+        expired, overdue, suspended, due = (
+            bool(v) for v in pg_rows.named(raw, pg_cycle.MAINTENANCE_WORK, {"grace": grace})[0])
+        return expired, overdue, suspended, due
+
     def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool,
                      carried: Mapping[str, str]) -> None:
         """Scans back on, and the wake-ups, in one statement (a dispatch's wake-up, with

@@ -25,6 +25,7 @@ from sqlalchemy.sql import Select
 from taskyard.model.errors import InvalidInput
 from taskyard.store.clock import MovableClock
 from taskyard.store.dialects import sqlite_paths, sqlite_rows, sqlite_submit, wakeup_jobs
+from taskyard.store.dialects.maintenance_sql import maintenance_checks
 from taskyard.store.dialects.sqlite_listen import SqliteListener
 from taskyard.store.dialects.sqlite_locks import (
     FileLock,
@@ -34,6 +35,7 @@ from taskyard.store.dialects.sqlite_locks import (
 )
 from taskyard.store.raw import Raw
 
+_MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
 """The database clock as epoch seconds."""
@@ -178,7 +180,7 @@ class SqliteDialect:
     submit_one = staticmethod(sqlite_submit.submit_one)
 
     def submit_foreseen(self, raw: Raw, sub: Any, cache: Any, build: Any, *, basis: str,
-                        place: Any) -> None:
+                        place: Any, maintain: float | None = None) -> None:
         """Never: no cycle here leaves a basis (Store.basis) behind; a submit and its
         cycle run under the write lock in one transaction, with no round trips."""
         return
@@ -204,6 +206,13 @@ class SqliteDialect:
     def scans_off(self, raw: Raw) -> bool:
         """No planner settings to change: the statements name their index."""
         return False
+
+    def maintenance_work(self, raw: Raw, grace: float) -> tuple[bool, bool, bool, bool]:
+        """Which maintenance steps have work (see maintenance_sql), in one statement."""
+        row = raw.first(_MAINTENANCE_WORK, (grace,))
+        assert row is not None
+        expired, overdue, suspended, due = (bool(v) for v in row)
+        return expired, overdue, suspended, due
 
     def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool,
                      carried: Mapping[str, str]) -> None:
