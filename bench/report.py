@@ -165,7 +165,10 @@ def markdown(summary: dict[str, Any]) -> str:
     sections = [
         ("W1", f"W1 throughput: {prof['w1_jobs']:,} no-op jobs",
          "Completion = (jobs - 1) / (last stamp - first stamp), K worker processes started "
-         "after the enqueue (their start-up is not counted)."
+         "after the enqueue (their start-up is not counted); taskyard's span is the longer "
+         "of that and the span of every start recorded in its database (since run 21: with "
+         "two workers the last job can start while the other worker still holds queued "
+         "jobs, and a few of its K=2 figures up to run 20 were inflated so, up to 3.5x)."
          + (f" The per-call enqueue rate is timed over the first ~{limit:.0f} s of calls; "
             "the rest of the jobs go in untimed (batch API, else straight into the peer's "
             "storage, as for the K=2 run of a peer without a batch API)." if limit else "")
