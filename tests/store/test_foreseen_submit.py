@@ -83,6 +83,26 @@ def test_an_idle_queue_places_the_job_in_one_round_trip(yard: Yard, foreseen: li
     assert [j.job_id for j in carried] == [job_id]
 
 
+def test_each_statement_of_the_pipeline_is_converted_once(
+        yard: Yard, foreseen: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """psycopg converts a statement's placeholders anew at every execution when it is
+    given more than 50 parameters or 4 KiB of text: each statement of the pipeline gets
+    only the parameters it names (pg_rows.pipelined), and stays within both."""
+    queries = pytest.importorskip("psycopg._queries")
+    idle_basis(yard)
+    uncached: list[bytes] = []
+    original = queries._query2pg_nocache
+
+    def recorded(query: bytes, encoding: str) -> Any:
+        uncached.append(query)
+        return original(query, encoding)
+
+    monkeypatch.setattr(queries, "_query2pg_nocache", recorded)
+    job_id = yard.submit("t", {"n": 1})
+    assert foreseen[-1] is not None and foreseen[-1].placed and foreseen[-1].job_id == job_id
+    assert uncached == []
+
+
 def test_a_changed_snapshot_leaves_the_job_to_the_submits_own_cycle(
         yard: Yard, foreseen: list[Any]) -> None:
     store = yard.store

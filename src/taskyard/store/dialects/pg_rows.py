@@ -8,6 +8,7 @@ the number of rows, which psycopg prepares once.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -31,6 +32,15 @@ def _named(sql: str, now_sql: str) -> str:
     return sql.replace("{now}", now_sql)
 
 
+@functools.lru_cache(maxsize=64)
+def _uses(sql: str) -> tuple[str, ...]:
+    """The named parameters ``sql`` uses. psycopg converts a statement with more than
+    50 parameters (or longer than 4 KiB) anew at each execution, a regular expression
+    over its whole text: a pipeline's statements sharing one dict would each take the
+    union of their parameters, and miss psycopg's cache."""
+    return tuple(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+
+
 def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
     ``{now}``; rows are passed as :func:`taskyard.store.raw.json_rows`."""
@@ -51,7 +61,8 @@ def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]], *,
         if transaction:
             raw.spare(len(statements)).execute("BEGIN")
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
-            cursor.execute(_named(sql, raw.now_sql), params)
+            text = _named(sql, raw.now_sql)
+            cursor.execute(text, {name: params[name] for name in _uses(text)})
         if transaction:
             raw.spare(len(statements) + 1).execute("COMMIT")
     return [list(c.fetchall()) if c.description else [] for c in cursors]
