@@ -59,3 +59,14 @@ def test_a_worker_refused_at_registration_leaves_no_child_behind(store: Store) -
     assert all(child is None or not child.is_alive()
                for child in worker.executor._children)
     assert store.workers.list(include_gone=True) == []
+
+
+def test_a_stop_request_wakes_the_main_loop(daemon: WorkerDaemon) -> None:
+    # A signal sets only the stop event; the main loop waits on its kick. The lease
+    # watcher, which waits on the stop event, passes it on: without it the worker left
+    # at its loop's next look, 0.5 s later (each bench cell paid it).
+    stop = threading.Event()
+    stop.set()
+    daemon._kick.clear()
+    daemon._watch_lease(stop)
+    assert daemon._kick.is_set()

@@ -39,6 +39,9 @@ START_HOLD = 0.020
 """Seconds a start waits for its job's end before it is reported alone, while jobs are
 this short on average: one report then carries both (a start alone is a transaction on
 the path of the job's end, and of the next job of a chain)."""
+LISTEN_SLICE = 0.1
+"""Seconds the listener thread waits for a wake-up before it looks whether to stop:
+a worker told to stop leaves within about this long."""
 
 
 ABANDONED = "abandoned"
@@ -264,7 +267,7 @@ class WorkerDaemon:
         try:
             while not stop.is_set():
                 try:
-                    if not listener.wait(0.5):
+                    if not listener.wait(LISTEN_SLICE):
                         continue
                     if self._deliveries.add(listener.payloads()):
                         # Straight to the executor from this thread: a hop less.
@@ -382,7 +385,10 @@ class WorkerDaemon:
             if time.monotonic() >= self._lease_until - margin:
                 log.error("event=self-fenced worker=%s reason=lease-not-renewed", self.name)
                 self._fence(stop)
-                return
+                break
+        # The main loop waits on its kick, not on ``stop`` (which a signal sets): wake it
+        # now, or the worker would leave only at its next look, up to 0.5 s later.
+        self._kick.set()
 
     def _fence(self, stop: threading.Event) -> None:
         self._fenced.set()
