@@ -175,7 +175,11 @@ def markdown(summary: dict[str, Any]) -> str:
          + (" taskyard runs `taskyard scheduler` and K `taskyard worker` processes; its "
             "K=2 run is repeated with no scheduler process, the first worker running one "
             "in a thread (`taskyard worker --scheduler`): rows marked so, beside the peers' "
-            "figures of their own K=2 run." if prof.get("w1_inproc") else "")),
+            "figures of their own K=2 run." if prof.get("w1_inproc") else "")
+         + (" Its K=2 run is also repeated with one slot per worker (`taskyard worker "
+            "--capacity 1`): two jobs at once in all, as huey's `-w 2` and Celery's two "
+            "solo workers (the default is one slot per CPU, four here); rows marked so, "
+            "beside the peers' figures of their own K=2 run." if prof.get("w1_one_slot") else "")),
         ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system",
          f"Workers up and warm, {prof['w2_warmup']} warm-up jobs discarded; latency = "
          "handler start (its own clock, written to a file the client polls every 1 ms) - "

@@ -26,9 +26,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     workload = spec["workload"]
     try:
         if workload == "W1":
-            inproc = {"inproc": True} if p.get("inproc") else {}  # taskyard only
+            # taskyard only: the scheduler in a worker, the workers' slots
+            extra = {k: p[k] for k in ("inproc", "capacity") if p.get(k)}
             return system.w1(p["jobs"], p["workers"], batch=p["batch"], timeout=p["timeout"],
-                             enqueue_limit=p.get("enqueue_limit"), **inproc)
+                             enqueue_limit=p.get("enqueue_limit"), **extra)
         if workload == "W2":
             return system.w2(p["jobs"], p["warmup"], p["timeout"])
         if workload == "W3":

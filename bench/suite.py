@@ -40,6 +40,11 @@ HERE = Path(__file__).resolve().parent.parent
 SHAPES = ("chain", "fanout", "random")
 INPROC = "K=2 inproc"
 """The W1 cell of taskyard's workers with the scheduler in one of them."""
+ONE_SLOT = "K=2 1 slot"
+"""The W1 cell of taskyard's 2 workers with one slot each (``--capacity 1``): two
+jobs at once in all, as huey's ``-w 2`` and Celery's two solo workers run; the
+default is one slot per CPU, four jobs at once here."""
+TASKYARD_ONLY = (INPROC, ONE_SLOT)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class Profile:
     # taskyard's W1 with 2 workers once more, its scheduler in the first worker
     # (`worker --scheduler`) instead of a process of its own.
     w1_inproc: bool = False
+    # taskyard's W1 with 2 workers once more, of one slot each (`--capacity 1`).
+    w1_one_slot: bool = False
 
 
 PROFILES = {
@@ -88,7 +95,7 @@ PROFILES = {
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 5}, w4_chain_timeout={10_000: 5},
-        budget=26 * 60, http=(600, 8, 100), w1_inproc=True,
+        budget=26 * 60, http=(600, 8, 100), w1_inproc=True, w1_one_slot=True,
         # Airflow's graphs: 30 s each (Airflow runs ~1 task/s here, see airflow_peer).
         w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=30),
     "smoke": Profile(
@@ -96,7 +103,8 @@ PROFILES = {
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_inproc=True),
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_inproc=True,
+        w1_one_slot=True),
 }
 
 
@@ -127,6 +135,8 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
                   for workers, batch in p.w1_runs]
             if p.w1_inproc:
                 w1.append((INPROC, {"workers": 2, "batch": True, "inproc": True}))
+            if p.w1_one_slot:
+                w1.append((ONE_SLOT, {"workers": 2, "batch": True, "capacity": 1}))
             for cell, how in w1:
                 found.append(("W1", cell, {"jobs": p.w1_jobs, **how, "timeout": p.w1_timeout,
                                            "enqueue_limit": limit},
@@ -162,8 +172,9 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
         rotated = systems[shift:] + systems[:shift]
         for workload, cell, params, soft, hard in cells(rep, once):
             for system in rotated:
-                if (workload == "HTTP" or cell == INPROC) and not system.startswith("taskyard-"):
-                    continue  # the peers have no HTTP API, nor worker --scheduler
+                if (workload == "HTTP" or cell in TASKYARD_ONLY) and \
+                        not system.startswith("taskyard-"):
+                    continue  # the peers have no HTTP API, worker --scheduler, --capacity
                 if system == "airflow-pg" and (
                         rep > 1 or once or (workload, cell) not in small):
                     continue  # Airflow: the small graphs, once (each run takes minutes)

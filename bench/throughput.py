@@ -75,17 +75,19 @@ def _recreate_pg(url: str) -> None:
 
 
 @contextmanager
-def daemons(url: str, workers: int, log: Path | None = None, *,
-            inproc: bool = False) -> Iterator[list[subprocess.Popen[bytes]]]:
+def daemons(url: str, workers: int, log: Path | None = None, *, inproc: bool = False,
+            capacity: int | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``taskyard scheduler`` and ``workers`` times ``taskyard worker``, with their
     defaults; ``inproc``: no scheduler process, the first worker runs one
-    (``worker --scheduler``), and only the workers are returned."""
+    (``worker --scheduler``), and only the workers are returned; ``capacity``: each
+    worker's ``--capacity`` (None: the default, one slot per CPU)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
     base = [sys.executable, "-m", "taskyard", "--db", url]
     err = log.open("ab") if log else subprocess.DEVNULL
     procs = [] if inproc else [
         subprocess.Popen([*base, "scheduler"], env=env, stderr=err, cwd=HERE)]
-    procs += [subprocess.Popen([*base, "worker", "--name", f"bench-{i}",
+    slots = [] if capacity is None else ["--capacity", str(capacity)]
+    procs += [subprocess.Popen([*base, "worker", "--name", f"bench-{i}", *slots,
                                 *(["--scheduler"] if inproc and i == 0 else [])],
                                env=env, stderr=err, cwd=HERE) for i in range(workers)]
     try:
@@ -162,21 +164,25 @@ def _start_span(yard: Yard, n: int) -> float:
 
 
 def w1(url: str, n: int, workers: int, *, batch: bool, timeout: float = 600.0,
-       enqueue_limit: float | None = None, inproc: bool = False) -> dict[str, Any]:
+       enqueue_limit: float | None = None, inproc: bool = False,
+       capacity: int | None = None) -> dict[str, Any]:
     """One W1 run. ``timeout`` bounds the completion phase (from the first stamp): past
     it the row has ``status: timeout`` and ``complete_per_s_partial``, the rate so far.
     ``enqueue_limit`` bounds the timed enqueue phase (see ``enqueue``). ``inproc``: the
     scheduler runs in the first worker (``worker --scheduler``), not in a process of its
-    own; every process is then counted as a worker."""
+    own; every process is then counted as a worker. ``capacity``: each worker's slots
+    (None: the default, one per CPU)."""
     yard = fresh(url)
     row: dict[str, Any] = {"workload": "W1", "jobs": n, "workers": workers,
                            "enqueue": "batch" if batch else "one call per job",
-                           "scheduler": "in a worker" if inproc else "a process"}
+                           "scheduler": "in a worker" if inproc else "a process",
+                           "capacity": capacity or "default"}
     with tempfile.TemporaryDirectory() as tmp:
         stamps = (Path(tmp) / "first", Path(tmp) / "last")
         rate, timed = enqueue(yard, n, stamps, batch=batch, limit_s=enqueue_limit)
         row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
-        with rss.sampling() as sampler, daemons(url, workers, inproc=inproc) as procs:
+        with rss.sampling() as sampler, daemons(url, workers, inproc=inproc,
+                                                           capacity=capacity) as procs:
             if not inproc:
                 sampler.add("scheduler", procs[0].pid)
             for p in procs[0 if inproc else 1:]:

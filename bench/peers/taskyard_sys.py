@@ -29,9 +29,10 @@ class TaskyardSystem:
             recreate_pg(self.url)
 
     def w1(self, n: int, workers: int, *, batch: bool, timeout: float,
-           enqueue_limit: float | None = None, inproc: bool = False) -> dict[str, Any]:
+           enqueue_limit: float | None = None, inproc: bool = False,
+           capacity: int | None = None) -> dict[str, Any]:
         return throughput.w1(self.url, n, workers, batch=batch, timeout=timeout,
-                             enqueue_limit=enqueue_limit, inproc=inproc)
+                             enqueue_limit=enqueue_limit, inproc=inproc, capacity=capacity)
 
     def w2(self, m: int, warmup: int, timeout: float) -> dict[str, Any]:
         return throughput.w2(self.url, m, warmup, timeout)
@@ -69,7 +70,8 @@ class TaskyardSystem:
         return {"storage": "SQLite file (WAL), the default" if self.backend == "sqlite"
                 else "PostgreSQL (psycopg 3), the same cluster as the peers",
                 "workers": "defaults: `taskyard scheduler` + K x `taskyard worker` "
-                           "(capacity: one slot per CPU, a Python child each; W4: 2 workers)",
+                           "(capacity: one slot per CPU, a Python child each; W4: 2 workers); "
+                           "W1 K=2 once more with `--capacity 1` (2 slots in all)",
                 "enqueue": "`Yard.submit()` per job (runs a cycle inline, the default); "
                            "batch: `Yard.submit_many()` of 1,000",
                 "graphs": "every shape (`Yard.submit_graph`)"}

@@ -1,7 +1,8 @@
 """What a running worker and its Python child load (issue 23, memory): a child that has
 served a no-op job holds no typing, inspect, tempfile, dataclasses, traceback, json,
 asyncio or pickle module (each costs every child memory), and a worker none of the
-Python API or of what only ``up`` uses. Memory itself is measured by bench/, not here."""
+Python API or of what only ``up`` uses, and on PostgreSQL no sqlite3. Memory itself is
+measured by bench/, not here."""
 
 from __future__ import annotations
 
@@ -81,3 +82,5 @@ def test_a_worker_and_its_child_load_only_what_a_no_op_job_needs(cli: Cli) -> No
     assert _has(held, "taskyard.worker.daemon") and _has(held, "sqlalchemy")  # it is a worker
     for name in WORKER_NEVER:
         assert not _has(held, name), name
+    if cli.url.startswith("postgresql"):
+        assert not _has(held, "sqlite3")  # ~0.9 MiB in each daemon, never used there

@@ -36,5 +36,10 @@ def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:
     # So is `worker --scheduler`: its W1 cell runs on taskyard only, once per repetition.
     assert sorted(r.system for r in runs if r.cell == suite.INPROC) == ["taskyard-pg",
                                                                          "taskyard-sqlite"]
+    # And its workers of one slot each (`--capacity 1`), once per repetition.
+    one_slot = [r for r in runs if r.cell == suite.ONE_SLOT]
+    assert sorted({r.system for r in one_slot}) == ["taskyard-pg", "taskyard-sqlite"]
+    assert len(one_slot) == 2 and all(
+        r.params["capacity"] == 1 and r.params["workers"] == 2 for r in one_slot)
     # Other workloads are never settled this way.
     assert all(suite.cannot(r, found[r.system]) is None for r in runs if r.workload != "W4")

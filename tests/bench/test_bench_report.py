@@ -1,11 +1,14 @@
-"""The report's rows of taskyard's workers running the scheduler themselves
-(`worker --scheduler`): taskyard's figure from that run, each peer's from its own
-ordinary K=2 run, and the ratio between the two."""
+"""The report's rows of taskyard's own W1 cells (its workers running the scheduler
+themselves, `worker --scheduler`; its workers of one slot each, `--capacity 1`):
+taskyard's figure from that run, each peer's from its own ordinary K=2 run, and the
+ratio between the two."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
+
+import pytest
 
 from bench import report, suite
 
@@ -18,19 +21,32 @@ def _run(system: str, cell: str, rss: dict[str, float], rate: float) -> dict[str
             "result": {"status": "ok", "complete_per_s": rate, "rss_mb": rss}}
 
 
-def test_the_in_worker_rows_set_taskyard_beside_the_peers_own_deployment() -> None:
-    profile = {**asdict(suite.PROFILES["smoke"]), "w1_inproc": True}
+# (profile flag, cell, metric suffix, taskyard's RSS in that cell: 162 MiB in all, its
+# marker in the text)
+TASKYARD_ONLY_CELLS = [
+    ("w1_inproc", suite.INPROC, "inproc", {"workers": 162.0}, "`worker --scheduler`"),
+    ("w1_one_slot", suite.ONE_SLOT, "one_slot", {"scheduler": 55.0, "workers": 107.0},
+     "`--capacity 1`"),
+]
+
+
+@pytest.mark.parametrize(("flag", "cell", "suffix", "rss", "marker"), TASKYARD_ONLY_CELLS)
+def test_a_taskyard_only_cell_sits_beside_the_peers_own_k2_run(
+        flag: str, cell: str, suffix: str, rss: dict[str, float], marker: str) -> None:
+    """The rows of taskyard's workers running the scheduler themselves, and of its
+    workers of one slot each: each peer's figure is from its ordinary K=2 run."""
+    profile = {**asdict(suite.PROFILES["smoke"]), flag: True}
     doc = {"started": "20261125T000000Z", "profile": profile, "machine": MACHINE,
            "systems": ["taskyard-pg", "huey-pg"], "config": {},
            "runs": [
                _run("taskyard-pg", "K=2", {"scheduler": 55.0, "workers": 160.0}, 8000.0),
-               _run("taskyard-pg", suite.INPROC, {"workers": 162.0}, 8200.0),
+               _run("taskyard-pg", cell, rss, 8200.0),
                _run("huey-pg", "K=2", {"workers": 200.0}, 5000.0)]}
     summary = report.summarize(doc)
     rows = {m["id"]: m["values"] for m in summary["metrics"]}
     assert rows["w5_w1"]["taskyard-pg"]["median"] == 215.0
-    assert rows["w5_w1_inproc"]["taskyard-pg"]["median"] == 162.0
-    assert rows["w5_w1_inproc"]["huey-pg"]["median"] == 200.0  # its own K=2 run
-    assert rows["w1_complete_2_inproc"]["taskyard-pg"]["median"] == 8200.0
-    assert summary["ratios"]["w5_w1_inproc"]["huey-pg"] == 0.81
-    assert "`worker --scheduler`" in report.markdown(summary)
+    assert rows[f"w5_w1_{suffix}"]["taskyard-pg"]["median"] == 162.0
+    assert rows[f"w5_w1_{suffix}"]["huey-pg"]["median"] == 200.0  # its own K=2 run
+    assert rows[f"w1_complete_2_{suffix}"]["taskyard-pg"]["median"] == 8200.0
+    assert summary["ratios"][f"w5_w1_{suffix}"]["huey-pg"] == 0.81
+    assert marker in report.markdown(summary)

@@ -8,7 +8,7 @@ than this taskyard (then the line says to run ``taskyard init``).
 
 from __future__ import annotations
 
-import sqlite3
+import sys
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -69,7 +69,7 @@ def sqlite_path(url: str) -> Path | None:
 
 def is_database_error(exc: BaseException) -> bool:
     """Raised by SQLAlchemy or a driver (the hot path runs on the driver's cursor)."""
-    if isinstance(exc, SQLAlchemyError | sqlite3.Error):
+    if isinstance(exc, SQLAlchemyError) or _is_sqlite_error(exc, "Error"):
         return True
     module = type(exc).__module__
     return module == "psycopg" or module.startswith("psycopg.")
@@ -87,7 +87,7 @@ def describe_database_error(exc: BaseException, url: str) -> str:
     if _is_missing_schema(orig):
         return _schema_advice(url, where) or f"database {where}: {detail}"
     path = sqlite_path(url)
-    if isinstance(orig, sqlite3.Error) and path is not None and (
+    if _is_sqlite_error(orig, "Error") and path is not None and (
             "unable to open" in detail or "not a database" in detail):
         return f"cannot open the SQLite database {path}: {detail}"
     if isinstance(orig, SQLAlchemyError):
@@ -118,8 +118,15 @@ def _is_connection_failure(orig: BaseException) -> bool:
     return state is None or state[:2] in _PG_CONNECTION_CLASSES
 
 
+def _is_sqlite_error(exc: BaseException, kind: str) -> bool:
+    """Whether ``exc`` is ``sqlite3.<kind>``. Not imported here: a daemon on PostgreSQL
+    never loads sqlite3 (~0.9 MiB resident each), and no sqlite3 error exists then."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3 is not None and isinstance(exc, getattr(sqlite3, kind))
+
+
 def _is_missing_schema(orig: BaseException) -> bool:
-    if isinstance(orig, sqlite3.OperationalError):
+    if _is_sqlite_error(orig, "OperationalError"):
         return any(marker in str(orig) for marker in _SQLITE_MISSING_SCHEMA)
     return getattr(orig, "sqlstate", None) in _PG_MISSING_SCHEMA
 
