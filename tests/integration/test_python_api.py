@@ -132,7 +132,9 @@ def test_a_wait_reads_on_wake_ups_not_in_a_loop(db_url: str) -> None:
 
     with pytest.raises(TimeoutError):
         handles.wait_until(yard.store, state, 0.5, "idle")
-    assert reads == ["pending", "pending"]  # at the start and at the deadline
+    # At the start and at the deadline; only the first when, under load, that read itself
+    # ended past the deadline. A loop would read many times.
+    assert reads in (["pending", "pending"], ["pending"])
     reads.clear()
     waiter = threading.Thread(target=handles.wait_until, args=(yard.store, state, 60, "idle"))
     waiter.start()
