@@ -11,13 +11,16 @@ from collections.abc import Callable
 
 from taskyard.core.durations import duration_text
 from taskyard.scheduler.cycle import CycleReport, schedule
-from taskyard.store import Store
+from taskyard.store import Listener, Store
 from taskyard.store.retention import prune
 
 log = logging.getLogger("taskyard.scheduler")
 RATE_SLACK = 0.005
 """Seconds past the moment a rate limit reopens that the scheduler wakes (clocks of
 the host and the database tick apart)."""
+BUSY_RETRY = (0.01, 0.5)
+"""Seconds before the scheduler tries again when another process's cycle held the lock:
+the first retry, and the most it backs off to (doubling)."""
 AGING_PERIOD = 600.0
 """Default anti-starvation aging: +1 priority per 10 minutes a job has waited."""
 
@@ -81,7 +84,7 @@ class SchedulerDaemon:
         listener = self.store.listener("scheduler") if self.wakeups else None
         log.info("event=scheduler-started holder=%s interval=%s retain=%s", self.holder,
                  self.interval, "off" if self.retain is None else duration_text(self.retain))
-        failures = 0
+        failures = busy = 0
         periodic = True  # the first cycle, and every timer tick, does all the steps
         try:
             while not stop.is_set():
@@ -96,12 +99,23 @@ class SchedulerDaemon:
                     log.exception("event=cycle-failed attempt=%d", failures)
                     stop.wait(min(0.1 * 2**failures, 5.0))
                     continue
-                if report is not None and self.on_cycle is not None:
+                if report is None:
+                    # Another process's cycle holds the lock. It may have read before
+                    # what woke us committed (a worker that registered, a submit whose
+                    # own cycle found the lock busy): look again once it is done, not a
+                    # whole interval later. A retry after a tick still does all steps.
+                    wait = min(BUSY_RETRY[0] * 2**min(busy, 8), BUSY_RETRY[1], self.interval)
+                    busy += 1
+                    log.debug("event=cycle-busy retry_in=%.3f", wait)
+                    self._sleep(listener, stop, wait)
+                    continue
+                busy = 0
+                if self.on_cycle is not None:
                     self.on_cycle(report)
                 # Rate-limited by time, not by idleness: a busy system needs them too.
                 self._maybe_prune()
                 self._maybe_age()
-                if report is not None and report.changed:
+                if report.changed:
                     # Placement alone is the steady state: keep it out of the INFO log.
                     maintenance = (report.expelled or report.timed_out or report.requeued
                                    or report.stalled or report.scheduled)
@@ -118,18 +132,23 @@ class SchedulerDaemon:
                     continue
                 # A job held by a rate limit may start before the next periodic cycle:
                 # the cycle then places it (the time-driven steps wait for their tick).
-                wait = self.interval if report is None or report.rate_wait is None \
+                wait = self.interval if report.rate_wait is None \
                     else min(self.interval, report.rate_wait + RATE_SLACK)
-                periodic = wait >= self.interval
-                if listener is not None:
-                    deadline = time.monotonic() + wait
-                    while not stop.is_set() and time.monotonic() < deadline:
-                        if listener.wait(min(0.25, deadline - time.monotonic())):
-                            periodic = False
-                            break
-                else:
-                    stop.wait(wait)
+                woken = self._sleep(listener, stop, wait)
+                periodic = wait >= self.interval and not woken
         finally:
             if listener is not None:
                 listener.close()
             log.info("event=scheduler-stopped holder=%s", self.holder)
+
+    @staticmethod
+    def _sleep(listener: Listener | None, stop: threading.Event, seconds: float) -> bool:
+        """Wait ``seconds``, or less: until a wake-up (then True) or ``stop``."""
+        if listener is None:
+            stop.wait(seconds)
+            return False
+        deadline = time.monotonic() + seconds
+        while not stop.is_set() and time.monotonic() < deadline:
+            if listener.wait(min(0.25, deadline - time.monotonic())):
+                return True
+        return False

@@ -41,6 +41,7 @@ from taskyard.store.schema_service import (
     rate_starts,
     scheduler_state,
     wakeups,
+    worker_gate,
 )
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "stages",
     "task_types",
     "wakeups",
+    "worker_gate",
     "workers",
 ]
 

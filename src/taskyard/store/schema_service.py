@@ -1,6 +1,6 @@
 """Tables of the services around the jobs: rate-limit starts, outbox followers'
-positions, SQLite's wake-up counters, the scheduler's single row and the HTTP API's
-tokens (re-exported by :mod:`taskyard.store.schema`)."""
+positions, SQLite's wake-up counters, the scheduler's single row, the worker gate and
+the HTTP API's tokens (re-exported by :mod:`taskyard.store.schema`)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,18 @@ scheduler_state = Table(
     CheckConstraint("id = 1", name="single_row"),
 )
 
+worker_gate = Table(
+    "worker_gate",
+    metadata,
+    # Migration 0011: always empty; only its lock matters (PostgreSQL). A submit that
+    # finds no live worker wakes nobody, and its statement names this table, so it holds
+    # the table's lock from before its snapshot until it commits. A worker registers
+    # under ACCESS EXCLUSIVE on it: its registration commits after every such submit
+    # that could have missed it (the cycle it wakes sees their jobs), and before any
+    # later one takes its snapshot (which then sees the worker). SQLite's writers queue
+    # on its write lock instead.
+    Column("id", Integer, primary_key=True),
+)
 
 api_tokens = Table(
     "api_tokens",

@@ -49,6 +49,9 @@ class Workers:
             for pool in pools:
                 check_name(pool, "pool name")
             whole(capacity, "capacity")
+        # Before anything is written: it waits for the submits that may not have seen
+        # us, and they never wait for what we hold (no deadlock).
+        self.tx.dialect.pass_worker_gate(self.tx.raw)
         now = self.tx.now
         # Only one live worker per name (a partial unique index): a second one inserts
         # nothing, and the caller's transaction goes on.

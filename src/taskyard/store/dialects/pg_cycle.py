@@ -108,12 +108,21 @@ AHEAD_IF_HELD = (f"SELECT * FROM ({_AHEAD_READS}) AS r "
 """SQL: :data:`_AHEAD_READS` when the lock is ours (no row otherwise: nothing read, a
 one-time filter), for a statement sent in one pipeline after the one that tried it."""
 
-LOCK_IF_WORKERS = f"CASE WHEN {_ANY_WORKER} THEN {LOCK_AHEAD} END"
+_GATE = "NOT EXISTS (SELECT 1 FROM worker_gate)"
+"""SQL, always true (the table stays empty): naming the table, a statement locks it
+before it takes its snapshot, until its transaction ends (schema_service.worker_gate)."""
+PASS_GATE = "LOCK TABLE worker_gate IN ACCESS EXCLUSIVE MODE"
+"""SQL: a worker's registration waits for the statements holding the gate, and holds
+back the later ones until it commits."""
+LOCK_IF_WORKERS = f"CASE WHEN {_GATE} AND {_ANY_WORKER} THEN {LOCK_AHEAD} END"
 """SQL: a submit's insert tries :data:`LOCK_AHEAD` only when a live worker could take
 the job; with none the cycle could place nothing (a worker runs one when it starts):
-NULL, and the submit costs one statement instead of three (the cycle's reads, its end)."""
-NO_WORKER = f"NOT {_ANY_WORKER}"
-"""SQL: no live worker (the condition of a submit in autocommit, see pg_submit)."""
+NULL, and the submit costs one statement instead of three (the cycle's reads, its end)
+— and wakes nobody: through the gate, a worker registering meanwhile commits after it,
+and the cycle its registration wakes sees the job."""
+NO_WORKER = f"{_GATE} AND NOT {_ANY_WORKER}"
+"""SQL: no live worker (the condition of a submit in autocommit, see pg_submit), under
+the gate as :data:`LOCK_IF_WORKERS`."""
 
 
 def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:

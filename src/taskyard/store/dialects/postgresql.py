@@ -188,6 +188,12 @@ class PostgresDialect:
         of its own (pg_cycle.LOCK_IF_WORKERS); a batch runs the cycle as it always did."""
         return True
 
+    def pass_worker_gate(self, raw: Raw) -> None:
+        """A registering worker, first in its transaction: wait for the submits that
+        may have found no live worker to commit, and hold later ones until ours has
+        (see schema_service.worker_gate)."""
+        raw.run(pg_cycle.PASS_GATE)
+
     def read_ahead(self, raw: Raw, held: bool, page: int) -> pg_cycle.Ahead:
         """The cycle's first reads, in the transaction that tried its lock."""
         return pg_cycle.Ahead.read(raw, held, page)

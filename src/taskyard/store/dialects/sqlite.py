@@ -199,6 +199,10 @@ class SqliteDialect:
         serves the queue: a worker runs a cycle when it starts)."""
         return raw.first(sqlite_submit.LIVE_WORKER) is not None
 
+    def pass_worker_gate(self, raw: Raw) -> None:
+        """Nothing to wait for: a submit checks for a live worker and commits under the
+        write lock, which the registration takes too."""
+
     def read_ahead(self, raw: Raw, held: bool, page: int) -> None:
         """The cycle's reads are made in the cycle itself."""
         return
