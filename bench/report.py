@@ -156,9 +156,10 @@ def markdown(summary: dict[str, Any]) -> str:
                           for n, t in prof["w4_timeout"].items())
         + "). `skipped (budget)`: the suite's time budget "
         + (f"({prof['budget'] / 60:.0f} min) " if prof.get("budget") else "")
-        + "ran out first. Each measurement runs on a fresh database (PostgreSQL) or file "
-        "(SQLite), and its PostgreSQL databases are dropped when it ends: no run leaves "
-        "autovacuum work for the next.",
+        + "ran out first (a run is skipped when it would not fit: the longest earlier run "
+        "of its cell, or its limit before any). Each measurement runs on a fresh database "
+        "(PostgreSQL) or file (SQLite), and its PostgreSQL databases are dropped when it "
+        "ends: no run leaves autovacuum work for the next.",
         "",
     ]
     limit = prof.get("w1_enqueue_limit")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -31,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import budget as budget_of
+from bench import host
 from bench.peers import NEEDS, SYSTEMS
 from bench.peers.airflow_peer import installed as airflow_installed
 from bench.peers.common import drop_run_databases
@@ -228,68 +229,6 @@ def _tail(path: Path, lines: int = 3) -> str:
     return " | ".join(ln.strip() for ln in text[-lines:])[-600:]
 
 
-def machine() -> dict[str, Any]:
-    """The facts a reader needs to compare with their own machine."""
-    facts: dict[str, Any] = {"python": platform.python_version(),
-                             "kernel": platform.release(), "cores": os.cpu_count()}
-    with suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                facts["cpu"] = line.split(":", 1)[1].strip()
-                break
-    with suppress(OSError, ValueError, IndexError):
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        facts["memory_gib"] = round(kb / 1024 / 1024, 1)
-    with suppress(OSError):
-        facts["load_at_start"] = list(os.getloadavg())
-    versions: dict[str, str] = {}
-    from importlib import metadata  # noqa: PLC0415
-
-    for dist in ("taskyard", "procrastinate", "pgqueuer", "asyncpg", "huey", "celery", "kombu",
-                 "redis", "psycopg", "SQLAlchemy"):
-        with suppress(metadata.PackageNotFoundError):
-            versions[dist] = metadata.version(dist)
-    with suppress(OSError, subprocess.SubprocessError):  # Airflow: in its own venv
-        from bench.peers.airflow_peer import venv  # noqa: PLC0415
-
-        found = subprocess.run(
-            [str(venv() / "bin" / "python"), "-c", "from importlib.metadata import version; "
-             "print(version('apache-airflow'))"], check=False, text=True,
-            capture_output=True, timeout=60).stdout.strip()
-        if found:
-            versions["apache-airflow"] = found
-    with suppress(OSError, subprocess.SubprocessError):
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, cwd=HERE,
-                             text=True, capture_output=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], check=False,
-                               cwd=HERE,
-                               text=True, capture_output=True, timeout=10).stdout.strip()
-        if rev:
-            versions["taskyard"] += f" (git {rev}{', src modified' if dirty else ''})"
-    facts["versions"] = versions
-    return facts
-
-
-def server_versions(servers: dict[str, str | None]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    if servers.get("pg"):
-        with suppress(Exception):
-            import psycopg  # noqa: PLC0415
-
-            from bench.peers.common import libpq_dsn, pg_url  # noqa: PLC0415
-
-            with psycopg.connect(libpq_dsn(pg_url(str(servers["pg"]), "postgres"))) as conn:
-                row = conn.execute("SHOW server_version").fetchone()
-                found["postgresql"] = str(row[0]) if row else "?"
-    if servers.get("redis"):
-        with suppress(Exception):
-            import redis  # noqa: PLC0415
-
-            found["redis-server"] = str(
-                redis.Redis.from_url(str(servers["redis"])).info("server")["redis_version"])
-    return found
-
-
 def adapters(systems: list[str], servers: dict[str, str | None]) -> dict[str, Any]:
     """The systems' adapters in this process: their configuration, and which graphs they
     cannot express (known without starting a run)."""
@@ -347,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     raw_path = out / "raw" / f"{stamp}.json"
 
     runs = plan(profile, systems, reps)
-    facts = machine()
-    facts["servers"] = server_versions(servers)
+    facts = host.machine()
+    facts["servers"] = host.server_versions(servers)
     doc: dict[str, Any] = {
         "started": stamp, "profile": asdict(profile) | {"reps": reps, "budget": budget},
         "systems": systems, "machine": facts, "runs": []}
@@ -365,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             not_expressible = cannot(run, found[run.system])
             if not_expressible:
                 run.result = dict(not_expressible, wall_s=0.0)
-            elif out_of_time or (budget is not None and elapsed + run.soft > budget):
+            elif out_of_time or not budget_of.fits(run, runs[:i - 1], elapsed, budget):
                 out_of_time = True  # every later run too: the results stay a plan prefix
                 run.result = {"status": "skipped", "error": f"suite budget of {budget:.0f}s"}
             else:

@@ -3,7 +3,7 @@ starts (no process, no wall time), and every other run is planned."""
 
 from __future__ import annotations
 
-from bench import suite
+from bench import budget, suite
 
 SYSTEMS = suite.SYSTEMS
 
@@ -43,3 +43,24 @@ def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:
         r.params["capacity"] == 1 and r.params["workers"] == 2 for r in one_slot)
     # Other workloads are never settled this way.
     assert all(suite.cannot(r, found[r.system]) is None for r in runs if r.workload != "W4")
+
+
+def test_the_budget_expects_a_run_to_last_as_long_as_its_cells_longest_earlier_run() -> None:
+    """A 100,000-job graph's limit counts 20 s for its submit; once the cell has run, its
+    measured wall time is the estimate, so the last cells of a suite near its budget
+    still run when they fit, and are skipped when they would not."""
+    runs = suite.plan(suite.PROFILES["full"], ["taskyard-sqlite", "huey-sqlite"], reps=3)
+    cell = [r for r in runs if r.cell == "random 100000" and r.system == "taskyard-sqlite"]
+    first, second, third = cell
+    assert budget.expected_seconds(first, runs) == first.soft == 25.0  # nothing ran yet
+    first.result = {"status": "timeout", "wall_s": 3.5}
+    second.result = {"status": "ok", "wall_s": 4.0}
+    other = next(r for r in runs if r.cell == "random 100000" and r.system == "huey-sqlite")
+    other.result = {"status": "ok", "wall_s": 60.0}  # another system: not this cell's
+    assert budget.expected_seconds(third, runs) == 4.0
+    assert budget.fits(third, runs, elapsed=1_000.0, budget=1_004.0)
+    assert not budget.fits(third, runs, elapsed=1_000.1, budget=1_004.0)
+    assert budget.fits(third, runs, elapsed=1e9, budget=None)
+    # A skipped run measured nothing: the limit stands until a run of the cell has.
+    first.result, second.result = {"status": "skipped"}, {"status": "cannot"}
+    assert budget.expected_seconds(third, runs) == third.soft
