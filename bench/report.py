@@ -188,7 +188,9 @@ def markdown(summary: dict[str, Any]) -> str:
          "started (taskyard: and its end is recorded), 10 ms pass before the next enqueue, "
          "so each job meets an idle system (until run 17, taskyard submitted the next job "
          "as soon as the last one ended, with no pause: on this VM an idle pause makes "
-         "every wake-up slower, and that flattered taskyard's figure)."),
+         "every wake-up slower, and that flattered taskyard's figure). taskyard's raw rows "
+         "also hold the submit call's own median (`submit_p50_ms`) and a `SELECT 1` round "
+         "trip's on the same store at the same pace (`round_trip_p50_ms`)."),
         ("HTTP", "HTTP API (taskyard only: the peers have none)",
          "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone, "
          "client threads on keep-alive connections POSTing no-op jobs; latency = `taskyard "
@@ -221,7 +223,8 @@ def markdown(summary: dict[str, Any]) -> str:
          "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill. "
          "Airflow forks a process per task: its figure is the highest sum of the tree's "
          "RSS in one sample instead (a sum of peaks would add up processes that never "
-         "coexisted)."),
+         "coexisted). W1's raw rows list each process counted, what it runs and its "
+         "peak (`processes`)."),
     ]
     for workload, title, note in sections:
         rows = [m for m in summary["metrics"] if m["workload"] == workload]

@@ -10,6 +10,7 @@ process's ``VmHWM`` (``/proc/PID/clear_refs``), so a measurement can exclude its
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,6 +81,7 @@ class TreeSampler:
         self.roots: dict[str, list[int]] = {}
         self.peaks: dict[str, dict[tuple[int, str], int]] = {}
         self.live: dict[str, int] = {}  # group -> highest sum of VmRSS in one sample
+        self.names: dict[tuple[int, str], str] = {}  # process -> what it runs (see label)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -108,6 +110,7 @@ class TreeSampler:
                     # between fork and exec shows its parent's peak, which must not
                     # count once it runs the program it was started for.
                     seen[(pid, start)] = kb
+                    self.names[(pid, start)] = label(pid)  # as of its image now
                     now += hwm_kb(pid, "VmRSS:") or 0
                 todo.extend(tree.get(pid, ()))
             self.live[group] = max(self.live[group], now)
@@ -140,6 +143,30 @@ class TreeSampler:
     def processes(self) -> dict[str, int]:
         with self._lock:
             return {g: len(p) for g, p in self.peaks.items()}
+
+    def breakdown(self) -> list[dict[str, object]]:
+        """Every process counted in :meth:`peak_mb`: its group, pid, what it runs
+        (:func:`label`) and its peak in MiB; the parts a group's figure sums."""
+        with self._lock:
+            return [{"group": g, "pid": pid, "runs": self.names.get((pid, start), "?"),
+                     "peak_mb": round(kb / 1024, 1)}
+                    for g, peaks in self.peaks.items() for (pid, start), kb in peaks.items()]
+
+
+_WORD = re.compile(r"[A-Za-z][\w.-]*")
+
+
+def label(pid: int) -> str:
+    """What a process runs, in a few words: the first two plain words of its command
+    line after the program (``taskyard worker``, ``taskyard-guardian``: no options,
+    URLs nor code), else its program's name (``python3``, ``sh``)."""
+    try:
+        argv = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+        comm = (PROC / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return "?"
+    words = [a for a in (x.decode(errors="replace") for x in argv[1:]) if _WORD.fullmatch(a)]
+    return " ".join(words[:2]) or comm
 
 
 def _start_time(pid: int) -> str:

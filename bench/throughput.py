@@ -202,6 +202,7 @@ def w1(url: str, n: int, workers: int, *, batch: bool, timeout: float = 600.0,
             sampler.sample()
         row["succeeded"] = count(yard, "succeeded")
     row["rss_mb"] = sampler.peak_mb()
+    row["processes"] = sampler.breakdown()
     yard.close()
     return row
 
@@ -226,9 +227,13 @@ def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, 
     """``timeout`` bounds the whole series: past it the row has ``status: timeout``.
     As for every peer (bench.peers.common): each job is a stamp job whose handler
     writes its start time to a file, which the client polls every millisecond; then,
-    once the job's end is recorded, :data:`W2_IDLE` seconds pass."""
+    once the job's end is recorded, :data:`W2_IDLE` seconds pass. Besides the latency,
+    where it goes: how long ``submit`` took (``submit_p50_ms``; the handler cannot
+    start before the submit's commit) and, once the series has ended, one round trip
+    of ``SELECT 1`` on the same store at the same pace (``round_trip_p50_ms``)."""
     yard = fresh(url)
     samples: list[float] = []
+    submits: list[float] = []
     status = "ok"
     deadline = time.monotonic() + timeout
     with tempfile.TemporaryDirectory() as tmp, daemons(url, 1):
@@ -237,6 +242,7 @@ def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, 
             before = time.time()
             try:
                 job_id = yard.submit("stamp", {"path": str(path)})
+                submitted = time.time()
                 began = wait_file(path, max(0.1, deadline - time.monotonic()))
                 yard.wait(job_id, max(0.1, deadline - time.monotonic()))
             except TimeoutError:
@@ -244,9 +250,27 @@ def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, 
                 break
             if i >= warmup:
                 samples.append((began - before) * 1000)
+                submits.append((submitted - before) * 1000)
             time.sleep(W2_IDLE)
+    row = latency_row(samples, m, status)
+    if submits:
+        row["submit_p50_ms"] = round(statistics.median(submits), 3)
+        row["round_trip_p50_ms"] = round(statistics.median(_round_trips(yard, 200)), 3)
     yard.close()
-    return latency_row(samples, m, status)
+    return row
+
+
+def _round_trips(yard: Yard, n: int) -> list[float]:
+    """``n`` round trips of ``SELECT 1`` on the yard's pooled connection, each after
+    :data:`W2_IDLE` idle seconds, in ms: the floor under any idle submit's time."""
+    times = []
+    with yard.store.engine.connect() as conn:
+        for _ in range(n):
+            time.sleep(W2_IDLE)
+            start = time.perf_counter()
+            conn.execute(text("SELECT 1")).all()
+            times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -247,6 +247,7 @@ class Peer:
                         (done - 1) / (time.time() - first), 1))
             procs.sampler.sample()
             row["rss_mb"] = procs.sampler.peak_mb()
+            row["processes"] = procs.sampler.breakdown()
         self.close()
         return row
 

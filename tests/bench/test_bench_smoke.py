@@ -76,6 +76,14 @@ def test_bench_smoke(backend: str, tmp_path: Path) -> None:
     runs = json.loads(raw[0].read_text())["runs"]
     assert runs and all(r["result"]["status"] == "ok" for r in runs), [
         (r["workload"], r["cell"], r["result"]) for r in runs if r["result"]["status"] != "ok"]
+    # W1's memory comes with its parts (each process and what it runs); W2's latency
+    # with the submit's own time and the store's bare round trip.
+    for run in (r for r in runs if r["workload"] == "W1"):
+        parts = run["result"]["processes"]
+        assert {"taskyard scheduler", "taskyard worker"} & {p["runs"] for p in parts}, parts
+        assert all(p["peak_mb"] > 0 for p in parts), parts
+    w2 = [r["result"] for r in runs if r["workload"] == "W2"]
+    assert w2 and all(r["submit_p50_ms"] > 0 and r["round_trip_p50_ms"] > 0 for r in w2)
 
     summary = json.loads((out / "latest.json").read_text())
     by_id = {m["id"]: m["values"][system] for m in summary["metrics"]}
