@@ -112,14 +112,20 @@ def render(cell: dict[str, Any]) -> str:
             "timeout": "timed out"}.get(str(status), str(status))
 
 
-def _once(prof: dict[str, Any]) -> str:
-    """Which sizes ran in the first repetition only (Airflow's graphs: see its section)."""
+def _once(prof: dict[str, Any], skipped: int = 0) -> str:
+    """Which sizes ran in the first repetition only (Airflow's graphs: see its section),
+    and how many runs the time budget skipped."""
     once = [f"W3 at {', '.join(f'{n:,}' for n in prof['w3_once'])} pending"
             if prof["w3_once"] else "",
             f"W4 at {', '.join(f'{n:,}' for n in prof['w4_once'])} jobs"
             if prof["w4_once"] else ""]
     said = " and ".join(o for o in once if o)
-    return f"{said}: first repetition only" if said else "every cell in every repetition"
+    planned = (f"{said}: first repetition only" if said else
+               "every cell in every repetition" + (" planned" if skipped else ""))
+    if not skipped:
+        return planned
+    return (f"{planned}; {skipped} run{'s' if skipped != 1 else ''} skipped when the time "
+            "budget ran out, their cells marked [n/m]")
 
 
 def _chain_limit(prof: dict[str, Any], n: Any) -> str:
@@ -136,7 +142,8 @@ def markdown(summary: dict[str, Any]) -> str:
         "# taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: latest benchmark",
         "",
         f"Run {summary['started']} with `make bench` (profile `{prof['name']}`, "
-        f"{prof['reps']} repetitions, systems interleaved; {_once(prof)}). "
+        f"{prof['reps']} repetitions, systems interleaved; "
+        f"{_once(prof, summary.get('skipped') or 0)}). "
         f"Wall time of the suite: {(summary['wall_s'] or 0) / 60:.1f} min.",
         "",
         f"Machine: {mach.get('cpu', '?')}, {mach.get('cores')} cores, "

@@ -50,3 +50,16 @@ def test_a_taskyard_only_cell_sits_beside_the_peers_own_k2_run(
     assert rows[f"w1_complete_2_{suffix}"]["taskyard-pg"]["median"] == 8200.0
     assert summary["ratios"][f"w5_w1_{suffix}"]["huey-pg"] == 0.81
     assert marker in report.markdown(summary)
+
+
+def test_the_heading_says_how_many_runs_the_budget_skipped() -> None:
+    """A run cut short by the suite's budget is not "every cell in every repetition"."""
+    profile = asdict(suite.PROFILES["smoke"])
+    ran = _run("taskyard-pg", "K=2", {"scheduler": 55.0, "workers": 160.0}, 8000.0)
+    skipped = {**ran, "rep": 2, "result": {"status": "skipped"}}
+    doc = {"started": "20261125T000000Z", "profile": profile, "machine": MACHINE,
+           "systems": ["taskyard-pg"], "config": {}, "runs": [ran]}
+    heading = report.markdown(report.summarize(doc)).splitlines()[2]
+    assert "skipped" not in heading
+    cut = report.markdown(report.summarize({**doc, "runs": [ran, skipped]})).splitlines()[2]
+    assert "1 run skipped when the time budget ran out, their cells marked [n/m]" in cut
