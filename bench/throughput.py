@@ -255,7 +255,7 @@ def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, 
     row = latency_row(samples, m, status)
     if submits:
         row["submit_p50_ms"] = round(statistics.median(submits), 3)
-        row["round_trip_p50_ms"] = round(statistics.median(_round_trips(yard, 50)), 3)
+        row["round_trip_p50_ms"] = round(statistics.median(_round_trips(yard, 20)), 3)
     yard.close()
     return row
 
