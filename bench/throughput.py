@@ -229,8 +229,9 @@ def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, 
     writes its start time to a file, which the client polls every millisecond; then,
     once the job's end is recorded, :data:`W2_IDLE` seconds pass. Besides the latency,
     where it goes: how long ``submit`` took (``submit_p50_ms``; the handler cannot
-    start before the submit's commit) and, once the series has ended, one round trip
-    of ``SELECT 1`` on the same store at the same pace (``round_trip_p50_ms``)."""
+    start before the submit's commit) and, once the series has ended, the median of 20
+    round trips of ``SELECT 1`` on the same store at the same pace
+    (``round_trip_p50_ms``)."""
     yard = fresh(url)
     samples: list[float] = []
     submits: list[float] = []
