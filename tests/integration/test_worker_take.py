@@ -5,6 +5,7 @@ stops everything (leaving, fenced) takes no more jobs from any thread."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 
@@ -39,6 +40,21 @@ def test_a_job_held_before_the_look_and_not_active_is_stopped(daemon: WorkerDaem
     daemon._take(Assignment([_job(1)]))
     held = daemon.executor.running()
     daemon._take(Assignment([], frozenset()), held)
+    assert daemon.executor.running() == []
+
+
+def test_a_job_that_ended_and_was_reported_is_not_logged_as_stopped(
+        daemon: WorkerDaemon, caplog: pytest.LogCaptureFixture) -> None:
+    # A report that carries ends and a look: what was held before it includes the jobs
+    # it reported, released since and no longer active. Nothing is stopped, and the log
+    # must not say so (it printed one stop-attempt line per job ended in such a round).
+    caplog.set_level(logging.INFO, logger="taskyard.worker")
+    daemon._take(Assignment([_job(1), _job(2)]))
+    held = daemon.executor.running()
+    daemon.executor.release([(1, 1)])  # its outcome was reported
+    daemon._take(Assignment([], frozenset()), held)
+    stopped = [r.getMessage() for r in caplog.records if "event=stop-attempt" in r.getMessage()]
+    assert stopped == ["event=stop-attempt job=2 attempt=1"]
     assert daemon.executor.running() == []
 
 

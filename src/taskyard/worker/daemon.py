@@ -239,9 +239,10 @@ class WorkerDaemon:
         is no longer ours (a job taken since is not in its active set, yet ours)."""
         if assignment.active is not None:
             for job_id, attempt in held:
-                if (job_id, attempt) not in assignment.active:
+                # Held then, and reported as ended since (released): nothing to stop.
+                if ((job_id, attempt) not in assignment.active
+                        and self.executor.stop(job_id, attempt)):
                     log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
-                    self.executor.stop(job_id, attempt)
         if assignment.jobs:
             self._deliveries.taken((j.job_id, j.attempt) for j in assignment.jobs)
             self.stats["claimed"] += len(assignment.jobs)
@@ -374,8 +375,8 @@ class WorkerDaemon:
                 self._fence(stop)
                 return
             for job_id, attempt in status.stop:
-                log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
-                self.executor.stop(job_id, attempt)
+                if self.executor.stop(job_id, attempt):
+                    log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
 
     def _watch_lease(self, stop: threading.Event) -> None:
         """Self-fencing: kill the children while the lease still holds, if it cannot be

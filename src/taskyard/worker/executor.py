@@ -105,13 +105,13 @@ class Executor:
                     heapq.heappush(self._queue, (-job.priority, job.job_id, job))
             self._cond.notify_all()
 
-    def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> None:
+    def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> bool:
         """Stop that attempt: drop it if queued, else terminate its child and report its
-        outcome with ``state``."""
+        outcome with ``state``. False when it is not held (ended and released)."""
         key = (job_id, attempt)
         with self._cond:
             if key not in self._held:
-                return
+                return False
             queued = next((q for q in self._queue if (q[2].job_id, q[2].attempt) == key), None)
             if queued is not None:
                 self._queue.remove(queued)
@@ -119,6 +119,7 @@ class Executor:
                 del self._held[key]
             else:
                 self._held[key] = state
+        return True
 
     def stop_all(self, state: str = "error") -> None:
         """Stop every attempt held (see :meth:`stop`) and accept no more: for a worker
