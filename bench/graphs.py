@@ -20,10 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
-
 from bench import rss
-from taskyard.api.yard import Yard
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -82,6 +79,12 @@ def run(url: str, shape: str, n: int, workers: int = 2, capacity: int | None = 8
     Hand-off delays come from the attempts table, or with ``record`` (a folder) from
     the handlers' own clocks, as for the peers (then end-to-end runs from the end of
     the submit call to the end of the last handler)."""
+    # Imported here: a peer's run, which imports this module, imports neither (its W3
+    # dequeuer's memory would count them; see peers.common).
+    from sqlalchemy import text  # noqa: PLC0415
+
+    from taskyard.api.yard import Yard  # noqa: PLC0415
+
     yard = Yard(url, inline_cycle=False)
     yard.init()
     yard.add_task_type("noop", "python:bench.handlers:noop")

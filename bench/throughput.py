@@ -28,12 +28,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import text
+from typing import TYPE_CHECKING, Any
 
 from bench import rss
-from taskyard.api.yard import Yard
+
+if TYPE_CHECKING:  # imported where used: a peer's run imports neither (see peers.common)
+    from taskyard.api.yard import Yard
 
 BATCH = 1000
 W1_POLL = 0.005
@@ -46,6 +46,8 @@ HERE = Path(__file__).resolve().parent.parent
 
 def fresh(url: str) -> Yard:
     """A Yard on an empty, migrated database (a SQLite file is removed first)."""
+    from taskyard.api.yard import Yard  # noqa: PLC0415
+
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///"):]
         for suffix in ("", "-wal", "-shm", ".cycle-lock", ".write-lock"):
@@ -147,6 +149,8 @@ def enqueue(yard: Yard, n: int, stamps: tuple[Path, Path], *, batch: bool,
 
 
 def count(yard: Yard, state: str) -> int:
+    from sqlalchemy import text  # noqa: PLC0415
+
     with yard.store.engine.connect() as conn:
         return int(conn.execute(text("SELECT count(*) FROM jobs WHERE state = :s"),
                                 {"s": state}).scalar_one())
@@ -154,6 +158,8 @@ def count(yard: Yard, state: str) -> int:
 
 def _start_span(yard: Yard, n: int) -> float:
     """Seconds between the first and the last attempt start, once all ``n`` jobs ran."""
+    from sqlalchemy import text  # noqa: PLC0415
+
     deadline = time.monotonic() + 60
     while count(yard, "succeeded") < n and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -264,6 +270,8 @@ def w2(url: str, m: int, warmup: int = 20, timeout: float = 300.0) -> dict[str, 
 def _round_trips(yard: Yard, n: int) -> list[float]:
     """``n`` round trips of ``SELECT 1`` on the yard's pooled connection, each after
     :data:`W2_IDLE` idle seconds, in ms: the floor under any idle submit's time."""
+    from sqlalchemy import text  # noqa: PLC0415
+
     times = []
     with yard.store.engine.connect() as conn:
         for _ in range(n):

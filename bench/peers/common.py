@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from bench import rss
 from bench.graphs import build, edges, handoff_stats, read_records, record_delays
@@ -37,37 +38,37 @@ class Ctx:
     tmp: Path
 
 
+# URLs are taken apart with urllib, not SQLAlchemy's make_url: a peer's run never
+# imports SQLAlchemy, whose ~15 MiB would count in its W3 dequeuer's memory.
 def pg_url(admin: str, database: str) -> str:
-    from sqlalchemy.engine import make_url  # noqa: PLC0415
+    return urlunsplit(urlsplit(admin)._replace(path=f"/{database}"))
 
-    return make_url(admin).set(database=database).render_as_string(hide_password=False)
+
+def database_of(url: str) -> str | None:
+    """The database a PostgreSQL URL names (None: none)."""
+    return unquote(urlsplit(url).path.lstrip("/")) or None
 
 
 def run_db(admin: str, system: str) -> str:
     """The URL of a system's own database, ``<database of admin>_<system>``: the admin
     URL's database names the run (it need not exist); the cluster must trust us."""
-    from sqlalchemy.engine import make_url  # noqa: PLC0415
-
-    return pg_url(admin, f"{make_url(admin).database or 'bench'}_{system}")
+    return pg_url(admin, f"{database_of(admin) or 'bench'}_{system}")
 
 
 def libpq_dsn(url: str) -> str:
     """``postgresql://user@host:port/db`` for libpq clients (no SQLAlchemy driver)."""
-    from sqlalchemy.engine import make_url  # noqa: PLC0415
-
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return urlunsplit(urlsplit(url)._replace(scheme="postgresql"))
 
 
 def recreate_pg(url: str) -> None:
     """Drop and create the URL's database (the cluster is throwaway and trusts us)."""
     import psycopg  # noqa: PLC0415
-    from sqlalchemy.engine import make_url  # noqa: PLC0415
 
-    parsed = make_url(url)
+    database = database_of(url)
     admin = libpq_dsn(pg_url(url, "postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{parsed.database}"')
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{database}"')
 
 
 def settle_pg(url: str) -> None:
@@ -85,9 +86,8 @@ def drop_run_databases(admin: str) -> None:
     :func:`run_db`): what one run leaves behind must not be vacuumed while the next one
     runs."""
     import psycopg  # noqa: PLC0415
-    from sqlalchemy.engine import make_url  # noqa: PLC0415
 
-    prefix = f"{make_url(admin).database or 'bench'}_"
+    prefix = f"{database_of(admin) or 'bench'}_"
     with psycopg.connect(libpq_dsn(pg_url(admin, "postgres")), autocommit=True) as conn:
         names = [name for (name,) in conn.execute(
             "SELECT datname FROM pg_database WHERE left(datname, %s) = %s",
