@@ -227,7 +227,9 @@ def markdown(summary: dict[str, Any]) -> str:
         ("W5", "W5 memory: peak RSS",
          "Sum of VmHWM over each process tree (the daemon and all its children, sampled "
          "every 0.2 s): an upper bound of the tree's peak. W3: the process that ran the "
-         "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill. "
+         "cycles (taskyard) or the dequeues (peers), its peak reset after the bulk fill "
+         "(until run 43 a peer's process also held SQLAlchemy and taskyard, which the "
+         "harness imported: 11-14 MiB more in each peer's W3 figure). "
          "Airflow forks a process per task: its figure is the highest sum of the tree's "
          "RSS in one sample instead (a sum of peaks would add up processes that never "
          "coexisted). W1's raw rows list each process counted, what it runs and its "
