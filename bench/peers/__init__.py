@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.peers.common import Ctx
+if TYPE_CHECKING:
+    # Not at run time: a peer's daemon imports its app module (bench.peers.huey_app...),
+    # which runs this file first; the harness would count in the peer's memory.
+    from bench.peers.common import Ctx
 
 SYSTEMS = ["taskyard-sqlite", "taskyard-pg", "procrastinate-pg", "pgqueuer-pg", "huey-sqlite",
            "huey-pg", "huey-redis", "celery-redis", "airflow-pg"]
