@@ -39,7 +39,7 @@ class Ctx:
 
 
 # URLs are taken apart with urllib, not SQLAlchemy's make_url: a peer's run never
-# imports SQLAlchemy, whose ~15 MiB would count in its W3 dequeuer's memory.
+# imports SQLAlchemy, whose 11-14 MiB would count in its W3 dequeuer's memory.
 def pg_url(admin: str, database: str) -> str:
     return urlunsplit(urlsplit(admin)._replace(path=f"/{database}"))
 
