@@ -94,7 +94,7 @@ PROFILES = {
         # slowest peers reach it), and Airflow's graphs had 30 s: runs 39-42 spent the
         # 26 minutes before the last repetition's biggest graphs; these limits give back
         # about two minutes, and every figure still covers thousands of jobs (W1, W4) or
-        # dozens of Airflow tasks.
+        # 14-36 Airflow tasks per graph (runs 43-47).
         name="full", reps=3, w1_jobs=10_000, w1_runs=((1, False), (2, True)), w1_timeout=6,
         w1_enqueue_limit=2, w2_jobs=200, w2_warmup=10, w2_timeout=60,
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
