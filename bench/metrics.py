@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.suite import INPROC, ONE_SLOT
+from bench.suite import LEAN
 
-IN_A_WORKER = "the scheduler in one of them (`worker --scheduler`)"
-OF_ONE_SLOT = "of 1 slot each (`--capacity 1`: 2 jobs at once, as huey's `-w 2`)"
+AS_HUEY = (" deployed as huey's `-w 2` (1 slot each, `--capacity 1`: 2 jobs at once; the "
+           "scheduler in the first, `worker --scheduler`)")
 
 Getter = Callable[[dict[str, Any]], "float | None"]
 
@@ -67,14 +67,10 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
                "higher", _first("complete_per_s", "complete_per_s_partial")),
         Metric("w1_complete_2", "W1", "K=2", "completion, 2 worker processes", "jobs/s",
                "higher", _first("complete_per_s", "complete_per_s_partial")),
-        *([Metric("w1_complete_2_inproc", "W1", INPROC, f"completion, 2 worker processes, "
-                  f"{IN_A_WORKER} (peers: as above)", "jobs/s", "higher",
+        *([Metric("w1_complete_2_lean", "W1", LEAN, f"completion, 2 worker processes{AS_HUEY} "
+                  "(peers: as above)", "jobs/s", "higher",
                   _first("complete_per_s", "complete_per_s_partial"), peer_cell="K=2")]
-          if profile.get("w1_inproc") else []),
-        *([Metric("w1_complete_2_one_slot", "W1", ONE_SLOT, f"completion, 2 worker "
-                  f"processes {OF_ONE_SLOT} (peers: as above)", "jobs/s", "higher",
-                  _first("complete_per_s", "complete_per_s_partial"), peer_cell="K=2")]
-          if profile.get("w1_one_slot") else []),
+          if profile.get("w1_lean") else []),
         Metric("w2_p50", "W2", "latency", "submit -> handler start, p50", "ms", "lower",
                _get("p50_ms")),
         Metric("w2_p99", "W2", "latency", "submit -> handler start, p99", "ms", "lower",
@@ -112,13 +108,9 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
         ]
     found.append(Metric("w5_w1", "W5", "K=2", "W1, 2 workers: scheduler + workers", "MiB",
                         "lower", _rss("scheduler", "workers"), limited=False))
-    if profile.get("w1_inproc"):
-        found.append(Metric("w5_w1_inproc", "W5", INPROC, f"W1, 2 workers, {IN_A_WORKER}: "
-                            "all daemons (peers: as above)", "MiB", "lower",
-                            _rss("scheduler", "workers"), limited=False, peer_cell="K=2"))
-    if profile.get("w1_one_slot"):
-        found.append(Metric("w5_w1_one_slot", "W5", ONE_SLOT, f"W1, 2 workers {OF_ONE_SLOT}: "
-                            "scheduler + workers (peers: as above)", "MiB", "lower",
+    if profile.get("w1_lean"):
+        found.append(Metric("w5_w1_lean", "W5", LEAN, f"W1, 2 workers{AS_HUEY}: all daemons "
+                            "(peers: as above)", "MiB", "lower",
                             _rss("scheduler", "workers"), limited=False, peer_cell="K=2"))
     found += [Metric(f"w5_w3_{n}", "W5", str(n),
                      f"W3 {n:,} pending: scheduler (peers: the dequeuing process)", "MiB",

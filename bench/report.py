@@ -180,14 +180,14 @@ def markdown(summary: dict[str, Any]) -> str:
          + (f" The per-call enqueue rate is timed over the first ~{limit:.0f} s of calls; "
             "the rest of the jobs go in untimed (batch API, else straight into the peer's "
             "storage, as for the K=2 run of a peer without a batch API)." if limit else "")
-         + (" taskyard runs `taskyard scheduler` and K `taskyard worker` processes; its "
-            "K=2 run is repeated with no scheduler process, the first worker running one "
-            "in a thread (`taskyard worker --scheduler`): rows marked so, beside the peers' "
-            "figures of their own K=2 run." if prof.get("w1_inproc") else "")
-         + (" Its K=2 run is also repeated with one slot per worker (`taskyard worker "
-            "--capacity 1`): two jobs at once in all, as huey's `-w 2` and Celery's two "
-            "solo workers (the default is one slot per CPU, four here); rows marked so, "
-            "beside the peers' figures of their own K=2 run." if prof.get("w1_one_slot") else "")),
+         + (" taskyard runs `taskyard scheduler` and K `taskyard worker` processes. Its "
+            "K=2 run is repeated deployed as huey's `-w 2` is (a consumer that schedules, "
+            "two jobs at once): two workers of one slot each (`--capacity 1`; the default "
+            "is one slot per CPU, four here), the first running the scheduler in a thread "
+            "(`taskyard worker --scheduler`), no scheduler process; rows marked so, beside "
+            "the peers' figures of their own K=2 run. Until run 47 two cells stood for it: "
+            "`worker --scheduler` at the default capacity, and `--capacity 1` beside a "
+            "scheduler process." if prof.get("w1_lean") else "")),
         ("W2", f"W2 latency: {prof['w2_jobs']:,} sequential jobs on an idle system",
          f"Workers up and warm, {prof['w2_warmup']} warm-up jobs discarded; latency = "
          "handler start (its own clock, written to a file the client polls every 1 ms) - "

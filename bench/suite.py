@@ -39,13 +39,14 @@ from bench.run_one import MARK
 
 HERE = Path(__file__).resolve().parent.parent
 SHAPES = ("chain", "fanout", "random")
-INPROC = "K=2 inproc"
-"""The W1 cell of taskyard's workers with the scheduler in one of them."""
-ONE_SLOT = "K=2 1 slot"
-"""The W1 cell of taskyard's 2 workers with one slot each (``--capacity 1``): two
-jobs at once in all, as huey's ``-w 2`` and Celery's two solo workers run; the
-default is one slot per CPU, four jobs at once here."""
-TASKYARD_ONLY = (INPROC, ONE_SLOT)
+LEAN = "K=2 lean"
+"""The W1 cell of taskyard deployed as huey's ``-w 2`` is: 2 workers of one slot each
+(``--capacity 1``: two jobs at once, as huey's two worker processes and Celery's two
+solo workers run; the default is one slot per CPU, four jobs at once here), the
+scheduler in the first (``worker --scheduler``, as huey's consumer schedules) and no
+scheduler process. Until run 47 two cells stood for it: the scheduler in a worker at
+the default capacity, and one slot each beside a scheduler process."""
+TASKYARD_ONLY = (LEAN,)
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,8 @@ class Profile:
     w4_small_timeout: float = 60.0
     # A chain's own limit where it differs from w4_timeout (a chain never ends sooner).
     w4_chain_timeout: dict[int, float] = field(default_factory=dict)
-    # taskyard's W1 with 2 workers once more, its scheduler in the first worker
-    # (`worker --scheduler`) instead of a process of its own.
-    w1_inproc: bool = False
-    # taskyard's W1 with 2 workers once more, of one slot each (`--capacity 1`).
-    w1_one_slot: bool = False
+    # taskyard's W1 with 2 workers once more, deployed as huey's `-w 2` (see LEAN).
+    w1_lean: bool = False
 
 
 PROFILES = {
@@ -92,24 +90,24 @@ PROFILES = {
         # the first 3 s; a chain of 10,000 cannot either (~3 ms a hand-off): 3 s of it as
         # well. Until run 42 both windows were 5 s and W1's completion limit 8 s (only the
         # slowest peers reach it), and Airflow's graphs had 30 s: runs 39-42 spent the
-        # 26 minutes before the last repetition's biggest graphs; these limits give back
-        # about two minutes, and every figure still covers thousands of jobs (W1, W4) or
-        # 14-36 Airflow tasks per graph (runs 43-47).
+        # 26 minutes before the last repetition's biggest graphs. Those limits gave back
+        # about two minutes; runs 43-47 still took 22-26 min (skipping up to 6 runs of the
+        # last repetition), so from run 48 Airflow's graphs have 15 s (they ran 14-36
+        # tasks in 20 s) and taskyard's two extra W1 cells are one (see LEAN).
         name="full", reps=3, w1_jobs=10_000, w1_runs=((1, False), (2, True)), w1_timeout=6,
         w1_enqueue_limit=2, w2_jobs=200, w2_warmup=10, w2_timeout=60,
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 3}, w4_chain_timeout={10_000: 3},
-        budget=26 * 60, http=(600, 8, 100), w1_inproc=True, w1_one_slot=True,
-        # Airflow's graphs: 20 s each (Airflow runs 1-2 tasks/s here, see airflow_peer).
-        w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=20),
+        budget=26 * 60, http=(600, 8, 100), w1_lean=True,
+        # Airflow's graphs: 15 s each (Airflow runs 1-2 tasks/s here, see airflow_peer).
+        w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=15),
     "smoke": Profile(
         name="smoke", reps=1, w1_jobs=40, w1_runs=((1, False),), w1_timeout=30,
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_inproc=True,
-        w1_one_slot=True),
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_lean=True),
 }
 
 
@@ -138,10 +136,9 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
             soft = p.w1_timeout + (limit or 0)
             w1 = [(f"K={workers}", {"workers": workers, "batch": batch})
                   for workers, batch in p.w1_runs]
-            if p.w1_inproc:
-                w1.append((INPROC, {"workers": 2, "batch": True, "inproc": True}))
-            if p.w1_one_slot:
-                w1.append((ONE_SLOT, {"workers": 2, "batch": True, "capacity": 1}))
+            if p.w1_lean:
+                w1.append((LEAN, {"workers": 2, "batch": True, "inproc": True,
+                                  "capacity": 1}))
             for cell, how in w1:
                 found.append(("W1", cell, {"jobs": p.w1_jobs, **how, "timeout": p.w1_timeout,
                                            "enqueue_limit": limit},

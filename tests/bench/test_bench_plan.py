@@ -33,14 +33,12 @@ def test_graphs_a_system_cannot_express_are_settled_without_a_run() -> None:
         ("W4", "chain 100", 1), ("W4", "fanout 1000", 1), ("W4", "random 1000", 1)}
     assert {r.system for r in runs if r.workload == "HTTP"} == {"taskyard-sqlite",
                                                                 "taskyard-pg"}
-    # So is `worker --scheduler`: its W1 cell runs on taskyard only, once per repetition.
-    assert sorted(r.system for r in runs if r.cell == suite.INPROC) == ["taskyard-pg",
-                                                                         "taskyard-sqlite"]
-    # And its workers of one slot each (`--capacity 1`), once per repetition.
-    one_slot = [r for r in runs if r.cell == suite.ONE_SLOT]
-    assert sorted({r.system for r in one_slot}) == ["taskyard-pg", "taskyard-sqlite"]
-    assert len(one_slot) == 2 and all(
-        r.params["capacity"] == 1 and r.params["workers"] == 2 for r in one_slot)
+    # So is taskyard deployed as huey's `-w 2`: its W1 cell runs on taskyard only, once
+    # per repetition, 2 workers of 1 slot each, the scheduler in the first.
+    lean = [r for r in runs if r.cell == suite.LEAN]
+    assert sorted(r.system for r in lean) == ["taskyard-pg", "taskyard-sqlite"]
+    assert all(r.params["capacity"] == 1 and r.params["workers"] == 2
+               and r.params["inproc"] is True for r in lean)
     # Other workloads are never settled this way.
     assert all(suite.cannot(r, found[r.system]) is None for r in runs if r.workload != "W4")
 

@@ -27,8 +27,7 @@ EXPECTED = ["w1_enqueue_call", "w1_complete_1", "w2_p50", "w2_p99", "http_submit
             "http_p99", "w3_200", "w3_2000",
             "w4_submit_fanout_20", "w4_e2e_fanout_20", "w4_p50_fanout_20",
             "w5_w3_2000", "w5_w4s_fanout_20", "w5_w4w_fanout_20",
-            "w1_complete_2_inproc", "w5_w1_inproc", "w1_complete_2_one_slot",
-            "w5_w1_one_slot"]
+            "w1_complete_2_lean", "w5_w1_lean"]
 
 
 def _drop(admin: str, database: str) -> bool:
