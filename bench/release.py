@@ -1,16 +1,21 @@
 """Time releasing a fan-out's children: complete the root of a ``fanout`` graph of N
 jobs and time that one completion (it moves the N - 2 middle jobs to pending).
 
-Usage: python -m bench.release --db URL [--jobs 100000] [--profile]
+Usage: python -m bench.release --db URL [--jobs 100000] [--profile | --memory]
 PostgreSQL: the database in URL must exist (it is emptied first).
+``--memory``: the graph is submitted and placed by a child process, and this process,
+which never held the graph, completes the root as a worker would: the row gains its RSS
+before the completion, after it, and its peak during it (``rss_*_mb``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import pstats
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -18,42 +23,75 @@ from typing import Any
 
 from sqlalchemy import event
 
+from bench import rss
 from bench.graphs import build
-from bench.throughput import fresh
+from bench.throughput import HERE, fresh
 from taskyard.api.yard import Yard
 from taskyard.model.records import Outcome
 from taskyard.scheduler.cycle import schedule
+
+
+def setup(url: str, jobs: int) -> tuple[Yard, int, float]:
+    """An empty database, the fan-out submitted, a worker of one slot, the root placed:
+    the yard, the worker's id and the submit's seconds."""
+    fresh(url).close()
+    yard = Yard(url, inline_cycle=False)
+    started = time.perf_counter()
+    yard.submit_graph(build("fanout", jobs))
+    submit_s = time.perf_counter() - started
+    worker = yard.store.workers.register("release", ["default"], 1, lease_seconds=600)
+    schedule(yard.store)
+    return yard, worker.id, submit_s
+
+
+def _mb(field: str) -> float:
+    return round((rss.hwm_kb("self", field) or 0) / 1024, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--db", required=True)
     parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--profile", action="store_true", help="print the top of cProfile")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--profile", action="store_true", help="print the top of cProfile")
+    how.add_argument("--memory", action="store_true",
+                     help="complete the root in a process that never held the graph")
+    how.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    fresh(args.db).close()
-    yard = Yard(args.db, inline_cycle=False)
-    started = time.perf_counter()
-    yard.submit_graph(build("fanout", args.jobs))
-    submit_s = time.perf_counter() - started
+    if args.setup_only:  # --memory's child: prints the worker's id and the submit time
+        yard, worker_id, submit_s = setup(args.db, args.jobs)
+        yard.close()
+        print(json.dumps([worker_id, submit_s]))
+        return 0
+    if args.memory:
+        out = subprocess.run([sys.executable, "-m", "bench.release", "--db", args.db,
+                              "--jobs", str(args.jobs), "--setup-only"],
+                             check=True, capture_output=True, text=True, cwd=HERE).stdout
+        worker_id, submit_s = json.loads(out.splitlines()[-1])
+        yard = Yard(args.db, inline_cycle=False)
+    else:
+        yard, worker_id, submit_s = setup(args.db, args.jobs)
     store = yard.store
-    worker = store.workers.register("release", ["default"], 1, lease_seconds=600)
-    schedule(store)
-    (root,) = store.attempts.claim(worker.id, 1)
+    (root,) = store.attempts.claim(worker_id, 1)
     statements: Counter[str] = Counter()
 
     @event.listens_for(store.engine, "before_cursor_execute")
     def _count(*call: Any) -> None:
         statements[str(call[2])[:60]] += 1
 
+    before = _mb("VmRSS:")
+    rss.reset_peak()
     profile = cProfile.Profile()
     started = time.perf_counter()
-    with profile:
-        store.attempts.complete(worker.id, [Outcome(root.job_id, root.attempt, "succeeded", 0)])
+    with profile if args.profile else contextlib.nullcontext():
+        store.attempts.complete(worker_id, [Outcome(root.job_id, root.attempt, "succeeded", 0)])
     release_s = time.perf_counter() - started
-    print(json.dumps({"jobs": args.jobs, "submit_s": round(submit_s, 3),
-                      "release_s": round(release_s, 3),
-                      "statements": sum(statements.values())}))
+    row: dict[str, Any] = {"jobs": args.jobs, "submit_s": round(submit_s, 3),
+                           "release_s": round(release_s, 3),
+                           "statements": sum(statements.values())}
+    if args.memory:
+        row.update(rss_before_mb=before, rss_after_mb=_mb("VmRSS:"), rss_peak_mb=_mb("VmHWM:"))
+    print(json.dumps(row))
     if args.profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(15)
     yard.close()
