@@ -84,7 +84,7 @@ class Profile:
 
 PROFILES = {
     "full": Profile(
-        # Three repetitions of every cell (~8 min each on 2 cores) but Airflow's graphs.
+        # Three repetitions of every cell (~6.5-8 min each on 2 cores) but Airflow's graphs.
         # A 100,000-job graph cannot finish within any bench-sized limit (a chain is 100,000
         # hand-offs in a row): its run measures the submit and the hand-offs of what ran in
         # the first 3 s; a chain of 10,000 cannot either (~3 ms a hand-off): 3 s of it as
@@ -93,7 +93,8 @@ PROFILES = {
         # 26 minutes before the last repetition's biggest graphs. Those limits gave back
         # about two minutes; runs 43-47 still took 22-26 min (skipping up to 6 runs of the
         # last repetition), so from run 48 Airflow's graphs have 15 s (they ran 14-36
-        # tasks in 20 s) and taskyard's two extra W1 cells are one (see LEAN).
+        # tasks in 20 s, 15-39 in 15 s) and taskyard's two extra W1 cells are one (see
+        # LEAN): runs 48-50 took 20.2-20.8 min, nothing skipped.
         name="full", reps=3, w1_jobs=10_000, w1_runs=((1, False), (2, True)), w1_timeout=6,
         w1_enqueue_limit=2, w2_jobs=200, w2_warmup=10, w2_timeout=60,
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
