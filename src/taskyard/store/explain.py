@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
+from taskyard.core.placement import Candidate
 from taskyard.core.states import TERMINAL
 from taskyard.model.errors import NotFound
 from taskyard.store import schema as t
-from taskyard.store.candidates import pools_of
+from taskyard.store.candidates import pools_of, to_candidates
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -30,6 +31,8 @@ class JobPlace:
     """The database clock when read."""
     type: str = ""
     rate_key: str | None = None
+    candidate: Candidate | None = None
+    """The job as the cycle offers it (its priority, cost, locks and rate key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +47,17 @@ class OpenParent:
 
 
 def job_place(tx: Tx, job_id: int) -> JobPlace:
-    """The job's state, due time and pools (NotFound if there is no such job)."""
+    """The job's state, due time, pools and placement fields (NotFound if there is
+    no such job)."""
     row = tx.conn.execute(
-        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now, _J.c.type, _J.c.rate_key)
+        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now, _J.c.type, _J.c.rate_key,
+               _J.c.priority, _J.c.cost, _J.c.locks)
         .where(_J.c.id == job_id)
     ).first()
     if row is None:
         raise NotFound(f"no job {job_id}")
-    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4], row[5])
+    (candidate,) = to_candidates([(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])
+    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4], row[5], candidate)
 
 
 def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
