@@ -207,6 +207,11 @@ class Yard:
     def enqueue(self, type: str | Callable[..., Any], args_list: Sequence[Any],
                 options: SubmitOptions) -> list[int]:
         """Submit one job of ``type`` per args mapping, with ``options``; their ids."""
+        if options.connection is not None and self.store.backend == "sqlite":
+            # Before the declared types are written: that write would wait for the
+            # caller's own SQLite transaction, for ever (and its workers with it).
+            raise InvalidInput("connection: transactional submit needs PostgreSQL; on "
+                               "SQLite, submit after your own transaction commits")
         subs = options.submissions(type_name_of(type, "submit"), args_list, self.store.now)
         self._sync_declared()
         if options.connection is not None:
