@@ -8,10 +8,10 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from taskyard.store.dialects import dialect_for, make_engine
-from taskyard.store.dialects.sqlite import NOW_SQL
-from taskyard.store.dialects.sqlite_rows import insert_values
-from taskyard.store.raw import BULK_MIN_ROWS, Raw
+from taskyard.store.cursor import BULK_MIN_ROWS, Raw
+from taskyard.store.driver import dialect_for, make_engine
+from taskyard.store.sqlite.driver import NOW_SQL
+from taskyard.store.sqlite.rows import insert_values
 
 
 def _raw(conn: object, url: str) -> Raw:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Table
 
 if TYPE_CHECKING:
-    from taskyard.store.dialects import Dialect
+    from taskyard.store.driver import Dialect
 
 
 @functools.lru_cache(maxsize=2048)

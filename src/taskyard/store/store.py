@@ -27,26 +27,26 @@ from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import Dialect, Listener, dialect_for, normalize_url
-from taskyard.store.dialects.results import FIRST_PAGE
+from taskyard.store.driver import Dialect, Listener, dialect_for, normalize_url
+from taskyard.store.driver.results import FIRST_PAGE
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.marks import kind_of
 from taskyard.store.unit import Tx, aggregate_class
 
 if TYPE_CHECKING:
-    from taskyard.store.aging import Aging
-    from taskyard.store.attempts import Attempts
-    from taskyard.store.cycle import Basis, CycleTx
-    from taskyard.store.events import Events
-    from taskyard.store.graphs import Graphs
-    from taskyard.store.jobs import Jobs
-    from taskyard.store.outbox import Outbox
-    from taskyard.store.retries import Retries
-    from taskyard.store.schedule_runs import ScheduleRuns
-    from taskyard.store.schedules import Schedules
-    from taskyard.store.stages import Stages
-    from taskyard.store.task_types import TaskTypes
-    from taskyard.store.workers import Workers
+    from taskyard.store.transitions.aging import Aging
+    from taskyard.store.transitions.attempts import Attempts
+    from taskyard.store.transitions.cycle import Basis, CycleTx
+    from taskyard.store.transitions.events import Events
+    from taskyard.store.transitions.graphs import Graphs
+    from taskyard.store.transitions.jobs import Jobs
+    from taskyard.store.transitions.outbox import Outbox
+    from taskyard.store.transitions.retries import Retries
+    from taskyard.store.transitions.schedule_runs import ScheduleRuns
+    from taskyard.store.transitions.schedules import Schedules
+    from taskyard.store.transitions.stages import Stages
+    from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.workers import Workers
 
 
 class Store:
@@ -184,7 +184,7 @@ class Store:
     def init_schema(self) -> None:
         """Create or migrate the schema to the latest version (idempotent)."""
         # Imported here: Alembic is slow to import and only init needs it.
-        from taskyard.store.migrate import upgrade  # noqa: PLC0415
+        from taskyard.store.schema.migrate import upgrade  # noqa: PLC0415
 
         upgrade(self.engine)
 

@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
 
     from taskyard.model.records import ClaimedJob, JobSubmission, Outcome, TaskTypeSpec
     from taskyard.store.clock import MovableClock
-    from taskyard.store.dialects.results import Dispatched, Placed
-    from taskyard.store.events import EventCursor
-    from taskyard.store.raw import Raw
+    from taskyard.store.cursor import Raw
+    from taskyard.store.driver.results import Dispatched, Placed
+    from taskyard.store.transitions.events import EventCursor
 
     Upsert = postgresql.Insert | sqlite.Insert
 """An INSERT with ON CONFLICT clauses (both backends write them alike)."""
@@ -71,7 +71,7 @@ class Dialect(Protocol):
     row_lock: str
     lock_scans_off: bool
     keeps_cursors: bool
-    """A unit of work reuses the cursor kept with its pooled connection (store/raw.py);
+    """A unit of work reuses the cursor kept with its pooled connection (store/cursor.py);
     False: each unit opens and closes its own (sqlite3: see Tx.close)."""
 
     def now_sql(self, clock: MovableClock | None) -> str: ...
@@ -157,10 +157,10 @@ def dialect_for(url: str) -> Dialect:
     """The dialect of ``url`` (normalised first; UnsupportedDatabase otherwise)."""
     normalized = normalize_url(url)
     if normalized.startswith("sqlite"):
-        from taskyard.store.dialects.sqlite import SqliteDialect  # noqa: PLC0415
+        from taskyard.store.sqlite.driver import SqliteDialect  # noqa: PLC0415
 
         return SqliteDialect(normalized)
-    from taskyard.store.dialects.postgresql import PostgresDialect  # noqa: PLC0415
+    from taskyard.store.postgresql.driver import PostgresDialect  # noqa: PLC0415
 
     return PostgresDialect(normalized)
 

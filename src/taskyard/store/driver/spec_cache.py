@@ -11,7 +11,7 @@ from typing import Any
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.events import encode_payload
+from taskyard.store.transitions.events import encode_payload
 
 CACHE_SIZE = 1024
 """Task types kept per store; the cache starts over when it is full."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskyard.model.records import ClaimedJob, loads
-from taskyard.store.raw import json_rows
+from taskyard.store.cursor import json_rows
 
 CARRY_JOBS = 32
 """Most jobs a wake-up carries."""

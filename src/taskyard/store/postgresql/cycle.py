@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.model.records import loads
-from taskyard.store.dialects.maintenance_sql import maintenance_checks
-from taskyard.store.dialects.pg_engine import CYCLE_LOCK_TIMEOUT_MS
-from taskyard.store.dialects.pg_listen import pg_channel
-from taskyard.store.dialects.pg_rows import named, pg_row_set
-from taskyard.store.dialects.results import FIRST_PAGE
-from taskyard.store.dialects.wakeup_jobs import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
-from taskyard.store.events import EVENT_TYPES
-from taskyard.store.raw import Raw, json_rows
+from taskyard.store.cursor import Raw, json_rows
+from taskyard.store.driver.maintenance import maintenance_checks
+from taskyard.store.driver.results import FIRST_PAGE
+from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
+from taskyard.store.postgresql.engine import CYCLE_LOCK_TIMEOUT_MS
+from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.rows import named, pg_row_set
+from taskyard.store.transitions.events import EVENT_TYPES
 
 ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 

@@ -31,20 +31,18 @@ from sqlalchemy.sql import Select
 
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import (
-    pg_cycle,
-    pg_foreseen,
-    pg_join,
-    pg_paths,
-    pg_placed,
-    pg_rows,
-    pg_submit,
-    wakeup_jobs,
-)
-from taskyard.store.dialects.pg_engine import MOVED_NOW_SQL, NOW_SQL, make_engine
-from taskyard.store.dialects.pg_lane import Lane
-from taskyard.store.dialects.pg_listen import PgListener, pg_channel
-from taskyard.store.raw import Raw
+from taskyard.store.cursor import Raw
+from taskyard.store.driver import wakeup_payloads as wakeup_jobs
+from taskyard.store.postgresql import cycle as pg_cycle
+from taskyard.store.postgresql import foreseen as pg_foreseen
+from taskyard.store.postgresql import hot_paths as pg_paths
+from taskyard.store.postgresql import join as pg_join
+from taskyard.store.postgresql import placed as pg_placed
+from taskyard.store.postgresql import rows as pg_rows
+from taskyard.store.postgresql import submit as pg_submit
+from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
+from taskyard.store.postgresql.lane import Lane
+from taskyard.store.postgresql.listen import PgListener, pg_channel
 
 
 class PostgresDialect:

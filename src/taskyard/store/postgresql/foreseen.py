@@ -5,7 +5,7 @@ A submit's inline cycle (pg_placed) needs three round trips: the lock and the re
 then the dispatch once the planner has decided, then ``COMMIT``; and the client's work
 between them. When the queue was idle at the last cycle, the planner's decision for
 one more job can be made before anything is sent, from the snapshot that cycle read
-(:class:`taskyard.store.cycle.Basis`): the caller decides (``place``), and one
+(:class:`taskyard.store.transitions.cycle.Basis`): the caller decides (``place``), and one
 pipeline — ``BEGIN``, the lock, the guarded insert, its fallback, ``COMMIT`` — writes
 it. The insert places the job only if, under the lock, the snapshot reads as the very
 same text (:data:`pg_cycle.SNAPSHOT_TEXT`) and no job is pending: the state the
@@ -24,13 +24,13 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.dialects import pg_cycle
-from taskyard.store.dialects.pg_listen import pg_channel
-from taskyard.store.dialects.pg_placed import look_sql
-from taskyard.store.dialects.pg_rows import pipelined
-from taskyard.store.dialects.pg_submit import SpecCache, build_row_now, pending_event
-from taskyard.store.dialects.spec_cache import payload_tail
-from taskyard.store.raw import Raw
+from taskyard.store.cursor import Raw
+from taskyard.store.driver.spec_cache import payload_tail
+from taskyard.store.postgresql import cycle as pg_cycle
+from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.placed import look_sql
+from taskyard.store.postgresql.rows import pipelined
+from taskyard.store.postgresql.submit import SpecCache, build_row_now, pending_event
 
 _ID = "(SELECT currval(pg_get_serial_sequence('jobs', 'id')))"
 """The id the first statement took. A subquery, run once: compared with ``id`` as the

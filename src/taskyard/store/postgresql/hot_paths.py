@@ -12,12 +12,12 @@ from typing import Any
 
 from taskyard.model.records import Outcome
 from taskyard.store import schema as t
-from taskyard.store.dialects import pg_cycle
-from taskyard.store.dialects.pg_listen import pg_channel
-from taskyard.store.dialects.pg_rows import copy, named, pg_row_set
-from taskyard.store.dialects.results import Dispatched, Placed, slices
-from taskyard.store.events import EVENT_TYPES, EventCursor
-from taskyard.store.raw import BULK_MIN_ROWS, Raw, id_array, json_rows, pg_types
+from taskyard.store.cursor import BULK_MIN_ROWS, Raw, id_array, json_rows, pg_types
+from taskyard.store.driver.results import Dispatched, Placed, slices
+from taskyard.store.postgresql import cycle as pg_cycle
+from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.rows import copy, named, pg_row_set
+from taskyard.store.transitions.events import EVENT_TYPES, EventCursor
 
 EDGE_TYPES = ("bigint", "bigint", "text")
 
@@ -148,7 +148,7 @@ def pools_lists(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
 
 
 _NOTIFY_EVENTS = "pg_notify('taskyard_events', '')"
-"""Every statement that writes events wakes their followers (see store/events.py)."""
+"""Every statement that writes events wakes their followers (see store/transitions/events.py)."""
 _INSERT_EVENTS = (
     "WITH e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
     f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'rows')}) AS r) "

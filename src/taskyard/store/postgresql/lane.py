@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, exc
 
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects.pg_engine import check_alive
+from taskyard.store.postgresql.engine import check_alive
 
 _FORSAKEN: list[Connection] = []
 """Connections a forked child inherited: kept referenced, never used nor closed there."""

@@ -24,19 +24,19 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission
-from taskyard.store.dialects import pg_cycle
-from taskyard.store.dialects.pg_listen import pg_channel
-from taskyard.store.dialects.pg_references import CHECKED_SETTING
-from taskyard.store.dialects.pg_rows import named, pipelined
-from taskyard.store.dialects.pg_submit import (
+from taskyard.store.cursor import Raw
+from taskyard.store.driver.results import Dispatched
+from taskyard.store.driver.spec_cache import payload_tail
+from taskyard.store.postgresql import cycle as pg_cycle
+from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.references import CHECKED_SETTING
+from taskyard.store.postgresql.rows import named, pipelined
+from taskyard.store.postgresql.submit import (
     SpecCache,
     build_row_now,
     insert_sql,
     pending_event,
 )
-from taskyard.store.dialects.results import Dispatched
-from taskyard.store.dialects.spec_cache import payload_tail
-from taskyard.store.raw import Raw
 
 
 def look_sql(*, checked: bool = False) -> str:

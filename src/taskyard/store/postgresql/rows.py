@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from taskyard.store.raw import Raw, id_array, json_rows
+from taskyard.store.cursor import Raw, id_array, json_rows
 
 
 def pg_row_set(types: Sequence[str], param: str) -> str:
@@ -43,7 +43,7 @@ def _uses(sql: str) -> tuple[str, ...]:
 
 def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
-    ``{now}``; rows are passed as :func:`taskyard.store.raw.json_rows`."""
+    ``{now}``; rows are passed as :func:`taskyard.store.cursor.json_rows`."""
     raw.cursor.execute(_named(sql, raw.now_sql), params)
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.dialects.pg_cycle import LOCK_IF_WORKERS, NO_WORKER
-from taskyard.store.dialects.pg_references import CHECKED_SETTING
-from taskyard.store.dialects.spec_cache import job_to_insert, payload_tail
-from taskyard.store.raw import Raw
-from taskyard.store.task_type_rows import COLUMNS, cached_spec
+from taskyard.store.cursor import Raw
+from taskyard.store.driver.spec_cache import job_to_insert, payload_tail
+from taskyard.store.postgresql.cycle import LOCK_IF_WORKERS, NO_WORKER
+from taskyard.store.postgresql.references import CHECKED_SETTING
+from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 
 SpecCache = dict[str, tuple[str, TaskTypeSpec]]
 """Task type name → (row version, spec), per store."""

@@ -17,7 +17,7 @@ from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JSON, JobRecord, loads
 from taskyard.store import schema as t
-from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, to_record
+from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, to_record
 
 if TYPE_CHECKING:
     from taskyard.store import Store

@@ -32,10 +32,10 @@ from sqlalchemy import (
 )
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
-from taskyard.store.dialects import pg_references
-from taskyard.store.schema_base import Id, Time, add_postgresql_predicates, metadata
-from taskyard.store.schema_base import partial_index as _partial
-from taskyard.store.schema_service import (
+from taskyard.store.postgresql import references as pg_references
+from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
+from taskyard.store.schema.base import partial_index as _partial
+from taskyard.store.schema.services import (
     api_tokens,
     outbox_cursors,
     rate_starts,

@@ -20,7 +20,7 @@ from taskyard.core.rate_limits import RateLimitError
 from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
-from taskyard.store.job_rows import locks_text, pools_text, rate_key_of
+from taskyard.store.schema.job_rows import locks_text, pools_text, rate_key_of
 
 _gc_lock = threading.Lock()
 _gc_pauses = [0, False]  # graphs being written now; was collection on before the first

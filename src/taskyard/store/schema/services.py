@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, CheckConstraint, Column, Index, Integer, String, Table, Text
 
-from taskyard.store.schema_base import Id, Time, metadata, partial_index
+from taskyard.store.schema.base import Id, Time, metadata, partial_index
 
 # Migration 0007: when the cycle dispatched each job of a rate-limited type, by key; read
 # per key met (the first index), forgotten past the longest window (the second).

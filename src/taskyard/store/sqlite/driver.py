@@ -24,16 +24,19 @@ from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import sqlite_paths, sqlite_rows, sqlite_submit, wakeup_jobs
-from taskyard.store.dialects.maintenance_sql import maintenance_checks
-from taskyard.store.dialects.sqlite_listen import SqliteListener
-from taskyard.store.dialects.sqlite_locks import (
+from taskyard.store.cursor import Raw
+from taskyard.store.driver import wakeup_payloads as wakeup_jobs
+from taskyard.store.driver.maintenance import maintenance_checks
+from taskyard.store.sqlite import hot_paths as sqlite_paths
+from taskyard.store.sqlite import rows as sqlite_rows
+from taskyard.store.sqlite import submit as sqlite_submit
+from taskyard.store.sqlite.listen import SqliteListener
+from taskyard.store.sqlite.locks import (
     FileLock,
     WriteLock,
     lock_path_for,
     write_lock_path_for,
 )
-from taskyard.store.raw import Raw
 
 _MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
 SQLITE_BUSY_TIMEOUT_MS = 30_000

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from taskyard.model.records import Outcome, dumps
-from taskyard.store.dialects.results import Dispatched, Placed, slices
-from taskyard.store.dialects.sqlite_rows import insert_values
-from taskyard.store.dialects.wakeup_jobs import CARRY_JOBS, carried
-from taskyard.store.events import EVENT_TYPES, INSERT_EVENTS, EventCursor
-from taskyard.store.raw import Raw
+from taskyard.store.cursor import Raw
+from taskyard.store.driver.results import Dispatched, Placed, slices
+from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, carried
+from taskyard.store.sqlite.rows import insert_values
+from taskyard.store.transitions.events import EVENT_TYPES, INSERT_EVENTS, EventCursor
 
 EDGE_TYPES = ("bigint", "bigint", "text")
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
-from taskyard.store.raw import BULK_MIN_ROWS, Raw
+from taskyard.store.cursor import BULK_MIN_ROWS, Raw
 
 BULK_STATEMENT_ROWS = 1000
 """Rows per bulk statement (fewer if the columns would pass SQLite's parameter limit)."""

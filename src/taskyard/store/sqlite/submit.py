@@ -22,9 +22,9 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.dialects.spec_cache import job_to_insert, payload_tail
-from taskyard.store.raw import Raw
-from taskyard.store.task_type_rows import COLUMNS, cached_spec
+from taskyard.store.cursor import Raw
+from taskyard.store.driver.spec_cache import job_to_insert, payload_tail
+from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 
 LIVE_WORKER = ("SELECT 1 FROM workers WHERE state = 'active' AND lease_expires_at >= {now} "
                "LIMIT 1")

@@ -35,9 +35,9 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
-from taskyard.store.events import Event
 from taskyard.store.marks import reads, reads_each
-from taskyard.store.resolution import Ended, chunks
+from taskyard.store.transitions.dependents import Ended, chunks
+from taskyard.store.transitions.events import Event
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

@@ -14,7 +14,7 @@ from taskyard.core.placement import Candidate
 from taskyard.model.records import loads
 
 if TYPE_CHECKING:
-    from taskyard.store.cycle import CycleTx
+    from taskyard.store.transitions.cycle import CycleTx
 
 
 @dataclass(slots=True)

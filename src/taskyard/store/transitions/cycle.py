@@ -19,10 +19,10 @@ from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
 from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.store import schema as t
-from taskyard.store.candidates import claims, pools_of, streams, to_candidates
-from taskyard.store.dialects.results import FIRST_PAGE, Dispatched
-from taskyard.store.resolution import Ended
+from taskyard.store.driver.results import FIRST_PAGE, Dispatched
 from taskyard.store.sql import lit
+from taskyard.store.transitions.candidates import claims, pools_of, streams, to_candidates
+from taskyard.store.transitions.dependents import Ended
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store

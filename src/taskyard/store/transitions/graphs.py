@@ -21,10 +21,10 @@ from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
 from taskyard.store import schema as t
-from taskyard.store.graph_rows import COLUMNS, definition_hash, gc_paused, graph_rows
-from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
 from taskyard.store.marks import reads
-from taskyard.store.resolution import Ended, chunks
+from taskyard.store.schema.graph_rows import COLUMNS, definition_hash, gc_paused, graph_rows
+from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
+from taskyard.store.transitions.dependents import Ended, chunks
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

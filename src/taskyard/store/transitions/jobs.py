@@ -21,15 +21,15 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
-from taskyard.store.dialects.results import FIRST_PAGE
-from taskyard.store.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
+from taskyard.store.driver.results import FIRST_PAGE
 from taskyard.store.marks import reads, reads_each
-from taskyard.store.prereqs import PrereqPlan
+from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
+from taskyard.store.transitions.prerequisites import PrereqPlan
 
 if TYPE_CHECKING:
     from taskyard.core.idle import Unfinished
     from taskyard.core.placement import Candidate, WorkerSlot
-    from taskyard.store.cycle import Basis
+    from taskyard.store.transitions.cycle import Basis
     from taskyard.store.unit import Tx
 
 _J = t.jobs
@@ -51,7 +51,7 @@ class Jobs:
         scheduler itself if the cycle's lock was taken.
 
         A submission with a ``unique_key`` whose key a job holds is not inserted: its
-        id is the holder's (or Conflict, see :mod:`taskyard.store.unique_jobs`)."""
+        id is the holder's (or Conflict, see :mod:`taskyard.store.transitions.unique_jobs`)."""
         if any(s.unique_key is not None or s.unique_for is not None for s in subs):
             return self._submit_unique(subs, cycle_next)
         return self._submit(subs, cycle_next)
@@ -83,8 +83,8 @@ class Jobs:
         inserted pending (dialects/pg_foreseen.py). The result says which (``placed``;
         ``held``: the caller runs the cycle). None when nothing was written: no basis,
         SQLite, or the ordinary path must decide."""
-        from taskyard.store.candidates import to_candidates  # noqa: PLC0415 - start-up time
-        from taskyard.store.cycle import TIMEOUT_GRACE  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.candidates import to_candidates  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.cycle import TIMEOUT_GRACE  # noqa: PLC0415 - start-up time
 
         tx, basis = self.tx, self.tx.store.basis
         if basis is None or sub.unique_key is not None or sub.unique_for is not None:
@@ -107,7 +107,7 @@ class Jobs:
         return found
 
     def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
-        from taskyard.store.unique_jobs import find_duplicates  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.unique_jobs import find_duplicates  # noqa: PLC0415 - start-up time
 
         found = find_duplicates(self.tx, subs)
         fresh = [i for i in range(len(subs))
@@ -372,7 +372,7 @@ class Jobs:
         if state in ACTIVE:
             conn.execute(update(_A).where(_A.c.job_id == job_id, _A.c.state.in_(ACTIVE))
                          .values(state=AttemptState.CANCELED, finished_at=self.tx.now))
-        from taskyard.store.resolution import Ended  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.dependents import Ended  # noqa: PLC0415 - start-up time
 
         self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
         self.tx.events.append([("job-exception", job_key(graph_id, routing),

@@ -15,9 +15,9 @@ from sqlalchemy import and_, or_, select, update
 
 from taskyard.core.amqp import JobFacts
 from taskyard.store import schema as t
-from taskyard.store.events import START, EventCursor
 from taskyard.store.marks import reads
-from taskyard.store.resolution import chunks
+from taskyard.store.transitions.dependents import chunks
+from taskyard.store.transitions.events import START, EventCursor
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

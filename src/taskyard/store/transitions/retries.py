@@ -17,7 +17,7 @@ from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.model.errors import Conflict, NotFound
 from taskyard.model.records import JobRecord
 from taskyard.store import schema as t
-from taskyard.store.resolution import chunks
+from taskyard.store.transitions.dependents import chunks
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

@@ -30,9 +30,9 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec, loads
 from taskyard.model.schedules import ScheduleDef, following, type_interval
 from taskyard.store import schema as t
-from taskyard.store.job_rows import job_row
-from taskyard.store.resolution import Ended, chunks
-from taskyard.store.task_type_rows import row_to_spec
+from taskyard.store.schema.job_rows import job_row
+from taskyard.store.schema.task_type_rows import row_to_spec
+from taskyard.store.transitions.dependents import Ended, chunks
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

@@ -8,7 +8,7 @@ Three kinds, by which of ``every`` / ``cron`` is set:
   ``{"eventful": …}`` result; the next run is the end of the last one plus
   the interval, and runs never overlap.
 
-This module keeps the definitions; :mod:`taskyard.store.schedule_runs` creates their
+This module keeps the definitions; :mod:`taskyard.store.transitions.schedule_runs` creates their
 jobs when due and records their outcomes.
 """
 
@@ -30,10 +30,10 @@ from taskyard.model.schedules import (
     initial_timing,
 )
 from taskyard.store import schema as t
-from taskyard.store.job_rows import job_row
 from taskyard.store.marks import reads
-from taskyard.store.schedule_runs import tick_submission
-from taskyard.store.task_type_rows import row_to_spec
+from taskyard.store.schema.job_rows import job_row
+from taskyard.store.schema.task_type_rows import row_to_spec
+from taskyard.store.transitions.schedule_runs import tick_submission
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

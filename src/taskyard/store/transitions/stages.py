@@ -17,8 +17,8 @@ from taskyard.core.states import ACTIVE
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import loads
 from taskyard.store import schema as t
-from taskyard.store.resolution import chunks
 from taskyard.store.sql import lit, lits
+from taskyard.store.transitions.dependents import chunks
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

@@ -12,7 +12,7 @@ from taskyard.model.records import TaskTypeSpec
 from taskyard.model.task_types import validate_task_type
 from taskyard.store import schema as t
 from taskyard.store.marks import reads
-from taskyard.store.task_type_rows import SELECT_SPECS, cached_spec, row_to_spec, spec_to_row
+from taskyard.store.schema.task_type_rows import SELECT_SPECS, cached_spec, row_to_spec, spec_to_row
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

@@ -11,7 +11,7 @@ from taskyard.core.routing import routing_key
 from taskyard.core.states import ACTIVE, JobState
 from taskyard.model.records import loads
 from taskyard.store import schema as t
-from taskyard.store.cycle import CycleTx
+from taskyard.store.transitions.cycle import CycleTx
 
 _G, _J = t.graphs, t.jobs
 MAX_GRAPHS_PER_CYCLE = 100
