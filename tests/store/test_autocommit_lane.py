@@ -34,7 +34,7 @@ def _backend_pid(store: Store) -> int:
 
 
 def _lane(store: Store) -> Lane:
-    lane = store.dialect._lane  # type: ignore[attr-defined]
+    lane = store.driver._lane  # type: ignore[attr-defined]
     assert isinstance(lane, Lane)
     return lane
 

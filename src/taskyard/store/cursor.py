@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Table
 
 if TYPE_CHECKING:
-    from taskyard.store.driver import Dialect
+    from taskyard.store.driver import Driver
 
 
 @functools.lru_cache(maxsize=2048)
@@ -55,19 +55,19 @@ The cursor is used only by the unit of work that holds the connection."""
 
 
 
-class Raw:
+class Cursor:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
-    __slots__ = ("_info", "_kept", "_percent", "_spares", "cursor", "dbapi", "dialect",
+    __slots__ = ("_info", "_kept", "_percent", "_spares", "cursor", "dbapi", "driver",
                  "now_sql")
 
-    def __init__(self, conn: Connection, dialect: Dialect, now_sql: str, *,
+    def __init__(self, conn: Connection, driver: Driver, now_sql: str, *,
                  keep: bool = False) -> None:
         """``keep``: reuse the cursor kept with the pooled connection (see
         :data:`_KEPT`), else open one for this unit of work."""
-        self.dialect = dialect
+        self.driver = driver
         self.now_sql = now_sql
-        self._percent = dialect.percent_params
+        self._percent = driver.percent_params
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None
         self.dbapi: Any = dbapi
@@ -129,7 +129,7 @@ class Raw:
 
     def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         """``column`` is one of ``ids``: the SQL and its parameters (``ids`` not empty)."""
-        return self.dialect.member(column, ids)
+        return self.driver.member(column, ids)
 
     def rows(self, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str],
              tail: Sequence[Any] = (), *, key: str = "") -> list[tuple[Any, ...]]:
@@ -140,14 +140,14 @@ class Raw:
         ``key``: the indexed column the row set's first column is joined on; ``{key}``
         in ``sql`` then restricts it to those values where the planner needs telling
         (PostgreSQL cannot know the row set is small and would hash-join a table)."""
-        return self.dialect.row_set(self, sql, rows, types, tail=tail, key=key)
+        return self.driver.row_set(self, sql, rows, types, tail=tail, key=key)
 
     def insert(self, head: str, columns: str, rows: Sequence[Sequence[Any]],
                types: Sequence[str]) -> None:
         """``head`` (``INSERT INTO t (…)``) of ``SELECT columns FROM`` a row set of
         ``rows`` (the row set's columns are ``c1``, ``c2``… in ``columns``)."""
         if rows:
-            self.dialect.insert_rows(self, head, columns, rows, types)
+            self.driver.insert_rows(self, head, columns, rows, types)
 
 
 @functools.cache

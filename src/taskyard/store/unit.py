@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store
@@ -54,13 +54,13 @@ class Tx:
         self.joined = joined
         """The transaction is a caller's own (see :meth:`Store.joined`): this unit of work
         never begins, commits or ends it."""
-        self.dialect = store.dialect
+        self.driver = store.driver
         self.now = store.now_expr
         """The database clock, as an SQL expression."""
         self.ahead: Any = None
         """PostgreSQL: the cycle's first reads, made by a submit's statement that also
         tried the cycle lock (see :meth:`cycle`)."""
-        self._raw: Raw | None = None
+        self._raw: Cursor | None = None
         self._steps: list[Callable[[], None]] = []
         self._channels: dict[str, None] = {}
         self.placeable = True
@@ -71,11 +71,11 @@ class Tx:
         it with its insert (dialects/pg_placed.py); :meth:`write_deferred` writes it."""
 
     @property
-    def raw(self) -> Raw:
+    def raw(self) -> Cursor:
         """A cursor for the hot path's hand-written statements, in this transaction."""
         if self._raw is None:
-            self._raw = Raw(self.conn, self.dialect, self.store.now_sql,
-                            keep=self.dialect.keeps_cursors and not self.joined)
+            self._raw = Cursor(self.conn, self.driver, self.store.now_sql,
+                            keep=self.driver.keeps_cursors and not self.joined)
         return self._raw
 
     def statement(self, key: str, build: Callable[[], Any]) -> Any:
@@ -107,7 +107,7 @@ class Tx:
         if "events" in self.__dict__:
             self.events.flush()
         if self._channels:
-            self.dialect.notify(self.raw, list(self._channels))
+            self.driver.notify(self.raw, list(self._channels))
             self._channels.clear()
 
     def close(self) -> None:
@@ -140,7 +140,7 @@ class Tx:
         elif ahead is not None:
             held = contextlib.nullcontext(ahead.held)
         else:
-            held = self.dialect.cycle_lock(self.raw)
+            held = self.driver.cycle_lock(self.raw)
         with held as ours:
             if not ours:
                 yield None
@@ -148,7 +148,7 @@ class Tx:
             from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up time
 
             # PostgreSQL's lock statement also turned the planner's scans off.
-            cycle = CycleTx(self, ahead, scans_off=not locked and self.dialect.lock_scans_off)
+            cycle = CycleTx(self, ahead, scans_off=not locked and self.driver.lock_scans_off)
             yield cycle
             cycle.finish()
 

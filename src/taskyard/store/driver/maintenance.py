@@ -1,6 +1,6 @@
 """The maintenance steps' work, as SQL both backends run: whether each step of a
 cycle's maintenance (store/transitions/cycle.py) has something to do. A cycle reads them in one
-statement (Dialect.maintenance_work); a submit that places its job from the last
+statement (Driver.maintenance_work); a submit that places its job from the last
 cycle's snapshot checks that there is nothing, as a cycle would have found
 (dialects/pg_foreseen.py)."""
 

@@ -12,7 +12,8 @@ DISPATCH_SLICE = 500
 FIRST_PAGE = 16
 """The smallest page of candidates, and the first one a PostgreSQL cycle reads with its
 snapshot, before it knows its room (then: the last cycle's page, see Store.first_page).
-Here, not in store/transitions/candidates.py, so that a submit need not import the placement code."""
+Here, not in transitions/candidates.py, so that a submit need not import the placement
+code."""
 
 
 def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.model.records import loads
-from taskyard.store.cursor import Raw, json_rows
+from taskyard.store.cursor import Cursor, json_rows
 from taskyard.store.driver.maintenance import maintenance_checks
 from taskyard.store.driver.results import FIRST_PAGE
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
@@ -125,7 +125,7 @@ NO_WORKER = f"{_GATE} AND NOT {_ANY_WORKER}"
 the gate as :data:`LOCK_IF_WORKERS`."""
 
 
-def lists_and_first_page(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
+def lists_and_first_page(raw: Cursor, page: int) -> tuple[list[str], list[Any]]:
     """The distinct pools lists of pending jobs (as CycleTx.pending_pool_lists), and the
     rows of the first page of the first list (as CycleTx.candidates). Reading that page
     when the first list has no room costs at most one page, which follows the free
@@ -150,7 +150,7 @@ class Ahead:
     """The snapshot as read (:data:`SNAPSHOT_TEXT`)."""
 
     @classmethod
-    def read(cls, raw: Raw, held: bool, page: int = FIRST_PAGE) -> Ahead:
+    def read(cls, raw: Cursor, held: bool, page: int = FIRST_PAGE) -> Ahead:
         """The reads, in this transaction, if ``held`` (the lock is ours, taken with
         :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
         if not held:
@@ -171,13 +171,13 @@ class Ahead:
                    first or [], page, text)
 
 
-def take_lock(raw: Raw) -> bool:
+def take_lock(raw: Cursor) -> bool:
     """Try the global lock for this transaction (:data:`LOCK_AHEAD`)."""
     row = raw.first(f"SELECT {LOCK_AHEAD}")
     return bool(row and row[0])
 
 
-def finish(raw: Raw, channels: Sequence[str]) -> None:
+def finish(raw: Cursor, channels: Sequence[str]) -> None:
     """Bitmap scans back on, and the wake-ups of ``channels``, in one statement."""
     named(raw, _FINISH, {"channels": [pg_channel(c) for c in channels]})
 
@@ -223,7 +223,7 @@ DISPATCH = (
 
 def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[str],
                     events: list[tuple[Any, ...]] | None, *, last: bool) -> dict[str, Any]:
-    """Parameters of :data:`DISPATCH`: ``ids`` as ``Raw.id_array``; jobs are carried in
+    """Parameters of :data:`DISPATCH`: ``ids`` as ``Cursor.id_array``; jobs are carried in
     the wake-up only for a few (a batch is read by the worker in one statement).
     ``events``: the transaction's buffered events, written by this statement and so
     taken out of the buffer (None: no buffer). ``last``: the cycle's last dispatch

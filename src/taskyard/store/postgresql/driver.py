@@ -31,7 +31,7 @@ from sqlalchemy.sql import Select
 
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver import wakeup_payloads as wakeup_jobs
 from taskyard.store.postgresql import cycle as pg_cycle
 from taskyard.store.postgresql import foreseen as pg_foreseen
@@ -45,7 +45,7 @@ from taskyard.store.postgresql.lane import Lane
 from taskyard.store.postgresql.listen import PgListener, pg_channel
 
 
-class PostgresDialect:
+class PostgresDriver:
     """PostgreSQL's side of every difference between the backends."""
 
     name = "postgresql"
@@ -101,7 +101,7 @@ class PostgresDialect:
         return pg_join.join(self._engines, self.url, connection, clock)
 
     @contextlib.contextmanager
-    def cycle_lock(self, raw: Raw | None) -> Iterator[bool]:
+    def cycle_lock(self, raw: Cursor | None) -> Iterator[bool]:
         """The global lock: a transaction-scoped advisory lock, released on commit,
         rollback or a lost connection. Waiting for a row lock (held by a frozen
         transaction) must not keep it for long: the cycle fails instead, and the next
@@ -119,11 +119,11 @@ class PostgresDialect:
 
     # -- locks and wake-ups --------------------------------------------------------------
 
-    def serialize_on(self, raw: Raw, key: str) -> None:
+    def serialize_on(self, raw: Cursor, key: str) -> None:
         """Transactions serialising on ``key`` run one after the other (until commit)."""
         raw.all("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
-    def sees_commits_after_lock(self, raw: Raw) -> bool:
+    def sees_commits_after_lock(self, raw: Cursor) -> bool:
         """Does each statement see what committed before it (READ COMMITTED), so that a
         read made after :meth:`serialize_on` sees what the lock's last holder wrote?"""
         row = raw.first("SELECT current_setting('transaction_isolation')")
@@ -134,7 +134,7 @@ class PostgresDialect:
         """``FOR UPDATE`` (``FOR SHARE`` with ``shared``) on the rows ``query`` reads."""
         return query.with_for_update(read=shared, skip_locked=skip_locked, of=of)
 
-    def notify(self, raw: Raw, channels: Sequence[str]) -> None:
+    def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
         """NOTIFY each channel; delivered when the transaction commits."""
         for channel in channels:
             raw.all("SELECT pg_notify(?, '')", (pg_channel(channel),))
@@ -181,22 +181,22 @@ class PostgresDialect:
     submits_alone = True
     """A single submit is one statement, which can run in autocommit (Store.alone)."""
 
-    def worth_a_cycle(self, raw: Raw) -> bool:
+    def worth_a_cycle(self, raw: Cursor) -> bool:
         """Assumed (no statement): a single submit's insert tells without a round trip
         of its own (pg_cycle.LOCK_IF_WORKERS); a batch runs the cycle as it always did."""
         return True
 
-    def pass_worker_gate(self, raw: Raw) -> None:
+    def pass_worker_gate(self, raw: Cursor) -> None:
         """A registering worker, first in its transaction: wait for the submits that
         may have found no live worker to commit, and hold later ones until ours has
         (see schema_service.worker_gate)."""
         raw.run(pg_cycle.PASS_GATE)
 
-    def read_ahead(self, raw: Raw, held: bool, page: int) -> pg_cycle.Ahead:
+    def read_ahead(self, raw: Cursor, held: bool, page: int) -> pg_cycle.Ahead:
         """The cycle's first reads, in the transaction that tried its lock."""
         return pg_cycle.Ahead.read(raw, held, page)
 
-    def scans_off(self, raw: Raw) -> bool:
+    def scans_off(self, raw: Cursor) -> bool:
         """No bitmap or sequential scans for the candidate reads (see pg_cycle.SCANS_OFF):
         after a burst of submissions, before autovacuum has analysed the table, the
         planner believes few jobs are pending and reads all of them (0.4 s at 1M
@@ -204,16 +204,16 @@ class PostgresDialect:
         raw.run(f"SELECT {pg_cycle.SCANS_OFF}")
         return True
 
-    def restore_planner(self, raw: Raw) -> None:
+    def restore_planner(self, raw: Cursor) -> None:
         raw.run(f"SELECT {pg_cycle.SCANS_ON}")
 
-    def maintenance_work(self, raw: Raw, grace: float) -> tuple[bool, bool, bool, bool]:
+    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
         """Which maintenance steps have work (see maintenance_sql), in one statement."""
         expired, overdue, suspended, due = (
             bool(v) for v in pg_rows.named(raw, pg_cycle.MAINTENANCE_WORK, {"grace": grace})[0])
         return expired, overdue, suspended, due
 
-    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool,
+    def finish_cycle(self, raw: Cursor, channels: Sequence[str], scans_off: bool,
                      carried: Mapping[str, str]) -> None:
         """Scans back on, and the wake-ups, in one statement (a dispatch's wake-up, with
         the jobs it carries, went with its statement: ``carried`` is not needed)."""

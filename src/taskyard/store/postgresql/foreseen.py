@@ -24,7 +24,7 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver.spec_cache import payload_tail
 from taskyard.store.postgresql import cycle as pg_cycle
 from taskyard.store.postgresql.listen import pg_channel
@@ -87,7 +87,7 @@ class Foreseen:
     """Not placed, and other jobs were pending."""
 
 
-def submit_foreseen(raw: Raw, sub: JobSubmission, cache: SpecCache,
+def submit_foreseen(raw: Cursor, sub: JobSubmission, cache: SpecCache,
                     build: Callable[[TaskTypeSpec], dict[str, Any]], *, basis: str,
                     place: Callable[[list[Any]], tuple[int, str] | None],
                     maintain: float | None = None) -> Foreseen | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from taskyard.model.records import Outcome
 from taskyard.store import schema as t
-from taskyard.store.cursor import BULK_MIN_ROWS, Raw, id_array, json_rows, pg_types
+from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, id_array, json_rows, pg_types
 from taskyard.store.driver.results import Dispatched, Placed, slices
 from taskyard.store.postgresql import cycle as pg_cycle
 from taskyard.store.postgresql.listen import pg_channel
@@ -22,7 +22,7 @@ from taskyard.store.transitions.events import EVENT_TYPES, EventCursor
 EDGE_TYPES = ("bigint", "bigint", "text")
 
 
-def insert_edges(raw: Raw, edges: Sequence[tuple[int, int, str]]) -> None:
+def insert_edges(raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None:
     """Dependency edges (job, the job it requires, condition): ``COPY`` for many."""
     if len(edges) >= BULK_MIN_ROWS:
         copy(raw, "dependencies", ("job_id", "requires_id", "condition"), edges)
@@ -31,7 +31,7 @@ def insert_edges(raw: Raw, edges: Sequence[tuple[int, int, str]]) -> None:
                edges, EDGE_TYPES)
 
 
-def insert_jobs(raw: Raw, columns: Sequence[str], values: Iterable[tuple[Any, ...]],
+def insert_jobs(raw: Cursor, columns: Sequence[str], values: Iterable[tuple[Any, ...]],
                 count: int) -> list[int]:
     """Insert ``count`` (> 1) job rows; their ids in order. The ids come from the
     sequence first (in order: the order of creation), then the rows go in with them:
@@ -84,7 +84,7 @@ _END = (
     "SELECT * FROM done")
 
 
-def end_attempts(raw: Raw, worker_id: int, values: Sequence[tuple[Any, ...]],
+def end_attempts(raw: Cursor, worker_id: int, values: Sequence[tuple[Any, ...]],
                  part: Sequence[Outcome], ago: Mapping[tuple[int, int], float],
                  ) -> list[tuple[Any, ...]]:
     """End the jobs of ``values`` (see attempts.end) fenced by attempt, state, worker
@@ -105,7 +105,7 @@ _MINE = (
     "WHERE j.worker_id = %(w)s AND j.state IN ('dispatched', 'running')")
 
 
-def placed_here(raw: Raw, worker_id: int, known: Iterable[tuple[int, int]]) -> Placed:
+def placed_here(raw: Cursor, worker_id: int, known: Iterable[tuple[int, int]]) -> Placed:
     rows = named(raw, _MINE, {"w": worker_id, "known": [f"{j}:{a}" for j, a in known]})
     fresh = sorted(((job, attempt, type_, args, timeout, graph, label, cost, prio, handler)
                     for job, attempt, handler, type_, args, timeout, graph, label, cost, prio
@@ -113,7 +113,7 @@ def placed_here(raw: Raw, worker_id: int, known: Iterable[tuple[int, int]]) -> P
     return Placed(fresh, [r[0] for r in fresh], frozenset((r[0], r[1]) for r in rows))
 
 
-def dispatch(raw: Raw, by_worker: Mapping[int, Sequence[int]], names: Mapping[int, str], *,
+def dispatch(raw: Cursor, by_worker: Mapping[int, Sequence[int]], names: Mapping[int, str], *,
              quiet: set[str], events: list[tuple[Any, ...]] | None,
              scans_off: bool) -> Dispatched:
     """The jobs, their new attempts, the worker's wake-up (carrying the jobs when they
@@ -141,7 +141,7 @@ def dispatch(raw: Raw, by_worker: Mapping[int, Sequence[int]], names: Mapping[in
     return done
 
 
-def pools_lists(raw: Raw, page: int) -> tuple[list[str], list[Any]]:
+def pools_lists(raw: Cursor, page: int) -> tuple[list[str], list[Any]]:
     """The pools lists of pending jobs with the first list's first page, in one round
     trip (see pg_cycle.lists_and_first_page)."""
     return pg_cycle.lists_and_first_page(raw, page)
@@ -155,7 +155,7 @@ _INSERT_EVENTS = (
     f"SELECT {_NOTIFY_EVENTS}")
 
 
-def insert_events(raw: Raw, rows: Sequence[tuple[Any, ...]]) -> None:
+def insert_events(raw: Cursor, rows: Sequence[tuple[Any, ...]]) -> None:
     """Buffered events, and their followers' wake-up, in one statement."""
     named(raw, _INSERT_EVENTS, {"rows": json_rows(rows)})
 
@@ -166,7 +166,7 @@ no event of an earlier (tx_id, id) can appear any more."""
 _EVENT_COLUMNS = "id, tx_id, topic, routing_key, payload, created_at"
 
 
-def events_after(raw: Raw, after: EventCursor, topic: str | None,
+def events_after(raw: Cursor, after: EventCursor, topic: str | None,
                  limit: int) -> list[tuple[Any, ...]]:
     """Events after the cursor in (tx_id, id) order, of ended transactions only."""
     where = "" if topic is None else " AND topic = ?"
@@ -176,7 +176,7 @@ def events_after(raw: Raw, after: EventCursor, topic: str | None,
         (after.tx, after.id, *([] if topic is None else [topic]), limit))
 
 
-def events_last(raw: Raw, count: int, topic: str | None) -> list[tuple[Any, ...]]:
+def events_last(raw: Cursor, count: int, topic: str | None) -> list[tuple[Any, ...]]:
     """The newest ``count`` events of ended transactions, newest first."""
     where = "" if topic is None else " AND topic = ?"
     return raw.all(
@@ -184,7 +184,7 @@ def events_last(raw: Raw, count: int, topic: str | None) -> list[tuple[Any, ...]
         "ORDER BY tx_id DESC, id DESC LIMIT ?", (*([] if topic is None else [topic]), count))
 
 
-def event_cursor(raw: Raw, event_id: int) -> EventCursor:
+def event_cursor(raw: Cursor, event_id: int) -> EventCursor:
     """Right after event ``event_id``; if it is gone (pruned), before the oldest
     transaction of the events after it (duplicates possible, nothing missed)."""
     row = raw.first("SELECT tx_id FROM events WHERE id = ?", (event_id,))

@@ -24,7 +24,7 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver.results import Dispatched
 from taskyard.store.driver.spec_cache import payload_tail
 from taskyard.store.postgresql import cycle as pg_cycle
@@ -92,7 +92,7 @@ class Deferred:
     version: str
     written: bool = False
 
-    def write(self, raw: Raw) -> None:
+    def write(self, raw: Cursor) -> None:
         """Insert the job, pending, with its ``job-pending`` event (pg_submit's insert)."""
         if self.written:
             return
@@ -103,7 +103,7 @@ class Deferred:
         if inserted is None:  # its type is ours FOR SHARE since look(): cannot be
             raise RuntimeError(f"job {self.job_id}: its task type changed under its lock")
 
-    def dispatch(self, raw: Raw, worker_id: int, name: str | None, wake: bool,
+    def dispatch(self, raw: Cursor, worker_id: int, name: str | None, wake: bool,
                  events: list[tuple[Any, ...]], *, last: bool) -> Dispatched:
         """Insert the job dispatched to ``worker_id`` with its first attempt, its
         ``job-pending`` event before the transaction's buffered ones (``events``,
@@ -150,7 +150,7 @@ class Looked:
     held: bool | None
 
 
-def look(raw: Raw, sub: JobSubmission, cache: SpecCache, build: Any,
+def look(raw: Cursor, sub: JobSubmission, cache: SpecCache, build: Any,
          page: int) -> Looked | None:
     """The lock, the job's id and the cycle's reads in one round trip, for ``sub``
     (pending now, outside any graph); None when the ordinary path must decide

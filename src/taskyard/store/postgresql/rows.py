@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from taskyard.store.cursor import Raw, id_array, json_rows
+from taskyard.store.cursor import Cursor, id_array, json_rows
 
 
 def pg_row_set(types: Sequence[str], param: str) -> str:
@@ -41,14 +41,14 @@ def _uses(sql: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
 
 
-def named(raw: Raw, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def named(raw: Cursor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
     ``{now}``; rows are passed as :func:`taskyard.store.cursor.json_rows`."""
     raw.cursor.execute(_named(sql, raw.now_sql), params)
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 
 
-def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]], *,
+def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
               transaction: bool = False) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline (with the transaction's
     ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
@@ -68,7 +68,7 @@ def pipelined(raw: Raw, statements: Sequence[tuple[str, dict[str, Any]]], *,
     return [list(c.fetchall()) if c.description else [] for c in cursors]
 
 
-def copy(raw: Raw, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def copy(raw: Cursor, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """``COPY`` the rows into ``table`` (in this transaction; the table's constraints,
     triggers and indexes apply as to an INSERT). Values are plain Python str, int,
     float, bool or None."""
@@ -84,7 +84,7 @@ def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
     return f"{column} = ANY(?)", [list(ids)]
 
 
-def row_set(raw: Raw, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
+def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
             tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
     pk: list[Any] = []
     if key:
@@ -97,7 +97,7 @@ def row_set(raw: Raw, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[s
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 
 
-def insert_rows(raw: Raw, head: str, columns: str, rows: Sequence[Sequence[Any]],
+def insert_rows(raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
                 types: Sequence[str]) -> None:
     names = ", ".join(f"c{i + 1}" for i in range(len(types)))
     row_set(raw, f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types,

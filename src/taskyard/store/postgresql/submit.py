@@ -17,7 +17,7 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver.spec_cache import job_to_insert, payload_tail
 from taskyard.store.postgresql.cycle import LOCK_IF_WORKERS, NO_WORKER
 from taskyard.store.postgresql.references import CHECKED_SETTING
@@ -60,7 +60,7 @@ def insert_sql(columns: tuple[str, ...], lock: bool, alone: bool = False,
         "FROM j")
 
 
-def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
+def submit_one(raw: Cursor, sub: JobSubmission, cache: SpecCache,
                build: Callable[[TaskTypeSpec], dict[str, Any]], *,
                lock: bool = False, alone: bool = False) -> tuple[int | None, bool | None]:
     """Insert ``sub`` as a pending job with its event; its id, or None when the caller
@@ -86,7 +86,7 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: SpecCache,
     return int(inserted[0]), None if inserted[1] is None else bool(inserted[1])
 
 
-def build_row(raw: Raw, sub: JobSubmission, cache: SpecCache,
+def build_row(raw: Cursor, sub: JobSubmission, cache: SpecCache,
               build: Callable[[TaskTypeSpec], dict[str, Any]],
               ) -> tuple[str, TaskTypeSpec, dict[str, Any]] | None:
     """The cached version of ``sub``'s type (read when missing), its spec and the job's
@@ -94,7 +94,7 @@ def build_row(raw: Raw, sub: JobSubmission, cache: SpecCache,
     return job_to_insert(sub, cache, lambda: _read_type(raw, sub.type), build)
 
 
-def build_row_now(raw: Raw, sub: JobSubmission, cache: SpecCache,
+def build_row_now(raw: Cursor, sub: JobSubmission, cache: SpecCache,
                   build: Callable[[TaskTypeSpec], dict[str, Any]],
                   ) -> tuple[str, TaskTypeSpec, dict[str, Any]] | None:
     """:func:`build_row` for a job pending now, outside any graph (what a submit may
@@ -105,7 +105,7 @@ def build_row_now(raw: Raw, sub: JobSubmission, cache: SpecCache,
     return found
 
 
-def _read_type(raw: Raw, name: str) -> tuple[str, TaskTypeSpec] | None:
+def _read_type(raw: Cursor, name: str) -> tuple[str, TaskTypeSpec] | None:
     """Type ``name``'s row version (``xmin``) and spec; None if there is no such type."""
     found = raw.first(_READ_SPEC, (name,))
     return None if found is None else (found[0], cached_spec(tuple(found[1:])))

@@ -24,7 +24,7 @@ from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
 from taskyard.store.clock import MovableClock
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver import wakeup_payloads as wakeup_jobs
 from taskyard.store.driver.maintenance import maintenance_checks
 from taskyard.store.sqlite import hot_paths as sqlite_paths
@@ -44,7 +44,7 @@ NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
 """The database clock as epoch seconds."""
 
 
-class SqliteDialect:
+class SqliteDriver:
     """SQLite's side of every difference between the backends."""
 
     name = "sqlite"
@@ -100,7 +100,7 @@ class SqliteDialect:
                            "submit after your own transaction commits")
 
     @contextlib.contextmanager
-    def cycle_lock(self, _raw: Raw | None) -> Iterator[bool]:
+    def cycle_lock(self, _raw: Cursor | None) -> Iterator[bool]:
         """The global lock: an flock beside the database. Releasing it before the
         caller's transaction commits is safe: another cycle cannot read before that
         commit, as SQLite lets one writer at a time."""
@@ -126,10 +126,10 @@ class SqliteDialect:
 
     # -- locks and wake-ups --------------------------------------------------------------
 
-    def serialize_on(self, raw: Raw, key: str) -> None:
+    def serialize_on(self, raw: Cursor, key: str) -> None:
         """Nothing to do: write transactions are serial already."""
 
-    def sees_commits_after_lock(self, raw: Raw) -> bool:
+    def sees_commits_after_lock(self, raw: Cursor) -> bool:
         """Write transactions are serial: each sees every commit before it."""
         return True
 
@@ -137,7 +137,7 @@ class SqliteDialect:
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
         return query
 
-    def notify(self, raw: Raw, channels: Sequence[str],
+    def notify(self, raw: Cursor, channels: Sequence[str],
                carried: Mapping[str, str] | None = None) -> None:
         """Bump each channel's counter (listeners poll it, see sqlite_listen) and set
         what the wake-up carries (``carried``, by channel: "" when nothing)."""
@@ -182,13 +182,13 @@ class SqliteDialect:
 
     submit_one = staticmethod(sqlite_submit.submit_one)
 
-    def submit_foreseen(self, raw: Raw, sub: Any, cache: Any, build: Any, *, basis: str,
+    def submit_foreseen(self, raw: Cursor, sub: Any, cache: Any, build: Any, *, basis: str,
                         place: Any, maintain: float | None = None) -> None:
         """Never: no cycle here leaves a basis (Store.basis) behind; a submit and its
         cycle run under the write lock in one transaction, with no round trips."""
         return
 
-    def submit_looking(self, raw: Raw, sub: Any, cache: Any, build: Any, page: int) -> None:
+    def submit_looking(self, raw: Cursor, sub: Any, cache: Any, build: Any, page: int) -> None:
         """Never: a submit's two statements and its cycle run under the write lock,
         which the cycle takes first (no round trips to save)."""
         return
@@ -196,38 +196,38 @@ class SqliteDialect:
     submits_alone = False
     """A submit is two statements under the write lock: never in autocommit."""
 
-    def worth_a_cycle(self, raw: Raw) -> bool:
+    def worth_a_cycle(self, raw: Cursor) -> bool:
         """Whether a submit's inline cycle could place anything: a live worker exists
         (one indexed read, less than the cycle's lock and reads, skipped while no worker
         serves the queue: a worker runs a cycle when it starts)."""
         return raw.first(sqlite_submit.LIVE_WORKER) is not None
 
-    def pass_worker_gate(self, raw: Raw) -> None:
+    def pass_worker_gate(self, raw: Cursor) -> None:
         """Nothing to wait for: a submit checks for a live worker and commits under the
         write lock, which the registration takes too."""
 
-    def read_ahead(self, raw: Raw, held: bool, page: int) -> None:
+    def read_ahead(self, raw: Cursor, held: bool, page: int) -> None:
         """The cycle's reads are made in the cycle itself."""
         return
 
-    def scans_off(self, raw: Raw) -> bool:
+    def scans_off(self, raw: Cursor) -> bool:
         """No planner settings to change: the statements name their index."""
         return False
 
-    def maintenance_work(self, raw: Raw, grace: float) -> tuple[bool, bool, bool, bool]:
+    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
         """Which maintenance steps have work (see maintenance_sql), in one statement."""
         row = raw.first(_MAINTENANCE_WORK, (grace,))
         assert row is not None
         expired, overdue, suspended, due = (bool(v) for v in row)
         return expired, overdue, suspended, due
 
-    def finish_cycle(self, raw: Raw, channels: Sequence[str], scans_off: bool,
+    def finish_cycle(self, raw: Cursor, channels: Sequence[str], scans_off: bool,
                      carried: Mapping[str, str]) -> None:
         """The wake-ups, each with the jobs it carries (``carried``, by channel)."""
         if channels:
             self.notify(raw, channels, carried)
 
-    def restore_planner(self, raw: Raw) -> None:
+    def restore_planner(self, raw: Cursor) -> None:
         """Nothing was changed (see :meth:`scans_off`)."""
 
 

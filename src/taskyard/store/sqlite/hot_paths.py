@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from taskyard.model.records import Outcome, dumps
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver.results import Dispatched, Placed, slices
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, carried
 from taskyard.store.sqlite.rows import insert_values
@@ -21,13 +21,13 @@ from taskyard.store.transitions.events import EVENT_TYPES, INSERT_EVENTS, EventC
 EDGE_TYPES = ("bigint", "bigint", "text")
 
 
-def insert_edges(raw: Raw, edges: Sequence[tuple[int, int, str]]) -> None:
+def insert_edges(raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None:
     """Dependency edges (job, the job it requires, condition)."""
     raw.insert("INSERT INTO dependencies (job_id, requires_id, condition)", "c1, c2, c3",
                edges, EDGE_TYPES)
 
 
-def insert_jobs(raw: Raw, columns: Sequence[str], values: Iterable[tuple[Any, ...]],
+def insert_jobs(raw: Cursor, columns: Sequence[str], values: Iterable[tuple[Any, ...]],
                 count: int) -> list[int]:
     """Insert ``count`` (> 1) job rows; their ids in order. Our write transaction is
     exclusive and INTEGER PRIMARY KEY ids are max(id) + 1: the rows get consecutive
@@ -72,7 +72,7 @@ _ATTEMPT_END_TYPES = ("bigint", "integer", "text", "double precision", "integer"
                       "text", "text", "text")
 
 
-def end_attempts(raw: Raw, worker_id: int, values: Sequence[tuple[Any, ...]],
+def end_attempts(raw: Cursor, worker_id: int, values: Sequence[tuple[Any, ...]],
                  part: Sequence[Outcome], ago: Mapping[tuple[int, int], float],
                  ) -> list[tuple[Any, ...]]:
     """End the jobs of ``values`` (see attempts.END_COLUMNS) fenced by attempt, state,
@@ -91,7 +91,7 @@ _ACTIVE_HERE = ("SELECT id, attempt, state FROM jobs "
                 "WHERE worker_id = ? AND state IN ('dispatched', 'running')")
 
 
-def placed_here(raw: Raw, worker_id: int, known: Iterable[tuple[int, int]]) -> Placed:
+def placed_here(raw: Cursor, worker_id: int, known: Iterable[tuple[int, int]]) -> Placed:
     """Two steps: the active rows of this worker through its partial index (a few ids);
     the caller then reads the details of the new ones only (args may be large)."""
     seen = set(known)
@@ -106,7 +106,7 @@ _CARRIED = ("RETURNING id, attempt, (SELECT handler FROM task_types WHERE name =
 """A dispatch of a few jobs returns what their worker's wake-up carries (wakeup_jobs)."""
 
 
-def dispatch(raw: Raw, by_worker: Mapping[int, Sequence[int]], names: Mapping[int, str], *,
+def dispatch(raw: Cursor, by_worker: Mapping[int, Sequence[int]], names: Mapping[int, str], *,
              quiet: set[str], events: list[tuple[Any, ...]] | None,
              scans_off: bool) -> Dispatched:
     """pending → dispatched with a new attempt number (guarded), and the attempts; per
@@ -136,7 +136,7 @@ def dispatch(raw: Raw, by_worker: Mapping[int, Sequence[int]], names: Mapping[in
 _HINT = "INDEXED BY ix_jobs_pending_pools"
 
 
-def pools_lists(raw: Raw, page: int) -> tuple[list[str], None]:
+def pools_lists(raw: Cursor, page: int) -> tuple[list[str], None]:
     """The distinct pools lists (as stored) of pending jobs: one index probe each (a
     loose index scan), however many jobs share them. No first page read ahead."""
     rows = raw.all(
@@ -148,7 +148,7 @@ def pools_lists(raw: Raw, page: int) -> tuple[list[str], None]:
     return [p for (p,) in rows], None
 
 
-def insert_events(raw: Raw, rows: Sequence[tuple[Any, ...]]) -> None:
+def insert_events(raw: Cursor, rows: Sequence[tuple[Any, ...]]) -> None:
     """Buffered events (listeners of ``events`` watch the newest id: no wake-up row)."""
     raw.insert(*INSERT_EVENTS, rows, EVENT_TYPES)
 
@@ -156,7 +156,7 @@ def insert_events(raw: Raw, rows: Sequence[tuple[Any, ...]]) -> None:
 _EVENT_COLUMNS = "id, 0, topic, routing_key, payload, created_at"
 
 
-def events_after(raw: Raw, after: EventCursor, topic: str | None,
+def events_after(raw: Cursor, after: EventCursor, topic: str | None,
                  limit: int) -> list[tuple[Any, ...]]:
     """Events after the cursor: SQLite commits in id order."""
     where = "" if topic is None else " AND topic = ?"
@@ -164,12 +164,12 @@ def events_after(raw: Raw, after: EventCursor, topic: str | None,
                    "ORDER BY id LIMIT ?", (after.id, *([] if topic is None else [topic]), limit))
 
 
-def events_last(raw: Raw, count: int, topic: str | None) -> list[tuple[Any, ...]]:
+def events_last(raw: Cursor, count: int, topic: str | None) -> list[tuple[Any, ...]]:
     """The newest ``count`` events, newest first."""
     where = "" if topic is None else " WHERE topic = ?"
     return raw.all(f"SELECT {_EVENT_COLUMNS} FROM events{where} ORDER BY id DESC LIMIT ?",
                    (*([] if topic is None else [topic]), count))
 
 
-def event_cursor(raw: Raw, event_id: int) -> EventCursor:
+def event_cursor(raw: Cursor, event_id: int) -> EventCursor:
     return EventCursor(0, event_id)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
-from taskyard.store.cursor import BULK_MIN_ROWS, Raw
+from taskyard.store.cursor import BULK_MIN_ROWS, Cursor
 
 BULK_STATEMENT_ROWS = 1000
 """Rows per bulk statement (fewer if the columns would pass SQLite's parameter limit)."""
@@ -40,7 +40,7 @@ def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
     return f"{column} IN ({', '.join('?' for _ in padded)})", padded
 
 
-def row_set(raw: Raw, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
+def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
             tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
     # Rows of NULLs pad the set to a bucket size (a NULL id matches no row).
     size = bucket(len(rows))
@@ -52,7 +52,7 @@ def row_set(raw: Raw, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[s
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 
 
-def insert_rows(raw: Raw, head: str, columns: str, rows: Sequence[Sequence[Any]],
+def insert_rows(raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
                 types: Sequence[str]) -> None:
     values = columns
     for i in range(len(types), 0, -1):
@@ -60,7 +60,7 @@ def insert_rows(raw: Raw, head: str, columns: str, rows: Sequence[Sequence[Any]]
     insert_values(raw, head, f"({values})", rows)
 
 
-def insert_values(raw: Raw, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
+def insert_values(raw: Cursor, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
     """``head VALUES row`` for each of ``rows`` (``row`` is ``(?, …)``, with any other
     SQL besides its placeholders), in order. A bulk of rows goes in statements of up
     to :data:`BULK_STATEMENT_ROWS` rows: SQLite then opens the cursors of the table and

@@ -10,7 +10,7 @@ clock's millisecond). The guard runs inside the write transaction (``BEGIN
 IMMEDIATE``): no other writer can change the type between the check and the insert.
 
 The same statement returns whether a live worker exists (what
-:meth:`SqliteDialect.worth_a_cycle` reads on the ordinary path); the job's
+:meth:`SqliteDriver.worth_a_cycle` reads on the ordinary path); the job's
 ``job-pending`` event is the second statement (SQLite has no data-modifying CTEs).
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from taskyard.core.routing import job_key
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store.cursor import Raw
+from taskyard.store.cursor import Cursor
 from taskyard.store.driver.spec_cache import job_to_insert, payload_tail
 from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 
@@ -44,7 +44,7 @@ def _insert_sql(columns: tuple[str, ...], live: bool) -> str:
             f"RETURNING id, {f'EXISTS ({LIVE_WORKER})' if live else 'NULL'}")
 
 
-def submit_one(raw: Raw, sub: JobSubmission, cache: MutableMapping[str, Any],
+def submit_one(raw: Cursor, sub: JobSubmission, cache: MutableMapping[str, Any],
                build: Callable[[TaskTypeSpec], dict[str, Any]], *,
                lock: bool = False, alone: bool = False) -> tuple[int | None, bool | None]:
     """Insert ``sub`` as a pending job with its event; its id, or None when the caller
@@ -71,7 +71,7 @@ def submit_one(raw: Raw, sub: JobSubmission, cache: MutableMapping[str, Any],
     return job_id, True if inserted[1] else None
 
 
-def _read_type(raw: Raw, name: str) -> tuple[tuple[Any, ...], TaskTypeSpec] | None:
+def _read_type(raw: Cursor, name: str) -> tuple[tuple[Any, ...], TaskTypeSpec] | None:
     """Type ``name``'s row (its version: compared whole) and spec; None if none."""
     found = raw.first(_READ_SPEC, (name,))
     return None if found is None else (found, cached_spec(found))

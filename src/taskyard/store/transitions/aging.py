@@ -40,7 +40,7 @@ class Aging:
 
     def _age_stmt(self) -> object:
         since = case((_J.c.run_after > _J.c.created_at, _J.c.run_after), else_=_J.c.created_at)
-        periods = self.tx.dialect.floor((self.tx.now - since) / bindparam("period"))
+        periods = self.tx.driver.floor((self.tx.now - since) / bindparam("period"))
         base = func.coalesce(_J.c.base_priority, _J.c.priority)
         target = base + cast(periods, Integer)
         oldest = (select(_J.c.id).where(_J.c.state == lit(JobState.PENDING))

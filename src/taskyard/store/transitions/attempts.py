@@ -148,7 +148,7 @@ class Attempts:
             values.append((o.job_id, o.attempt, end.value, o.exit_code,
                            None if o.result is None else dumps(o.result), o.error, delay,
                            ago.get((o.job_id, o.attempt))))
-        rows = self.tx.dialect.end_attempts(self.tx.raw, worker_id, values, part, ago)
+        rows = self.tx.driver.end_attempts(self.tx.raw, worker_id, values, part, ago)
         if not rows:
             return set()
         done = {(r[0], r[1]): r for r in rows}
@@ -196,7 +196,7 @@ class Attempts:
         """What is placed on this worker: jobs dispatched to it and not in ``known``, and
         the active set (read only: the worker records each start). A job's details are
         written once, before its dispatch: no shared snapshot is needed."""
-        placed = self.tx.dialect.placed_here(self.tx.raw, worker_id, known)
+        placed = self.tx.driver.placed_here(self.tx.raw, worker_id, known)
         if placed.rows is None:
             return Assignment(self.details(worker_id, placed.ids)[:limit], placed.active)
         return Assignment(self._claimed(placed.rows[:limit]), placed.active)

@@ -63,7 +63,7 @@ class CycleTx:
     def maintenance_work(self, grace: float = TIMEOUT_GRACE) -> Maintenance:
         """Which maintenance steps have something to do, in one statement: an idle
         queue's maintenance then costs one read instead of one per step."""
-        return Maintenance(*self.tx.dialect.maintenance_work(self.tx.raw, grace))
+        return Maintenance(*self.tx.driver.maintenance_work(self.tx.raw, grace))
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
@@ -160,7 +160,7 @@ class CycleTx:
         """:meth:`workers`, :meth:`active_jobs` and :meth:`limits` (PostgreSQL:
         one statement, which also readies the candidate reads: see pg_cycle.Ahead)."""
         if self._ahead is None:
-            self._ahead = self.tx.dialect.read_ahead(self.tx.raw, True,
+            self._ahead = self.tx.driver.read_ahead(self.tx.raw, True,
                                                      self.tx.store.first_page)
         if self._ahead is None:
             found = self.workers(), self.active_jobs(), self.limits()
@@ -186,7 +186,7 @@ class CycleTx:
         """Bitmap and sequential scans back on for what follows the candidate reads in
         this transaction (:meth:`finish` does it too, with the wake-ups)."""
         if self._scans_off:
-            self.tx.dialect.restore_planner(self.tx.raw)
+            self.tx.driver.restore_planner(self.tx.raw)
             self._scans_off = False
 
     def finish(self) -> None:
@@ -195,7 +195,7 @@ class CycleTx:
         channels = sorted(self.notify - self._woken - self.quiet)
         # A wake-up carries the jobs of one dispatch statement: of more, the worker reads.
         carried = {f"worker.{w}": c[0] for w, c in self.carried.items() if len(c) == 1}
-        self.tx.dialect.finish_cycle(self.tx.raw, channels, self._scans_off, carried)
+        self.tx.driver.finish_cycle(self.tx.raw, channels, self._scans_off, carried)
         self._scans_off = False
 
     def workers(self) -> list[WorkerSlot]:
@@ -241,7 +241,7 @@ class CycleTx:
         into candidates: a backlog held by a rate limit costs a fraction, and the jobs
         behind it are reached)."""
         head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
-                f"{self.tx.dialect.pending_index} WHERE state = 'pending' AND pools = ? "
+                f"{self.tx.driver.pending_index} WHERE state = 'pending' AND pools = ? "
                 "AND (run_after IS NULL OR run_after <= {now}) ")
         params: list[Any] = [pools]
         if skip:
@@ -275,14 +275,14 @@ class CycleTx:
         if not self._scans_off:
             # The planner must read candidates in index order (see the dialects): the
             # settings last until restore_planner or finish (or the transaction's end).
-            self._scans_off = self.tx.dialect.scans_off(self.tx.raw)
+            self._scans_off = self.tx.driver.scans_off(self.tx.raw)
         self.tx.store.first_page = max(FIRST_PAGE, page)  # the next cycle's guess
         ahead = self._ahead
         first: list[Candidate] | None
         if ahead is not None and ahead.held:
             lists, first, first_page = ahead.lists, to_candidates(ahead.first), ahead.page
         else:
-            lists, rows = self.tx.dialect.pools_lists(self.tx.raw, page)
+            lists, rows = self.tx.driver.pools_lists(self.tx.raw, page)
             first, first_page = (None if rows is None else to_candidates(rows)), page
         yield from merged(
             streams(self, lists, first, first_page=first_page, page=page, skip=skip),
@@ -306,7 +306,7 @@ class CycleTx:
                 by_worker.setdefault(p.worker_id, []).append(p.job_id)
         if by_worker:
             self.tx.write_deferred()  # not placed: pending, before the others' dispatch
-            done = self.tx.dialect.dispatch(self.tx.raw, by_worker, names, quiet=self.quiet,
+            done = self.tx.driver.dispatch(self.tx.raw, by_worker, names, quiet=self.quiet,
                                             events=events, scans_off=self._scans_off)
             self._dispatched(done)
             placed += done.placed

@@ -46,7 +46,7 @@ def _still_waiting() -> ColumnElement[bool]:
 
 
 _STILL_WAITING_SQL = "(state = 'waiting') IS TRUE"
-""":func:`_still_waiting` for :class:`Raw` statements."""
+""":func:`_still_waiting` for :class:`Cursor` statements."""
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterable[Sequence[T]]:
@@ -149,7 +149,7 @@ class Resolution:
         # and state together: one write per child, not one for the counters and a
         # second for its new state.
         groups: dict[tuple[JobState | None, int, int], list[int]] = defaultdict(list)
-        lock = self.tx.dialect.row_lock
+        lock = self.tx.driver.row_lock
         for part in chunks(sorted(tallies)):
             which, params = raw.member("id", part)
             for job_id, unmet, failures, convergence in raw.all(
@@ -171,7 +171,7 @@ class Resolution:
                 # waiting-has-deps invariant by clearing the counter.
                 values.update(state=state, unmet_deps=0)
             for part in chunks(ids):
-                statement = update(_J).where(self.tx.dialect.ids_in(_J.c.id, part),
+                statement = update(_J).where(self.tx.driver.ids_in(_J.c.id, part),
                                              _still_waiting())
                 if state is None:
                     self.tx.conn.execute(statement.values(**values))

@@ -87,7 +87,7 @@ class Events:
     def flush(self) -> None:
         """Write what is buffered (the unit of work calls this before it commits)."""
         if self.buffer:
-            self.tx.dialect.insert_events(self.tx.raw, self.buffer)
+            self.tx.driver.insert_events(self.tx.raw, self.buffer)
             self.buffer = []
 
     @reads
@@ -96,7 +96,7 @@ class Events:
         """The events after ``after`` in commit order, at most ``limit`` rows read;
         ``pattern`` matches routing keys with AMQP topic rules (rows it leaves out
         still move the cursor)."""
-        rows = self.tx.dialect.events_after(self.tx.raw, after, topic, limit)
+        rows = self.tx.driver.events_after(self.tx.raw, after, topic, limit)
         events = [_record(r) for r in rows if pattern is None or topic_matches(pattern, r[3])]
         cursor = EventCursor(rows[-1][1], rows[-1][0]) if rows else after
         return EventPage(events, cursor, full=len(rows) >= limit)
@@ -104,18 +104,18 @@ class Events:
     @reads
     def cursor_at(self, event_id: int) -> EventCursor:
         """The cursor right after event ``event_id`` (a follower's ``Last-Event-ID``)."""
-        return self.tx.dialect.event_cursor(self.tx.raw, event_id)
+        return self.tx.driver.event_cursor(self.tx.raw, event_id)
 
     @reads
     def last(self, count: int, *, topic: str | None = None) -> EventPage:
         """The newest ``count`` committed events (oldest first), and the cursor after
         the newest: what ``--tail N`` shows before it follows."""
-        rows = self.tx.dialect.events_last(self.tx.raw, count, topic)
+        rows = self.tx.driver.events_last(self.tx.raw, count, topic)
         cursor = EventCursor(rows[0][1], rows[0][0]) if rows else self._head()
         return EventPage([_record(r) for r in reversed(rows)], cursor)
 
     def _head(self) -> EventCursor:
-        rows = self.tx.dialect.events_last(self.tx.raw, 1, None)
+        rows = self.tx.driver.events_last(self.tx.raw, 1, None)
         return EventCursor(rows[0][1], rows[0][0]) if rows else START
 
     @reads
@@ -124,7 +124,7 @@ class Events:
         found = self._first_at(when)
         if found is None:
             return self._head()
-        at = self.tx.dialect.event_cursor(self.tx.raw, found)
+        at = self.tx.driver.event_cursor(self.tx.raw, found)
         return EventCursor(at.tx, at.id - 1)
 
     def _first_at(self, when: float) -> int | None:

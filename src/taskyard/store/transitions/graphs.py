@@ -68,7 +68,7 @@ class Graphs:
             # New tasks may require these jobs: a concurrent completion must not read
             # their dependents before our new edges are visible (see prereqs).
             existing = {r.label: (r.id, r.state, r.definition_hash)
-                        for r in conn.execute(self.tx.dialect.lock_rows(query))}
+                        for r in conn.execute(self.tx.driver.lock_rows(query))}
             spec = self._parse({"routing": graph.routing, **doc}, existing=existing)
             fresh: dict[str, TaskNode] = {}
             for label, node in spec.tasks.items():
@@ -155,7 +155,7 @@ class Graphs:
         if rewrites:
             tx.conn.execute(update(_J).where(_J.c.id == bindparam("jid"))
                          .values(args=bindparam("new_args")), rewrites)
-        tx.dialect.insert_edges(tx.raw, [(id_of[label], id_of[e.label], e.on)
+        tx.driver.insert_edges(tx.raw, [(id_of[label], id_of[e.label], e.on)
                             for label, node in spec.tasks.items() for e in node.requires])
         # Edges to tasks that already ended (add-tasks) resolve now.
         done = [Ended(job_id, JobState(state), graph_id)

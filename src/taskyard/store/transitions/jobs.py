@@ -65,7 +65,7 @@ class Jobs:
         if sub.unique_key is not None or sub.unique_for is not None:
             return None  # looks for its key's holder first: the transactional path
         tx = self.tx
-        job_id, _ = tx.dialect.submit_one(
+        job_id, _ = tx.driver.submit_one(
             tx.raw, sub, tx.store.spec_cache,
             lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), alone=True)
         if job_id is None:
@@ -94,7 +94,7 @@ class Jobs:
             worker = place(basis, to_candidates([row])[0])
             return None if worker is None else (worker.id, worker.name)
 
-        found = tx.dialect.submit_foreseen(
+        found = tx.driver.submit_foreseen(
             tx.raw, sub, tx.store.spec_cache,
             lambda spec: job_row(sub, spec, 0, limits=tx.store.limits),
             basis=basis.text, place=chosen, maintain=TIMEOUT_GRACE if maintain else None)
@@ -136,16 +136,16 @@ class Jobs:
                 return [looked]
             # Its type from the store's cache: PostgreSQL in one statement, which may
             # also try the cycle's lock; SQLite in two (sqlite_submit).
-            job_id, held = tx.dialect.submit_one(
+            job_id, held = tx.driver.submit_one(
                 tx.raw, sub, tx.store.spec_cache, build, lock=cycle_next)
             if job_id is not None:
                 if held is not None:  # the cycle's first reads, for the cycle to come
-                    tx.ahead = tx.dialect.read_ahead(tx.raw, held, FIRST_PAGE)
+                    tx.ahead = tx.driver.read_ahead(tx.raw, held, FIRST_PAGE)
                     # PostgreSQL's reads (SQLite reads in its cycle, and never looks first).
                     tx.store.queue_idle_seen = bool(
                         held and tx.ahead is not None and tx.ahead.only_job())
                 elif cycle_next:  # no live worker: no cycle, nobody to wake
-                    tx.ahead = tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
+                    tx.ahead = tx.driver.read_ahead(tx.raw, False, FIRST_PAGE)
                     tx.placeable = False
                 if cycle_next:
                     tx.store.no_worker_seen = held is None
@@ -166,7 +166,7 @@ class Jobs:
             ids = self.insert_with_prerequisites(rows, plan, specs)
         if not cycle_next:
             tx.notify("scheduler")
-        elif tx.store.no_worker_seen is not False and not tx.dialect.worth_a_cycle(tx.raw):
+        elif tx.store.no_worker_seen is not False and not tx.driver.worth_a_cycle(tx.raw):
             tx.store.no_worker_seen = True
             tx.placeable = False  # still no live worker: no cycle, nobody to wake
         return ids
@@ -178,14 +178,14 @@ class Jobs:
         (dialects/pg_placed.py). None where the one-statement path decides (SQLite;
         an unknown or changed type, a job for later or of a graph): nothing written."""
         tx = self.tx
-        looked = tx.dialect.submit_looking(tx.raw, sub, tx.store.spec_cache, build,
+        looked = tx.driver.submit_looking(tx.raw, sub, tx.store.spec_cache, build,
                                            FIRST_PAGE)
         if looked is None:
             return None
         tx.store.no_worker_seen = looked.held is None
         tx.store.queue_idle_seen = not looked.deferred.written
         tx.placeable = looked.held is not None  # no live worker: no cycle, nobody to wake
-        tx.ahead = looked.ahead or tx.dialect.read_ahead(tx.raw, False, FIRST_PAGE)
+        tx.ahead = looked.ahead or tx.driver.read_ahead(tx.raw, False, FIRST_PAGE)
         if not looked.deferred.written:
             tx.deferred = looked.deferred
         return int(looked.deferred.job_id)
@@ -199,7 +199,7 @@ class Jobs:
             rows[index].update(state=JobState.WAITING,
                                unmet_deps=rows[index]["unmet_deps"] + len(ids))
         job_ids = self.insert(rows)
-        self.tx.dialect.insert_edges(self.tx.raw, [
+        self.tx.driver.insert_edges(self.tx.raw, [
             (job_ids[index], prereq, "success") for index, ids in waits.items()
             for prereq in ids])
         return job_ids
@@ -216,7 +216,7 @@ class Jobs:
             update(_J).where(_J.c.id == bindparam("jid"), _J.c.state == JobState.PENDING)
             .values(state=JobState.WAITING, unmet_deps=_J.c.unmet_deps + bindparam("n")),
             [{"jid": jobs[index][0], "n": len(ids)} for index, ids in waits.items()])
-        self.tx.dialect.insert_edges(self.tx.raw, [
+        self.tx.driver.insert_edges(self.tx.raw, [
             (jobs[index][0], prereq, "success") for index, ids in waits.items()
             for prereq in ids])
         return {jobs[index][0] for index in waits}
@@ -269,7 +269,7 @@ class Jobs:
                 next(iter(values)))
             assert row is not None
             return [int(row[0])]
-        return self.tx.dialect.insert_jobs(raw, columns, values, count)
+        return self.tx.driver.insert_jobs(raw, columns, values, count)
 
     @reads
     def get(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:

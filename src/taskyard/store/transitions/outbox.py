@@ -53,7 +53,7 @@ class Outbox:
         if moved:
             return True
         inserted = conn.execute(
-            self.tx.dialect.upsert(_O).values(name=name, tx_id=cursor.tx, event_id=cursor.id,
+            self.tx.driver.upsert(_O).values(name=name, tx_id=cursor.tx, event_id=cursor.id,
                                               updated_at=self.tx.now)
             .on_conflict_do_nothing(index_elements=["name"]).returning(_O.c.name)).scalar()
         return inserted is not None

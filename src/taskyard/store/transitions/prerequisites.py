@@ -70,7 +70,7 @@ class Prerequisites:
                     continue
                 # Concurrent launches needing the same prerequisite decide one after
                 # the other.
-                self.tx.dialect.serialize_on(self.tx.raw, f"prereq:{prereq.type}:{args_text}")
+                self.tx.driver.serialize_on(self.tx.raw, f"prereq:{prereq.type}:{args_text}")
                 choice = decide(self._prior_runs(prereq.type, args_text, prereq.cache),
                                 cache=prereq.cache, now=now)
                 if isinstance(choice, Reuse):
@@ -92,7 +92,7 @@ class Prerequisites:
         # Lock the run we may wait on: its completion (which reads our new edge to
         # decrement us) must wait for this transaction, or it misses the edge and we
         # wait forever. If it completed first, the lock returns nothing here.
-        flying = self.tx.conn.execute(self.tx.dialect.lock_rows(query)).all()
+        flying = self.tx.conn.execute(self.tx.driver.lock_rows(query)).all()
         recent = self.tx.conn.execute(
             select(_J.c.id, _J.c.state, _J.c.finished_at)
             .where(_J.c.type == type_, _J.c.state == "succeeded",

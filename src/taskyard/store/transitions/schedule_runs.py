@@ -89,7 +89,7 @@ class ScheduleRuns:
         # One statement for every tick job of the cycle. A key already taken (by a
         # re-created schedule's earlier run) is skipped by the unique index.
         inserted = conn.execute(
-            self.tx.dialect.upsert(_J).values(created_at=self.tx.now)
+            self.tx.driver.upsert(_J).values(created_at=self.tx.now)
             .on_conflict_do_nothing(index_elements=["dedup_key"],
                                     index_where=_J.c.dedup_key.is_not(None))
             .returning(_J.c.id, _J.c.schedule_name, _J.c.type, _J.c.dedup_key),
@@ -113,7 +113,7 @@ class ScheduleRuns:
                 .limit(bindparam("limit"))
             )
             # Concurrent steppers share the due schedules instead of queueing on them.
-            return self.tx.dialect.lock_rows(query, skip_locked=True, of=_S)
+            return self.tx.driver.lock_rows(query, skip_locked=True, of=_S)
 
         # Built once per store: this runs in every cycle's maintenance step.
         if now is None:

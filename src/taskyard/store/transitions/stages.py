@@ -58,7 +58,7 @@ class Stages:
             exists().where(_W.c.id == worker_id, _W.c.state == lit("active"),
                            _W.c.lease_expires_at >= self.tx.now)))
         # Hold off a concurrent expel or cancel until we commit.
-        current = self.tx.dialect.lock_rows(current, shared=True)
+        current = self.tx.driver.lock_rows(current, shared=True)
         if conn.execute(current).first() is None:
             return False
         key = (_S.c.job_id == job_id, _S.c.attempt == attempt, _S.c.name == name)

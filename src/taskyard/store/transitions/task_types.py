@@ -39,7 +39,7 @@ class TaskTypes:
         for spec in specs:
             self._put(spec)
         for name, description in (pools or {}).items():
-            stmt = self.tx.dialect.upsert(t.pools).values(
+            stmt = self.tx.driver.upsert(t.pools).values(
                 name=name, description=description, created_at=self.tx.now)
             self.tx.conn.execute(stmt.on_conflict_do_update(
                 index_elements=["name"], set_={"description": stmt.excluded.description}))
@@ -54,7 +54,7 @@ class TaskTypes:
                     f"task type {spec.name!r}: prerequisite type {prereq.type!r} does not exist"
                 )
         values = spec_to_row(spec)
-        stmt = self.tx.dialect.upsert(_T).values(**values, created_at=self.tx.now,
+        stmt = self.tx.driver.upsert(_T).values(**values, created_at=self.tx.now,
                                                  updated_at=self.tx.now)
         changes = {k: stmt.excluded[k] for k in values if k != "name"}
         conn.execute(stmt.on_conflict_do_update(
@@ -63,7 +63,7 @@ class TaskTypes:
 
     def ensure_pools(self, names: Iterable[str]) -> None:
         """Pools come into being when a worker or a type names them."""
-        insert = self.tx.dialect.upsert(t.pools)
+        insert = self.tx.driver.upsert(t.pools)
         for name in names:
             self.tx.conn.execute(insert.values(name=name, created_at=self.tx.now)
                                  .on_conflict_do_nothing(index_elements=["name"]))

@@ -7,7 +7,7 @@ default) or is refused (``"reject"``: Conflict naming the holder).
 
 Race-free: submitters serialise on each (type, key) before they look — PostgreSQL: a
 transaction-scoped advisory lock per key, taken in sorted order and kept until commit
-(:meth:`Dialect.serialize_on`); SQLite: write transactions are serial already — so of
+(:meth:`Driver.serialize_on`); SQLite: write transactions are serial already — so of
 two concurrent submitters one commits its job before the other looks.
 """
 
@@ -66,11 +66,11 @@ def find_duplicates(tx: Tx, subs: Sequence[JobSubmission]) -> Duplicates:
     for index, sub in enumerate(subs):
         check(sub, f"job {index}")
     keys = sorted({(s.type, s.unique_key or "") for s in subs if s.unique_key is not None})
-    if tx.joined and not tx.dialect.sees_commits_after_lock(tx.raw):
+    if tx.joined and not tx.driver.sees_commits_after_lock(tx.raw):
         raise InvalidInput("unique_key: the transaction must be READ COMMITTED (a snapshot "
                            "taken before the key's lock would not see its holder)")
     for type_name, key in keys:  # in one order: two batches never wait for each other
-        tx.dialect.serialize_on(tx.raw, json.dumps(["taskyard.unique", type_name, key]))
+        tx.driver.serialize_on(tx.raw, json.dumps(["taskyard.unique", type_name, key]))
     found = Duplicates()
     first: dict[tuple[str, str], int] = {}
     for index, sub in enumerate(subs):

@@ -51,12 +51,12 @@ class Workers:
             whole(capacity, "capacity")
         # Before anything is written: it waits for the submits that may not have seen
         # us, and they never wait for what we hold (no deadlock).
-        self.tx.dialect.pass_worker_gate(self.tx.raw)
+        self.tx.driver.pass_worker_gate(self.tx.raw)
         now = self.tx.now
         # Only one live worker per name (a partial unique index): a second one inserts
         # nothing, and the caller's transaction goes on.
         worker_id = self.tx.conn.execute(
-            self.tx.dialect.upsert(_W).values(
+            self.tx.driver.upsert(_W).values(
                 name=name, hostname=hostname, pid=pid, pools=dumps(list(pools)),
                 capacity=capacity, state="active", lease_expires_at=now + lease_seconds,
                 started_at=now, last_heartbeat_at=now)
@@ -135,7 +135,7 @@ class Workers:
         conn = self.tx.conn
         # Each job's losses after this one (core.lifecycle decides what counts), the
         # rows locked as the update below locks them.
-        found = conn.execute(self.tx.dialect.lock_rows(
+        found = conn.execute(self.tx.driver.lock_rows(
             select(_J.c.id, _J.c.state, _J.c.worker_losses)
             .where(_J.c.worker_id.in_(worker_ids), _J.c.state.in_(ACTIVE)))).all()
         by_losses: dict[int, list[int]] = defaultdict(list)
