@@ -29,7 +29,7 @@ from taskyard.api.yard import Yard
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
-from taskyard.store.migrate import downgrade
+from taskyard.store.schema.migrate import downgrade
 
 SLOTS_WORKERS, SLOTS_CAPACITY = 5, 10
 

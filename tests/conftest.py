@@ -21,8 +21,8 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from taskyard.store import MovableClock, Store, open_store
-from taskyard.store.dialects import make_engine
-from taskyard.store.migrate import upgrade
+from taskyard.store.driver import make_engine
+from taskyard.store.schema.migrate import upgrade
 
 # No per-example deadline: a time limit on a loaded 2-core machine is a timed assertion,
 # and fails for the machine's load, not for the code.

@@ -48,14 +48,15 @@ def test_a_sqlite_submit_loads_only_what_it_uses(tmp_path: Path) -> None:
         assert subprocess.run([sys.executable, "-m", "taskyard", *args], cwd=tmp_path,
                               capture_output=True, timeout=120, check=False).returncode == 0
     modules = _loaded(["submit", "t"], tmp_path)
-    assert _has(modules, "sqlalchemy") and _has(modules, "taskyard.store.jobs")  # it uses them
+    transitions = "taskyard.store.transitions."
+    assert _has(modules, "sqlalchemy") and _has(modules, transitions + "jobs")  # it uses them
     for unused in ("psycopg", "sqlalchemy.dialects.postgresql", "alembic", "yaml", "rich",
                    "fastapi", "pydantic", "starlette", "taskyard.api.http", "taskyard.sim",
                    "taskyard.worker", "taskyard.bridges", "taskyard.cli.graph_files",
                    # No live worker: no inline cycle, so none of its code (issue 20).
-                   "taskyard.scheduler", "taskyard.store.cycle", "taskyard.core.placement",
+                   "taskyard.scheduler", transitions + "cycle", "taskyard.core.placement",
                    # Aggregates are imported when a transaction first uses them.
-                   "taskyard.store.graphs", "taskyard.store.attempts", "taskyard.store.workers",
-                   "taskyard.store.schedules", "taskyard.store.retries", "taskyard.store.stages",
-                   "taskyard.store.migrate", "taskyard.model.schedules"):
+                   *(transitions + name for name in ("graphs", "attempts", "workers",
+                                                     "schedules", "retries", "stages")),
+                   "taskyard.store.schema.migrate", "taskyard.model.schedules"):
         assert not _has(modules, unused), unused

@@ -21,7 +21,7 @@ from taskyard.api.yard import Yard
 from taskyard.bridges.amqp_link import Outgoing
 from taskyard.bridges.publisher import Publisher
 from taskyard.model.records import ClaimedJob
-from taskyard.store.events import START
+from taskyard.store.transitions.events import START
 
 GRAPH_EXCHANGES = [f"v1/scheduler:task-graph-{s}" for s in ("running", "blocked", "finished")]
 JOB_EXCHANGES = [f"v1/scheduler:job-{s}"

@@ -10,7 +10,7 @@ import httpx
 from http_helpers import Api
 from http_helpers import taskyard as run_taskyard
 
-from taskyard.store.tokens import list_tokens
+from taskyard.store.transitions.tokens import list_tokens
 
 # The contract: read GETs; write submits, cancels, retries; admin declares.
 ADMIN_PATHS = ("/api/v1/task-types", "/api/v1/apply", "/api/v1/schedules", "/api/v1/tokens",

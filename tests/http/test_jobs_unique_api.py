@@ -1,6 +1,6 @@
 """``POST /api/v1/jobs`` with ``unique_key``, ``unique_for`` and ``on_duplicate``: the
 rules and errors of the Python API's ``unique_key=`` and ``taskyard submit --unique-key``
-(store/unique_jobs.py), on both stores."""
+(store/transitions/unique_jobs.py), on both stores."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from conftest import Cluster
-from taskyard.store.dialects.sqlite_locks import write_lock_path_for
+from taskyard.store.sqlite.locks import write_lock_path_for
 
 
 def _worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from tcp_proxy import TcpProxy
 
 from conftest import Cluster
-from taskyard.store.dialects.sqlite_locks import write_lock_path_for
+from taskyard.store.sqlite.locks import write_lock_path_for
 
 LEASE = 3.0
 

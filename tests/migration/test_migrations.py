@@ -8,9 +8,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
-from taskyard.store.dialects import make_engine
-from taskyard.store.migrate import current_revision, downgrade, upgrade
+from taskyard.store.driver import make_engine
 from taskyard.store.schema import metadata
+from taskyard.store.schema.migrate import current_revision, downgrade, upgrade
 
 
 def _shape(engine: Engine) -> dict[str, object]:

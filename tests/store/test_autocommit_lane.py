@@ -1,5 +1,5 @@
 """PostgreSQL: units of one statement (``Store.alone``: a submit while no worker is live)
-run on the dialect's lane (store/dialects/pg_lane.py), one connection kept in
+run on the dialect's lane (store/postgresql/lane.py), one connection kept in
 autocommit: reused from unit to unit; a pooled one when another thread has it; replaced
 when the server ended it; never left in autocommit for the pool's other users; set to
 the movable clock's offset of the moment; never shared with a forked child; given back
@@ -16,7 +16,7 @@ from sqlalchemy import text
 from taskyard.api.yard import Yard
 from taskyard.store import Store
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects.pg_lane import Lane
+from taskyard.store.postgresql.lane import Lane
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def _backend_pid(store: Store) -> int:
 
 
 def _lane(store: Store) -> Lane:
-    lane = store.dialect._lane  # type: ignore[attr-defined]
+    lane = store.driver._lane  # type: ignore[attr-defined]
     assert isinstance(lane, Lane)
     return lane
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from taskyard.store import Store, open_store
-from taskyard.store.events import Event
+from taskyard.store.transitions.events import Event
 
 WAIT = 60.0
 """Seconds a handshake between the threads may take at most (a generous deadline)."""

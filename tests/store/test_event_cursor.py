@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store import MovableClock, Store
-from taskyard.store.events import START, EventCursor, EventPage
+from taskyard.store.transitions.events import START, EventCursor, EventPage
 
 
 def _submit(store: Store, n: int = 1) -> list[int]:

@@ -18,7 +18,7 @@ from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.scheduler.cycle import _last_maintenance, maintenance_waits, schedule
 from taskyard.store import Store, open_store
 from taskyard.store.clock import MovableClock
-from taskyard.store.jobs import Jobs
+from taskyard.store.transitions.jobs import Jobs
 
 
 @pytest.fixture

@@ -394,7 +394,7 @@ def test_limits_are_configurable(db_url: str, monkeypatch: pytest.MonkeyPatch) -
 def test_a_graph_past_the_bulk_insert_threshold_keeps_every_rule(store_g: Store) -> None:
     # More jobs and edges than BULK_MIN_ROWS: the bulk path for both (COPY on PostgreSQL,
     # 1000-row statements and the rest row by row on SQLite).
-    from taskyard.store.raw import BULK_MIN_ROWS
+    from taskyard.store.cursor import BULK_MIN_ROWS
 
     n = BULK_MIN_ROWS + 500
     tasks: dict[str, Any] = {"root": {"type": "step", "args": {"k": 1}}}
@@ -433,7 +433,7 @@ def test_a_graph_past_the_bulk_insert_threshold_keeps_every_rule(store_g: Store)
 def test_a_bad_task_late_in_a_bulk_graph_writes_nothing(store_g: Store) -> None:
     # The lock template is rendered while the rows stream into COPY (PostgreSQL): a
     # task without the arg it names still rejects the whole graph, naming the task.
-    from taskyard.store.raw import BULK_MIN_ROWS
+    from taskyard.store.cursor import BULK_MIN_ROWS
 
     store_g.task_types.put(TaskTypeSpec("locked", "shell:true", locks=("project:{p}",)))
     tasks: dict[str, Any] = {f"t{i}": {"type": "locked", "args": {"p": i}}

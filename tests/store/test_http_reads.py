@@ -1,4 +1,4 @@
-"""The store reads added for the HTTP API (store/job_pages.py, event_pages.py,
+"""The store reads added for the HTTP API (store/reads/job_pages.py, event_pages.py,
 metrics.py, tokens.py), on both stores."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store import Store
 from taskyard.store import schema as t
-from taskyard.store.job_pages import list_job_page, states_by_graph
-from taskyard.store.metrics import jobs_by_state, pending_by_type, recent_endings
-from taskyard.store.tokens import create_token, find_token, list_tokens, revoke_token
+from taskyard.store.reads.job_pages import list_job_page, states_by_graph
+from taskyard.store.reads.metrics import jobs_by_state, pending_by_type, recent_endings
+from taskyard.store.transitions.tokens import create_token, find_token, list_tokens, revoke_token
 
 
 def _events(store: Store, stamps: list[tuple[int, float]]) -> None:

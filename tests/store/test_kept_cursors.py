@@ -1,5 +1,5 @@
 """PostgreSQL units of work reuse the cursor kept with their pooled connection
-(store/raw.py: psycopg caches per cursor how it sends each parameter type); the cursor
+(store/cursor.py: psycopg caches per cursor how it sends each parameter type); the cursor
 holds no result once its unit has ended, and a connection the pool replaced gets a new
 one. SQLite units close their own cursor (Tx.close, the h500 fix)."""
 
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from taskyard.store import Store
-from taskyard.store.dialects import normalize_url
+from taskyard.store.driver import normalize_url
 
 
 def _cursor_of_a_unit(store: Store) -> tuple[Any, Any]:

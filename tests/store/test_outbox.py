@@ -7,7 +7,7 @@ from tests.store.driver import drive
 from taskyard.api.yard import Yard
 from taskyard.core.amqp import JobFacts
 from taskyard.store import Store
-from taskyard.store.events import START, EventCursor
+from taskyard.store.transitions.events import START, EventCursor
 
 
 def test_a_follower_starts_before_every_event_and_only_moves_forward(store: Store) -> None:

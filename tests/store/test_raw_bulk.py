@@ -8,14 +8,14 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from taskyard.store.dialects import dialect_for, make_engine
-from taskyard.store.dialects.sqlite import NOW_SQL
-from taskyard.store.dialects.sqlite_rows import insert_values
-from taskyard.store.raw import BULK_MIN_ROWS, Raw
+from taskyard.store.cursor import BULK_MIN_ROWS, Cursor
+from taskyard.store.driver import driver_for, make_engine
+from taskyard.store.sqlite.driver import NOW_SQL
+from taskyard.store.sqlite.rows import insert_values
 
 
-def _raw(conn: object, url: str) -> Raw:
-    return Raw(conn, dialect_for(url), NOW_SQL)  # type: ignore[arg-type]
+def _raw(conn: object, url: str) -> Cursor:
+    return Cursor(conn, driver_for(url), NOW_SQL)  # type: ignore[arg-type]
 
 
 def test_bulk_rows_keep_their_order_values_and_types(tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def test_pg_refuses_any_change_of_a_key_column(chain: tuple[Store, int, int, int
 def test_pg_bulk_copy_of_edges_is_checked(chain: tuple[Store, int, int, int]) -> None:
     store, a, _, c = chain
     _pg_only(store)
-    # The bulk path of a large graph writes its edges with COPY (store/raw.py).
+    # The bulk path of a large graph writes its edges with COPY (store/cursor.py).
     import psycopg
     url = store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(url) as conn, conn.cursor() as cursor, pytest.raises(

@@ -6,7 +6,7 @@ from driver import drive
 
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store import Store
-from taskyard.store.retention import prune
+from taskyard.store.transitions.retention import prune
 
 
 def test_prune_removes_old_finished_work_and_keeps_what_is_needed(store: Store) -> None:

@@ -17,7 +17,7 @@ from taskyard.model.records import ClaimedJob, JobSubmission, TaskTypeSpec
 from taskyard.sim import simulate
 from taskyard.sim.replay import replay_scenario
 from taskyard.store import Store
-from taskyard.store.history import read_history
+from taskyard.store.reads.history import read_history
 
 GRAPH = {"tasks": {"build": {"type": "work"}, "test": {"type": "work", "requires": ["build"]},
                    "ship": {"type": "work", "requires": [{"label": "test", "on": "always"}]}}}

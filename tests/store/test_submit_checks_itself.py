@@ -1,5 +1,5 @@
 """PostgreSQL: a one-job submit in autocommit (``Jobs.submit_alone``) makes the jobs
-insert trigger's reference check itself (store/dialects/pg_submit.py), so the trigger is
+insert trigger's reference check itself (store/postgresql/submit.py), so the trigger is
 not called for it (pg_references.CHECKED_SETTING). The check must hold as the trigger's
 does: its task type locked ``FOR KEY SHARE`` (a delete of the type in flight waits, or
 is waited for and then seen), and the trigger still called for every other insert,

@@ -18,7 +18,7 @@ from taskyard.api.yard import Yard
 from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle, schedule
 from taskyard.store import MovableClock, Store, open_store
-from taskyard.store.dialects import normalize_url
+from taskyard.store.driver import normalize_url
 from taskyard.worker.reports import report_batch
 
 HANDLER = "python:tests.handlers_for_tests:echo"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from taskyard.store.graph_rows import gc_paused
+from taskyard.store.schema.graph_rows import gc_paused
 
 
 def test_collection_resumes_only_after_the_last_overlapping_pause() -> None:

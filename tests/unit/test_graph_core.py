@@ -23,7 +23,7 @@ from taskyard.core.graph import (
     substitute_results,
 )
 from taskyard.core.limits import Limits
-from taskyard.store.graph_rows import definition_hash
+from taskyard.store.schema.graph_rows import definition_hash
 
 
 def known(name: str) -> bool:

@@ -367,7 +367,7 @@ class Yard:
 
         return schedule(self.store, holder="api")
 
-    # Schedules (store/schedules.py); the CLI's `schedule` group calls these.
+    # Schedules (store/transitions/schedules.py); the CLI's `schedule` group calls these.
     def add_schedule(self, name: str, type: str | Callable[..., Any],
                      **options: Any) -> ScheduleRecord:
         """Create (or with ``replace=True`` redefine) a schedule of a task type (a name or

@@ -22,7 +22,7 @@ from taskyard.bridges.amqp_link import AmqpLink, LinkError, Outgoing
 from taskyard.bridges.amqp_messages import fact_keys, outgoing
 from taskyard.core.amqp import TOPICS, exchange_for
 from taskyard.store import Listener, Store, open_store
-from taskyard.store.events import EVENTS_CHANNEL, EventCursor
+from taskyard.store.transitions.events import EVENTS_CHANNEL, EventCursor
 
 log = logging.getLogger("taskyard.publisher")
 BATCH = 500

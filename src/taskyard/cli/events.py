@@ -15,7 +15,7 @@ from taskyard.model.records import EventRecord
 
 if TYPE_CHECKING:
     from taskyard.api.http.feed import EventFeed, EventFilter, FeedPage
-    from taskyard.store.events import EventCursor
+    from taskyard.store.transitions.events import EventCursor
 
 
 def since_epoch(text: str, now: float) -> float:

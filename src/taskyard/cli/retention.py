@@ -17,7 +17,7 @@ from taskyard.cli.output import json_option, print_json
 def prune(state: State, older_than: float, dry_run: bool, as_json: bool) -> None:
     """Delete jobs that ended before the cutoff (with attempts, stages and edges), their
     empty graphs, and older events. Jobs still needed by unfinished work are kept."""
-    from taskyard.store.retention import prune as prune_store  # noqa: PLC0415 - start-up
+    from taskyard.store.transitions.retention import prune as prune_store  # noqa: PLC0415 - start-up
 
     report = prune_store(state.yard.store, older_than, dry_run=dry_run)
     if as_json:

@@ -89,7 +89,7 @@ def _replay(url: str, since: float, sizes: dict[str, tuple[int, int | None]]
     from taskyard.sim.replay import replay_scenario  # noqa: PLC0415
     from taskyard.store import open_store  # noqa: PLC0415
     from taskyard.store.diagnosis import check_url  # noqa: PLC0415
-    from taskyard.store.history import read_history  # noqa: PLC0415
+    from taskyard.store.reads.history import read_history  # noqa: PLC0415
 
     try:
         check_url(url, "simulate")

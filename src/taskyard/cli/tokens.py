@@ -33,7 +33,7 @@ def create(state: State, name: str, scope: str) -> None:
 @click.pass_obj
 def list_(state: State, as_json: bool) -> None:
     """Tokens (never their secrets), revoked ones included."""
-    from taskyard.store.tokens import list_tokens  # noqa: PLC0415 - start-up time
+    from taskyard.store.transitions.tokens import list_tokens  # noqa: PLC0415 - start-up time
 
     found = list_tokens(state.yard.store)
     if as_json:
@@ -49,7 +49,7 @@ def list_(state: State, as_json: bool) -> None:
 @click.pass_obj
 def revoke(state: State, name: str) -> None:
     """Revoke the live token NAME (at once, on every server)."""
-    from taskyard.store.tokens import revoke_token  # noqa: PLC0415 - start-up time
+    from taskyard.store.transitions.tokens import revoke_token  # noqa: PLC0415 - start-up time
 
     revoke_token(state.yard.store, name)
     click.echo(f"token {name} revoked")

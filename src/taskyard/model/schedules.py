@@ -1,8 +1,8 @@
 """What a schedule is: its validated definition and its stored record.
 
 Validation here needs no database (the task type is checked by the store);
-:mod:`taskyard.store.schedules` writes schedules and
-:mod:`taskyard.store.schedule_runs` runs them.
+:mod:`taskyard.store.transitions.schedules` writes schedules and
+:mod:`taskyard.store.transitions.schedule_runs` runs them.
 """
 
 from __future__ import annotations

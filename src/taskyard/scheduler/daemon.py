@@ -12,7 +12,7 @@ from collections.abc import Callable
 from taskyard.core.durations import duration_text
 from taskyard.scheduler.cycle import CycleReport, schedule
 from taskyard.store import Listener, Store
-from taskyard.store.retention import prune
+from taskyard.store.transitions.retention import prune
 
 log = logging.getLogger("taskyard.scheduler")
 RATE_SLACK = 0.005

@@ -7,8 +7,8 @@ from taskyard.core.explain import Reason, explain_candidate
 from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
-from taskyard.store.cycle import SCAN_LIMIT
-from taskyard.store.explain import job_place, open_parents
+from taskyard.store.reads.explain import job_place, open_parents
+from taskyard.store.transitions.cycle import SCAN_LIMIT
 
 EXPLAIN_PAGE = 1000
 

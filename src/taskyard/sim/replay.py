@@ -23,7 +23,7 @@ from taskyard.core.states import AttemptState
 from taskyard.sim.distributions import DurationSpec
 from taskyard.sim.recorded import RecordedJob
 from taskyard.sim.scenario import Scenario, SchedulerSpec, TypeSpec, WorkerGroup
-from taskyard.store.history import HistoricJob, History
+from taskyard.store.reads.history import HistoricJob, History
 
 _OUTCOMES = {s.value: s for s in (AttemptState.SUCCEEDED, AttemptState.FAILED,
                                   AttemptState.ERROR, AttemptState.CANCELED)}

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import Listener
+from taskyard.store.driver import Listener
 from taskyard.store.store import Store
 from taskyard.store.unit import Tx
 
 if TYPE_CHECKING:
-    from taskyard.store.cycle import CycleTx
+    from taskyard.store.transitions.cycle import CycleTx
 
 
 def open_store(url: str, *, clock: MovableClock | None = None) -> Store:
@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
     # The cycle's module (and the placement logic under it) is imported on first use:
     # a CLI submit that runs no cycle never loads it (start-up time).
     if name == "CycleTx":
-        from taskyard.store.cycle import CycleTx  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up time
 
         return CycleTx
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

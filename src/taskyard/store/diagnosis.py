@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from taskyard.model.errors import DatabaseUrlError, NoDatabase, UnsupportedDatabase
-from taskyard.store.dialects import normalize_url
+from taskyard.store.driver import normalize_url
 
 CREATING_COMMANDS = frozenset({"init", "up"})
 """Commands that create a missing SQLite file (every other one needs it to exist)."""
@@ -137,8 +137,8 @@ def _schema_advice(url: str, where: str) -> str | None:
     # Imported here: Alembic is slow to import and only this failure needs it.
     from alembic.script import ScriptDirectory  # noqa: PLC0415
 
-    from taskyard.store.dialects import make_engine  # noqa: PLC0415
-    from taskyard.store.migrate import MIGRATIONS, current_revision  # noqa: PLC0415
+    from taskyard.store.driver import make_engine  # noqa: PLC0415
+    from taskyard.store.schema.migrate import MIGRATIONS, current_revision  # noqa: PLC0415
 
     engine = make_engine(url)
     try:

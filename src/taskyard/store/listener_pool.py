@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-from taskyard.store.dialects import Listener
+from taskyard.store.driver import Listener
 
 KEEP = 2
 """Paused listeners kept per channel; more waits at once open more, closed after."""

@@ -27,26 +27,26 @@ from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
 from taskyard.store.clock import MovableClock
-from taskyard.store.dialects import Dialect, Listener, dialect_for, normalize_url
-from taskyard.store.dialects.results import FIRST_PAGE
+from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
+from taskyard.store.driver.results import FIRST_PAGE
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.marks import kind_of
 from taskyard.store.unit import Tx, aggregate_class
 
 if TYPE_CHECKING:
-    from taskyard.store.aging import Aging
-    from taskyard.store.attempts import Attempts
-    from taskyard.store.cycle import Basis, CycleTx
-    from taskyard.store.events import Events
-    from taskyard.store.graphs import Graphs
-    from taskyard.store.jobs import Jobs
-    from taskyard.store.outbox import Outbox
-    from taskyard.store.retries import Retries
-    from taskyard.store.schedule_runs import ScheduleRuns
-    from taskyard.store.schedules import Schedules
-    from taskyard.store.stages import Stages
-    from taskyard.store.task_types import TaskTypes
-    from taskyard.store.workers import Workers
+    from taskyard.store.transitions.aging import Aging
+    from taskyard.store.transitions.attempts import Attempts
+    from taskyard.store.transitions.cycle import Basis, CycleTx
+    from taskyard.store.transitions.events import Events
+    from taskyard.store.transitions.graphs import Graphs
+    from taskyard.store.transitions.jobs import Jobs
+    from taskyard.store.transitions.outbox import Outbox
+    from taskyard.store.transitions.retries import Retries
+    from taskyard.store.transitions.schedule_runs import ScheduleRuns
+    from taskyard.store.transitions.schedules import Schedules
+    from taskyard.store.transitions.stages import Stages
+    from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.workers import Workers
 
 
 class Store:
@@ -57,13 +57,13 @@ class Store:
     def __init__(self, url: str, *, clock: MovableClock | None = None,
                  engine: Engine | None = None) -> None:
         self.url = url
-        self.dialect: Dialect = dialect_for(url)
-        self.backend = self.dialect.name
+        self.driver: Driver = driver_for(url)
+        self.backend = self.driver.name
         """``sqlite`` or ``postgresql``."""
         self.clock = clock
-        self.now_sql = self.dialect.now_sql(clock)
+        self.now_sql = self.driver.now_sql(clock)
         self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
-        self.engine = engine or self.dialect.make_engine(normalize_url(url), clock)
+        self.engine = engine or self.driver.make_engine(normalize_url(url), clock)
         self.spec_cache: dict[str, Any] = {}
         """Task types read by one-job submits, with the versions of their rows
         (dialects/spec_cache.py: pg_submit, sqlite_submit)."""
@@ -73,7 +73,7 @@ class Store:
         self._pools_lock = threading.Lock()
         self.no_worker_seen: bool | None = None
         """The last look here (a submit, a cycle) found no live worker: the next submit
-        checks before its inline cycle (SQLite: Dialect.worth_a_cycle), or tries
+        checks before its inline cycle (SQLite: Driver.worth_a_cycle), or tries
         :meth:`alone` first (PostgreSQL: one statement in autocommit, Jobs.submit_alone).
         While workers are live, the latency path pays for no such check. None: no look
         yet; SQLite checks too (a CLI submit, one per process, then runs no cycle and
@@ -106,7 +106,7 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
-        with self.dialect.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+        with self.driver.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
             yield tx
             tx.finish()
 
@@ -114,7 +114,7 @@ class Store:
     def submit_alone_first(self) -> bool:
         """Whether a single submit should try :meth:`alone` first: the dialect writes a
         submit in one statement (PostgreSQL) and the last look found no live worker."""
-        return self.no_worker_seen is True and self.dialect.submits_alone
+        return self.no_worker_seen is True and self.driver.submits_alone
 
     @contextlib.contextmanager
     def alone(self) -> Iterator[Tx]:
@@ -122,7 +122,7 @@ class Store:
         statement costs one round trip, no ``BEGIN`` nor ``COMMIT``. For a unit of one
         statement only (a submit while no worker is live, Jobs.submit_alone); nothing is
         left to its end."""
-        with self.dialect.alone(self.engine, self.clock) as conn, contextlib.closing(
+        with self.driver.alone(self.engine, self.clock) as conn, contextlib.closing(
                 Tx(self, conn)) as tx:
             yield tx
 
@@ -135,7 +135,7 @@ class Store:
         wake-ups) is written when the block ends, and published by the caller's commit —
         or never, if the caller rolls back. It never runs the scheduling cycle (which
         would hold the global lock until the caller commits): the scheduler is woken."""
-        with self.dialect.join(connection, self.clock) as conn, contextlib.closing(
+        with self.driver.join(connection, self.clock) as conn, contextlib.closing(
                 Tx(self, conn, joined=True)) as tx:
             yield tx
             tx.finish()
@@ -143,13 +143,13 @@ class Store:
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction (one snapshot for its statements)."""
-        with self.dialect.read(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+        with self.driver.read(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
             yield tx
 
     @contextlib.contextmanager
     def read_each(self) -> Iterator[Tx]:
         """Reads that need no snapshot shared between them (a worker's wake-up path)."""
-        with self.dialect.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
+        with self.driver.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
             yield tx
 
     def transaction(self, kind: str) -> contextlib.AbstractContextManager[Tx]:
@@ -161,10 +161,10 @@ class Store:
     def cycle(self) -> Iterator[CycleTx | None]:
         """One scheduling cycle in a transaction of its own, under the global lock;
         None when another caller holds the lock."""
-        if self.dialect.writes_one_at_a_time:
+        if self.driver.writes_one_at_a_time:
             # Lock first, then the write transaction: a caller that cannot have the
             # cycle must not queue for the write lock.
-            with self.dialect.cycle_lock(None) as held:
+            with self.driver.cycle_lock(None) as held:
                 if not held:
                     yield None
                     return
@@ -184,13 +184,13 @@ class Store:
     def init_schema(self) -> None:
         """Create or migrate the schema to the latest version (idempotent)."""
         # Imported here: Alembic is slow to import and only init needs it.
-        from taskyard.store.migrate import upgrade  # noqa: PLC0415
+        from taskyard.store.schema.migrate import upgrade  # noqa: PLC0415
 
         upgrade(self.engine)
 
     def listener(self, channel: str) -> Listener:
         """Wake-ups for ``channel``: ``scheduler`` or ``worker.<id>``."""
-        return self.dialect.listener(channel)
+        return self.driver.listener(channel)
 
     def borrow_listener(self, channel: str) -> contextlib.AbstractContextManager[Listener]:
         """A listener on ``channel`` for one wait, lent from a pool that keeps a few
@@ -203,7 +203,7 @@ class Store:
 
     def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
         """The jobs that wake-ups carried to a worker (None: it must read them)."""
-        return self.dialect.jobs_in_wakeups(payloads)
+        return self.driver.jobs_in_wakeups(payloads)
 
     def close(self) -> None:
         """Release every pooled connection and the dialect's locks."""
@@ -211,7 +211,7 @@ class Store:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
-        self.dialect.close()
+        self.driver.close()
         self.engine.dispose()
 
     # -- one operation, one transaction (see OneShot) ------------------------------------

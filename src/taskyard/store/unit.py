@@ -23,26 +23,26 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from taskyard.store.raw import Raw
+from taskyard.store.cursor import Cursor
 
 if TYPE_CHECKING:
-    from taskyard.store.aging import Aging
-    from taskyard.store.attempts import Attempts
-    from taskyard.store.cycle import CycleTx
-    from taskyard.store.events import Events
-    from taskyard.store.graphs import Graphs
-    from taskyard.store.jobs import Jobs
-    from taskyard.store.outbox import Outbox
-    from taskyard.store.prereqs import Prerequisites
-    from taskyard.store.rate_starts import RateStarts
-    from taskyard.store.resolution import Resolution
-    from taskyard.store.retries import Retries
-    from taskyard.store.schedule_runs import ScheduleRuns
-    from taskyard.store.schedules import Schedules
-    from taskyard.store.stages import Stages
     from taskyard.store.store import Store
-    from taskyard.store.task_types import TaskTypes
-    from taskyard.store.workers import Workers
+    from taskyard.store.transitions.aging import Aging
+    from taskyard.store.transitions.attempts import Attempts
+    from taskyard.store.transitions.cycle import CycleTx
+    from taskyard.store.transitions.dependents import Resolution
+    from taskyard.store.transitions.events import Events
+    from taskyard.store.transitions.graphs import Graphs
+    from taskyard.store.transitions.jobs import Jobs
+    from taskyard.store.transitions.outbox import Outbox
+    from taskyard.store.transitions.prerequisites import Prerequisites
+    from taskyard.store.transitions.rate_starts import RateStarts
+    from taskyard.store.transitions.retries import Retries
+    from taskyard.store.transitions.schedule_runs import ScheduleRuns
+    from taskyard.store.transitions.schedules import Schedules
+    from taskyard.store.transitions.stages import Stages
+    from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.workers import Workers
 
 
 class Tx:
@@ -54,13 +54,13 @@ class Tx:
         self.joined = joined
         """The transaction is a caller's own (see :meth:`Store.joined`): this unit of work
         never begins, commits or ends it."""
-        self.dialect = store.dialect
+        self.driver = store.driver
         self.now = store.now_expr
         """The database clock, as an SQL expression."""
         self.ahead: Any = None
         """PostgreSQL: the cycle's first reads, made by a submit's statement that also
         tried the cycle lock (see :meth:`cycle`)."""
-        self._raw: Raw | None = None
+        self._raw: Cursor | None = None
         self._steps: list[Callable[[], None]] = []
         self._channels: dict[str, None] = {}
         self.placeable = True
@@ -71,11 +71,11 @@ class Tx:
         it with its insert (dialects/pg_placed.py); :meth:`write_deferred` writes it."""
 
     @property
-    def raw(self) -> Raw:
+    def raw(self) -> Cursor:
         """A cursor for the hot path's hand-written statements, in this transaction."""
         if self._raw is None:
-            self._raw = Raw(self.conn, self.dialect, self.store.now_sql,
-                            keep=self.dialect.keeps_cursors and not self.joined)
+            self._raw = Cursor(self.conn, self.driver, self.store.now_sql,
+                            keep=self.driver.keeps_cursors and not self.joined)
         return self._raw
 
     def statement(self, key: str, build: Callable[[], Any]) -> Any:
@@ -107,7 +107,7 @@ class Tx:
         if "events" in self.__dict__:
             self.events.flush()
         if self._channels:
-            self.dialect.notify(self.raw, list(self._channels))
+            self.driver.notify(self.raw, list(self._channels))
             self._channels.clear()
 
     def close(self) -> None:
@@ -140,15 +140,15 @@ class Tx:
         elif ahead is not None:
             held = contextlib.nullcontext(ahead.held)
         else:
-            held = self.dialect.cycle_lock(self.raw)
+            held = self.driver.cycle_lock(self.raw)
         with held as ours:
             if not ours:
                 yield None
                 return
-            from taskyard.store.cycle import CycleTx  # noqa: PLC0415 - start-up time
+            from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up time
 
             # PostgreSQL's lock statement also turned the planner's scans off.
-            cycle = CycleTx(self, ahead, scans_off=not locked and self.dialect.lock_scans_off)
+            cycle = CycleTx(self, ahead, scans_off=not locked and self.driver.lock_scans_off)
             yield cycle
             cycle.finish()
 
@@ -158,93 +158,96 @@ class Tx:
 
     @cached_property
     def aging(self) -> Aging:
-        from taskyard.store.aging import Aging  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.aging import Aging  # noqa: PLC0415 - start-up time
 
         return Aging(self)
 
     @cached_property
     def attempts(self) -> Attempts:
-        from taskyard.store.attempts import Attempts  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.attempts import Attempts  # noqa: PLC0415 - start-up time
 
         return Attempts(self)
 
     @cached_property
     def events(self) -> Events:
-        from taskyard.store.events import Events  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.events import Events  # noqa: PLC0415 - start-up time
 
         return Events(self)
 
     @cached_property
     def graphs(self) -> Graphs:
-        from taskyard.store.graphs import Graphs  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.graphs import Graphs  # noqa: PLC0415 - start-up time
 
         return Graphs(self)
 
     @cached_property
     def jobs(self) -> Jobs:
-        from taskyard.store.jobs import Jobs  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.jobs import Jobs  # noqa: PLC0415 - start-up time
 
         return Jobs(self)
 
     @cached_property
     def outbox(self) -> Outbox:
-        from taskyard.store.outbox import Outbox  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.outbox import Outbox  # noqa: PLC0415 - start-up time
 
         return Outbox(self)
 
     @cached_property
     def prereqs(self) -> Prerequisites:
-        from taskyard.store.prereqs import Prerequisites  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.prerequisites import Prerequisites  # noqa: PLC0415 - start-up time
 
         return Prerequisites(self)
 
     @cached_property
     def rate_starts(self) -> RateStarts:
-        from taskyard.store.rate_starts import RateStarts  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.rate_starts import RateStarts  # noqa: PLC0415 - start-up time
 
         return RateStarts(self)
 
     @cached_property
     def resolution(self) -> Resolution:
-        from taskyard.store.resolution import Resolution  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.dependents import Resolution  # noqa: PLC0415 - start-up time
 
         return Resolution(self)
 
     @cached_property
     def retries(self) -> Retries:
-        from taskyard.store.retries import Retries  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.retries import Retries  # noqa: PLC0415 - start-up time
 
         return Retries(self)
 
     @cached_property
     def schedule_runs(self) -> ScheduleRuns:
-        from taskyard.store.schedule_runs import ScheduleRuns  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.schedule_runs import ScheduleRuns  # noqa: PLC0415 - start-up time
 
         return ScheduleRuns(self)
 
     @cached_property
     def schedules(self) -> Schedules:
-        from taskyard.store.schedules import Schedules  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.schedules import Schedules  # noqa: PLC0415 - start-up time
 
         return Schedules(self)
 
     @cached_property
     def stages(self) -> Stages:
-        from taskyard.store.stages import Stages  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.stages import Stages  # noqa: PLC0415 - start-up time
 
         return Stages(self)
 
     @cached_property
     def task_types(self) -> TaskTypes:
-        from taskyard.store.task_types import TaskTypes  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
 
         return TaskTypes(self)
 
     @cached_property
     def workers(self) -> Workers:
-        from taskyard.store.workers import Workers  # noqa: PLC0415 - start-up time
+        from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
 
         return Workers(self)
+
+
+_MODULES = {"resolution": "dependents", "prereqs": "prerequisites"}
 
 
 def aggregate_class(name: str) -> type:
@@ -254,4 +257,5 @@ def aggregate_class(name: str) -> type:
     if not isinstance(prop, cached_property):
         raise KeyError(name)
     cls: str = prop.func.__annotations__["return"]
-    return getattr(importlib.import_module(f"taskyard.store.{name}"), cls)  # type: ignore[no-any-return]
+    module = importlib.import_module(f"taskyard.store.transitions.{_MODULES.get(name, name)}")
+    return getattr(module, cls)  # type: ignore[no-any-return]

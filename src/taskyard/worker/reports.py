@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from taskyard.model.records import Assignment, Outcome, Started
 from taskyard.store import CycleTx, Store
-from taskyard.store.attempts import FETCH_LIMIT
+from taskyard.store.transitions.attempts import FETCH_LIMIT
 
 Key = tuple[int, int]
 Placer = Callable[[CycleTx], object]

@@ -15,7 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from taskyard.api.http.errors import ApiError
 from taskyard.api.http.tokens import TokenChecker, scope_allows
-from taskyard.store.tokens import TokenRecord
+from taskyard.store.transitions.tokens import TokenRecord
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `taskyard token create`.")
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}

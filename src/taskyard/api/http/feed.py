@@ -3,7 +3,7 @@
 Everything that follows the event log — the SSE stream, ``taskyard events --follow``,
 ``taskyard job logs --follow`` and the dashboard through the stream — goes through
 :class:`EventFeed`. Reads go in commit order with the store's event cursor
-(``store/events.py``: on PostgreSQL no event committed late is ever passed); waits are
+(``store/transitions/events.py``: on PostgreSQL no event committed late is ever passed); waits are
 woken by the ``events`` channel, which every transaction that writes events notifies
 (LISTEN/NOTIFY on PostgreSQL). A slow safety timeout covers the one case no write
 announces: events held back until an older transaction on the server ends.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from taskyard.core.routing import topic_matches
 from taskyard.model.records import EventRecord
 from taskyard.store import Listener, Store
-from taskyard.store.events import START, EventCursor
+from taskyard.store.transitions.events import START, EventCursor
 
 log = logging.getLogger("taskyard.http")
 PAGE = 1000

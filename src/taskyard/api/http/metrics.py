@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from taskyard.api.yard import Yard
 from taskyard.scheduler.cycle import CycleReport
-from taskyard.store.metrics import (
+from taskyard.store.reads.metrics import (
     first_starts_after,
     jobs_by_state,
     last_event_id,

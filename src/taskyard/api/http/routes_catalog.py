@@ -24,7 +24,7 @@ from taskyard.api.http.schemas import (
 )
 from taskyard.core.durations import parse_duration
 from taskyard.model.errors import InvalidInput, NotFound
-from taskyard.store.retention import prune as prune_store
+from taskyard.store.transitions.retention import prune as prune_store
 
 router = APIRouter(prefix="/api/v1", tags=["task types and schedules"])
 Name = Annotated[str, Path(min_length=1, max_length=200)]

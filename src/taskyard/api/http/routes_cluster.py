@@ -17,8 +17,8 @@ from taskyard.api.http.schemas import (
     WorkerListOut,
 )
 from taskyard.api.http.views import graphs_json
-from taskyard.store.metrics import jobs_by_state, recent_endings
-from taskyard.store.tokens import TokenRecord
+from taskyard.store.reads.metrics import jobs_by_state, recent_endings
+from taskyard.store.transitions.tokens import TokenRecord
 
 router = APIRouter(tags=["cluster"])
 WINDOW = 300.0

@@ -13,7 +13,7 @@ from taskyard.api.http.errors import ApiError
 from taskyard.api.http.feed import EventFilter
 from taskyard.api.http.schemas import ID_MAX, EventListOut
 from taskyard.api.http.sse import event_stream
-from taskyard.store.events import EventCursor
+from taskyard.store.transitions.events import EventCursor
 
 router = APIRouter(prefix="/api/v1/events", tags=["events"], dependencies=[READ])
 Pattern = Annotated[str | None, Query(max_length=400, description=(

@@ -15,7 +15,7 @@ from taskyard.api.http.errors import ApiError
 from taskyard.api.http.schemas import ID_MAX, EdgeListOut, GraphIn, GraphListOut, GraphOut
 from taskyard.api.http.views import graph_json, graphs_json
 from taskyard.api.yard import Yard
-from taskyard.store.job_pages import graph_edges
+from taskyard.store.reads.job_pages import graph_edges
 
 router = APIRouter(prefix="/api/v1/graphs", tags=["graphs"])
 GraphId = Annotated[int, Path(ge=1, le=ID_MAX, description="Graph id.")]

@@ -11,7 +11,7 @@ from taskyard.api.http.context import YardDep, answer, errors, parse_cursor
 from taskyard.api.http.schemas import ID_MAX, JobDetailOut, JobIn, JobOut, JobPageOut, LogsOut
 from taskyard.api.http.views import job_detail, job_logs
 from taskyard.core.states import JobState
-from taskyard.store.job_pages import list_job_page
+from taskyard.store.reads.job_pages import list_job_page
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 JobId = Annotated[int, Path(ge=1, le=ID_MAX, description="Job id.")]

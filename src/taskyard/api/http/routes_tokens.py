@@ -10,7 +10,7 @@ from taskyard.api.http.auth import ADMIN
 from taskyard.api.http.context import YardDep, answer, errors
 from taskyard.api.http.schemas import TokenCreatedOut, TokenIn, TokenListOut, TokenOut
 from taskyard.api.http.tokens import mint_token
-from taskyard.store.tokens import list_tokens, revoke_token
+from taskyard.store.transitions.tokens import list_tokens, revoke_token
 
 router = APIRouter(prefix="/api/v1/tokens", tags=["tokens"], dependencies=[ADMIN])
 

@@ -18,7 +18,7 @@ from anyio import to_thread
 
 from taskyard.api.http.feed import EventFeed, EventFilter
 from taskyard.model.records import EventRecord
-from taskyard.store.events import EventCursor
+from taskyard.store.transitions.events import EventCursor
 
 RETRY_MS = 2000
 """How long a client waits before reconnecting (sent once, at the start)."""

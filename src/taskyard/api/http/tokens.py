@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from taskyard.model.records import SCOPES
 from taskyard.store import Store
-from taskyard.store.tokens import (
+from taskyard.store.transitions.tokens import (
     TokenRecord,
     check_token_fields,
     create_token,

@@ -11,7 +11,7 @@ from taskyard.api.yard import Yard
 from taskyard.core.graph import result_references, substitute_results
 from taskyard.model.errors import NotFound
 from taskyard.model.records import AttemptRecord, GraphRecord, JobRecord
-from taskyard.store.job_pages import states_by_graph, succeeded_results
+from taskyard.store.reads.job_pages import states_by_graph, succeeded_results
 
 
 def job_detail(yard: Yard, job_id: int) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from taskyard.store.dialects import pg_references
+from taskyard.store.postgresql import references as pg_references
 
 revision = "0004"
 down_revision = "0003"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from taskyard.store.dialects import pg_references
+from taskyard.store.postgresql import references as pg_references
 
 revision = "0009"
 down_revision = "0008"

@@ -1,0 +1,236 @@
+"""PostgreSQL statements of the scheduling cycle that fold several reads or settings
+into one round trip (a cycle runs inline on every submit and completion: each round
+trip is part of a job's latency)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskyard.model.records import loads
+from taskyard.store.cursor import Cursor, json_rows
+from taskyard.store.driver.maintenance import maintenance_checks
+from taskyard.store.driver.results import FIRST_PAGE
+from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
+from taskyard.store.postgresql.engine import CYCLE_LOCK_TIMEOUT_MS
+from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.rows import named, pg_row_set
+from taskyard.store.transitions.events import EVENT_TYPES
+
+ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
+
+_ACTIVE = ("CASE WHEN locks = '[]' THEN 0 ELSE id END")
+SNAPSHOT_TEXT = (
+    # What the planner starts from: live workers, what is dispatched or running (summed
+    # per worker and type; jobs with locks one by one), queue limits — as one JSON text,
+    # each list in a fixed order: the same state always reads as the same text, which a
+    # submit compares with the text a cycle read (pg_foreseen).
+    "json_build_array("
+    "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch) ORDER BY id) "
+    "FROM workers WHERE state = 'active' AND lease_expires_at >= {now}), "
+    "(SELECT json_agg(json_build_array(holder, type, worker_id, cost, locks, n) "
+    "ORDER BY worker_id, type, locks, holder) FROM ("
+    f"SELECT {_ACTIVE} AS holder, type, worker_id, SUM(cost) AS cost, locks, COUNT(*) AS n "
+    "FROM jobs WHERE state IN ('dispatched', 'running') "
+    f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
+    "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit) ORDER BY name) "
+    "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL))::text")
+"""SQL: the cycle's snapshot (:attr:`Ahead.snapshot`) as text (see :meth:`Ahead.of_row`)."""
+# The cycle reads and writes jobs through their indexes only: no bitmap scans (see
+# LOCK_AHEAD) and no sequential scans. Before autovacuum has analysed a table that
+# just grew, a dispatch of a few hundred ids would otherwise be planned as a scan of the
+# whole table (200 ids among 20,000 pending jobs: 63.5 us a job, 47.5 with the ids'
+# index lookups): the cycle's cost would follow the table, not what it places.
+# JIT compilation goes off too, until the transaction ends: a statement that can only
+# scan a table (task_types has no index for what the snapshot reads) is then costed
+# beyond jit_above_cost, and compiling it took 0.6 s, for a statement of 1 ms.
+SCANS_OFF = ("set_config('enable_bitmapscan', 'off', true) IS NOT NULL "
+             "AND set_config('enable_seqscan', 'off', true) IS NOT NULL "
+             "AND set_config('jit', 'off', true) IS NOT NULL")
+SCANS_ON = ("set_config('enable_bitmapscan', 'on', true) IS NOT NULL "
+            "AND set_config('enable_seqscan', 'on', true) IS NOT NULL")
+_FINISH = (
+    f"SELECT {SCANS_ON}, "
+    "(SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c)")
+
+
+_LISTS_WITH = (
+    "WITH RECURSIVE lists(p) AS ("
+    "SELECT MIN(pools) FROM jobs WHERE state = 'pending' "
+    "UNION ALL SELECT (SELECT MIN(pools) FROM jobs WHERE state = 'pending' AND pools > lists.p) "
+    "FROM lists WHERE lists.p IS NOT NULL), "
+    # The first list's first page, as CycleTx.candidates reads it (through the
+    # placement index, in placement order, stopped at the page size).
+    "first AS (SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
+    "WHERE state = 'pending' AND pools = (SELECT MIN(p) FROM lists) "
+    "AND (run_after IS NULL OR run_after <= {now}) ORDER BY priority DESC, id LIMIT %(n)s) ")
+_LISTS_COLUMNS = (
+    "(SELECT json_agg(p ORDER BY p) FROM lists WHERE p IS NOT NULL), "
+    "(SELECT json_agg(json_build_array(id, type, priority, pools, cost, locks, rate_key) "
+    "ORDER BY priority DESC, id) FROM first)")
+_PENDING_LISTS = f"{_LISTS_WITH}SELECT {_LISTS_COLUMNS}"
+# The pools lists and the first page only when a worker is alive to take them (a CASE
+# branch not taken runs none of its subqueries): submits without workers read less.
+_ANY_WORKER = ("EXISTS (SELECT 1 FROM workers WHERE state = 'active' "
+               "AND lease_expires_at >= {now})")
+_AHEAD_READS = (
+    f"{_LISTS_WITH}SELECT {SNAPSHOT_TEXT}, "
+    f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(p ORDER BY p) FROM lists "
+    "WHERE p IS NOT NULL) END, "
+    f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
+    "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END")
+MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("false", "%(grace)s"))
+"""SQL: which maintenance steps have work (named parameter ``grace``)."""
+NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
+"""SQL: no maintenance step has work."""
+HELD_SETTING = "taskyard.cycle_held"
+"""Set ('on', until the transaction ends) by :data:`LOCK_AHEAD` once the lock is ours:
+a statement sent after it in one pipeline reads only then (:data:`AHEAD_IF_HELD`)."""
+LOCK_AHEAD = (
+    # The global lock, alone or in a statement that does more (a submit's insert). Once
+    # it is ours: waiting for a row lock (held by a frozen transaction) must not keep
+    # it for long (the cycle fails instead, and the next one retries); and no bitmap
+    # or sequential scans for its reads and writes (see SCANS_OFF). After a burst of
+    # submissions, before autovacuum has analysed the table, the planner believes few
+    # jobs are pending and reads all of them (bitmap scan, then sort: 0.4 s at 1M
+    # pending) instead of the first few in index order (0.1 ms). The settings must be
+    # made by an earlier statement than the reads (a statement is planned before it
+    # runs); finish() or the last dispatch turns them back on.
+    f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
+    f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
+    f"AND set_config('{HELD_SETTING}', 'on', true) IS NOT NULL "
+    f"AND {SCANS_OFF} ELSE false END")
+"""SQL: try the global lock for this transaction (true when it is ours)."""
+
+AHEAD_IF_HELD = (f"SELECT * FROM ({_AHEAD_READS}) AS r "
+                 f"WHERE current_setting('{HELD_SETTING}', true) = 'on'")
+"""SQL: :data:`_AHEAD_READS` when the lock is ours (no row otherwise: nothing read, a
+one-time filter), for a statement sent in one pipeline after the one that tried it."""
+
+_GATE = "NOT EXISTS (SELECT 1 FROM worker_gate)"
+"""SQL, always true (the table stays empty): naming the table, a statement locks it
+before it takes its snapshot, until its transaction ends (schema_service.worker_gate)."""
+PASS_GATE = "LOCK TABLE worker_gate IN ACCESS EXCLUSIVE MODE"
+"""SQL: a worker's registration waits for the statements holding the gate, and holds
+back the later ones until it commits."""
+LOCK_IF_WORKERS = f"CASE WHEN {_GATE} AND {_ANY_WORKER} THEN {LOCK_AHEAD} END"
+"""SQL: a submit's insert tries :data:`LOCK_AHEAD` only when a live worker could take
+the job; with none the cycle could place nothing (a worker runs one when it starts):
+NULL, and the submit costs one statement instead of three (the cycle's reads, its end)
+— and wakes nobody: through the gate, a worker registering meanwhile commits after it,
+and the cycle its registration wakes sees the job."""
+NO_WORKER = f"{_GATE} AND NOT {_ANY_WORKER}"
+"""SQL: no live worker (the condition of a submit in autocommit, see pg_submit), under
+the gate as :data:`LOCK_IF_WORKERS`."""
+
+
+def lists_and_first_page(raw: Cursor, page: int) -> tuple[list[str], list[Any]]:
+    """The distinct pools lists of pending jobs (as CycleTx.pending_pool_lists), and the
+    rows of the first page of the first list (as CycleTx.candidates). Reading that page
+    when the first list has no room costs at most one page, which follows the free
+    capacity, not the backlog."""
+    lists, first = named(raw, _PENDING_LISTS, {"n": page})[0]
+    return lists or [], first or []
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """A cycle's first reads, made before the cycle by the transaction that runs it (a
+    submit, whose insert statement tried the lock: :data:`LOCK_AHEAD`): whether the
+    global lock is ours and, when it is, the snapshot's rows, the pools lists and the
+    first page of the first list (``page`` rows at most), in one statement."""
+
+    held: bool
+    snapshot: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    lists: list[str] = field(default_factory=list)
+    first: list[Any] = field(default_factory=list)
+    page: int = FIRST_PAGE
+    text: str | None = None
+    """The snapshot as read (:data:`SNAPSHOT_TEXT`)."""
+
+    @classmethod
+    def read(cls, raw: Cursor, held: bool, page: int = FIRST_PAGE) -> Ahead:
+        """The reads, in this transaction, if ``held`` (the lock is ours, taken with
+        :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
+        if not held:
+            return cls(False)
+        return cls.of_row(named(raw, _AHEAD_READS, {"n": page})[0], page)
+
+    def only_job(self) -> bool:
+        """Read after a submit's insert: that job is the only one pending."""
+        return len(self.lists) == 1 and len(self.first) == 1
+
+    @classmethod
+    def of_row(cls, row: Sequence[Any], page: int) -> Ahead:
+        """From the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`), read with
+        the lock ours."""
+        text, lists, first = row
+        workers, active, limits = loads(text)
+        return cls(True, (workers or [], active or [], limits or []), lists or [],
+                   first or [], page, text)
+
+
+def take_lock(raw: Cursor) -> bool:
+    """Try the global lock for this transaction (:data:`LOCK_AHEAD`)."""
+    row = raw.first(f"SELECT {LOCK_AHEAD}")
+    return bool(row and row[0])
+
+
+def finish(raw: Cursor, channels: Sequence[str]) -> None:
+    """Bitmap scans back on, and the wake-ups of ``channels``, in one statement."""
+    named(raw, _FINISH, {"channels": [pg_channel(c) for c in channels]})
+
+
+# "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
+# them) instead of looking the ids up.
+DISPATCHED_COLUMNS = "id, attempt, type, args, timeout, graph_id, label, cost, priority"
+"""What the jobs statement ``d`` of :data:`DISPATCH` returns (and pg_placed's insert)."""
+DISPATCH_TAIL = (
+    "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
+    "SELECT id, attempt, %(w)s, %(name)s, 'dispatched', {now} FROM d "
+    "RETURNING job_id, attempt), "
+    # The transaction's events so far (see Events.flush), written here rather than by
+    # a statement of their own at its end: a round trip less on a job's way.
+    "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
+    f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS e "
+    # ... waking their followers (per row: deduplicated by the server).
+    "WHERE pg_notify('taskyard_events', '') IS NOT NULL), "
+    # The wake-up carries the jobs (see jobs_in_wakeups), so that the worker need not
+    # read them: not when one needs more than its row (results of other jobs, stages
+    # of earlier attempts), has no task type, or the lot exceeds a notification.
+    "p AS (SELECT CASE WHEN NOT bool_or(tt.name IS NULL OR d.attempt > 1 OR (d.graph_id IS NOT "
+    f"NULL AND strpos(d.args, '{RESULT_MARK}') > 0)) THEN json_agg(json_build_array(d.id, "
+    "d.attempt, tt.handler, d.type, d.args, d.timeout, d.graph_id, d.label, d.cost, "
+    "d.priority))::text END AS body FROM d LEFT JOIN task_types tt ON tt.name = d.type "
+    "WHERE %(carry)s), "
+    "q AS (SELECT CASE WHEN octet_length(body) <= %(most)s THEN body ELSE '' END AS body "
+    "FROM p) "
+    # Evaluated only when a job was dispatched (no row, no wake-up): the worker's
+    # wake-up (%(wake)s: its channel, or none when the caller takes the jobs itself)
+    # and, after the cycle's last dispatch (%(last)s), the scans back on, as finish()
+    # would do (an earlier one leaves them off for the dispatches that follow).
+    # The jobs carried come back too: a worker's own cycle takes them from there.
+    f"SELECT job_id, attempt, CASE WHEN %(last)s THEN {SCANS_ON} END, "
+    "(SELECT count(pg_notify(c, (SELECT COALESCE(body, '') FROM q))) "
+    "FROM unnest(%(wake)s::text[]) AS c), (SELECT COALESCE(body, '') FROM q) FROM a")
+"""What follows the jobs statement ``d`` of a dispatch (:data:`DISPATCH`)."""
+DISPATCH = (
+    "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
+    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
+    f"RETURNING {DISPATCHED_COLUMNS}), {DISPATCH_TAIL}")
+
+
+def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[str],
+                    events: list[tuple[Any, ...]] | None, *, last: bool) -> dict[str, Any]:
+    """Parameters of :data:`DISPATCH`: ``ids`` as ``Cursor.id_array``; jobs are carried in
+    the wake-up only for a few (a batch is read by the worker in one statement).
+    ``events``: the transaction's buffered events, written by this statement and so
+    taken out of the buffer (None: no buffer). ``last``: the cycle's last dispatch
+    statement (it turns the scans back on)."""
+    rows = json_rows(events) if events else "[]"
+    if events:
+        events.clear()
+    return {"ids": ids, "w": worker_id, "name": name, "wake": list(wake),
+            "carry": ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES, "events": rows,
+            "last": last}

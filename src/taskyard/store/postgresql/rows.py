@@ -1,0 +1,104 @@
+"""PostgreSQL: row sets, membership tests, named-parameter statements and ``COPY``.
+
+A row set travels as one JSON array of arrays (serialised in C on our side, parsed in
+C by the server); a membership test is ``= ANY(array)``: one statement text whatever
+the number of rows, which psycopg prepares once.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from taskyard.store.cursor import Cursor, id_array, json_rows
+
+
+def pg_row_set(types: Sequence[str], param: str) -> str:
+    """A row set from the JSON array of arrays in the named parameter ``param``."""
+    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
+    return f"SELECT {fields} FROM json_array_elements(%({param})s::json) AS e"
+
+
+@functools.lru_cache(maxsize=64)
+def _rows(types: tuple[str, ...]) -> str:
+    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
+    return f"SELECT {fields} FROM json_array_elements(?::json) AS e"
+
+
+@functools.lru_cache(maxsize=128)
+def _named(sql: str, now_sql: str) -> str:
+    return sql.replace("{now}", now_sql)
+
+
+@functools.lru_cache(maxsize=64)
+def _uses(sql: str) -> tuple[str, ...]:
+    """The named parameters ``sql`` uses. psycopg converts a statement with more than
+    50 parameters (or longer than 4 KiB) anew at each execution, a regular expression
+    over its whole text: a pipeline's statements sharing one dict would each take the
+    union of their parameters, and miss psycopg's cache."""
+    return tuple(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+
+
+def named(raw: Cursor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
+    ``{now}``; rows are passed as :func:`taskyard.store.cursor.json_rows`."""
+    raw.cursor.execute(_named(sql, raw.now_sql), params)
+    return list(raw.cursor.fetchall()) if raw.cursor.description else []
+
+
+def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
+              transaction: bool = False) -> list[list[tuple[Any, ...]]]:
+    """Statements as :func:`named`, sent in one pipeline (with the transaction's
+    ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
+    each once the one before has ended. Each one's rows. ``transaction``: the
+    statements are a transaction of their own, ``BEGIN`` before and ``COMMIT`` after
+    them in the same round trip (on a connection in autocommit); an error in one ends
+    it with nothing written (the server skips the rest, ``COMMIT`` included)."""
+    cursors = (raw.cursor, *(raw.spare(n) for n in range(1, len(statements))))
+    with raw.dbapi.pipeline():
+        if transaction:
+            raw.spare(len(statements)).execute("BEGIN")
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            text = _named(sql, raw.now_sql)
+            cursor.execute(text, {name: params[name] for name in _uses(text)})
+        if transaction:
+            raw.spare(len(statements) + 1).execute("COMMIT")
+    return [list(c.fetchall()) if c.description else [] for c in cursors]
+
+
+def copy(raw: Cursor, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """``COPY`` the rows into ``table`` (in this transaction; the table's constraints,
+    triggers and indexes apply as to an INSERT). Values are plain Python str, int,
+    float, bool or None."""
+    with raw.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as out:
+        write = out.write_row
+        for row in rows:
+            write(row)
+
+
+def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+    if all(isinstance(i, int) for i in ids):  # ids: an array literal is cheapest
+        return f"{column} = ANY(?::bigint[])", [id_array(ids)]
+    return f"{column} = ANY(?)", [list(ids)]
+
+
+def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
+            tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
+    pk: list[Any] = []
+    if key:
+        sql = sql.replace("{key}", f"{key} = ANY(?::bigint[]) AND")
+        pk = [id_array(r[0] for r in rows)]
+    else:
+        sql = sql.replace("{key}", "")
+    text = raw.sql(sql.replace("{rows}", _rows(tuple(types))))
+    raw.cursor.execute(text, [json_rows(rows), *pk, *tail])
+    return list(raw.cursor.fetchall()) if raw.cursor.description else []
+
+
+def insert_rows(raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
+                types: Sequence[str]) -> None:
+    names = ", ".join(f"c{i + 1}" for i in range(len(types)))
+    row_set(raw, f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types,
+            tail=(), key="")

@@ -1,0 +1,69 @@
+"""What ``explain`` reads about one job, besides what the cycle reads (see
+``scheduler/explain.py``, which replays the cycle's placement with these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from taskyard.core.placement import Candidate
+from taskyard.core.states import TERMINAL
+from taskyard.model.errors import NotFound
+from taskyard.store import schema as t
+from taskyard.store.transitions.candidates import pools_of, to_candidates
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
+
+_J, _D = t.jobs, t.dependencies
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlace:
+    """Where a job stands, as the database sees it now."""
+
+    state: str
+    run_after: float | None
+    pools: tuple[str, ...]
+    now: float
+    """The database clock when read."""
+    type: str = ""
+    rate_key: str | None = None
+    candidate: Candidate | None = None
+    """The job as the cycle offers it (its priority, cost, locks and rate key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenParent:
+    """A job another waits for, which has not ended."""
+
+    id: int
+    label: str | None
+    type: str
+    state: str
+    condition: str
+
+
+def job_place(tx: Tx, job_id: int) -> JobPlace:
+    """The job's state, due time, pools and placement fields (NotFound if there is
+    no such job)."""
+    row = tx.conn.execute(
+        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now, _J.c.type, _J.c.rate_key,
+               _J.c.priority, _J.c.cost, _J.c.locks)
+        .where(_J.c.id == job_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"no job {job_id}")
+    (candidate,) = to_candidates([(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])
+    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4], row[5], candidate)
+
+
+def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
+    """The jobs ``job_id`` waits for that have not ended, oldest first."""
+    return [OpenParent(*r) for r in tx.conn.execute(
+        select(_J.c.id, _J.c.label, _J.c.type, _J.c.state, _D.c.condition)
+        .join(_D, _D.c.requires_id == _J.c.id)
+        .where(_D.c.job_id == job_id, _J.c.state.not_in(TERMINAL))
+        .order_by(_J.c.id))]

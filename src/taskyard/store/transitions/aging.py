@@ -1,0 +1,52 @@
+"""Anti-starvation aging of pending jobs (the rule of :func:`core.recurrence.effective_priority`).
+
+A pending job's priority rises by 1 for each full ``period`` it has waited since it
+was created (or since its ``run_after``, if later); the priority it was submitted
+with is kept in ``base_priority``. The update reads the oldest pending jobs through
+the ``(state, id)`` index, at most ``limit`` of them, so its cost does not grow with
+the backlog; the oldest jobs are the ones that starve first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Integer, bindparam, case, cast, func, select, update
+
+from taskyard.core.states import JobState
+from taskyard.model.errors import InvalidInput
+from taskyard.store import schema as t
+from taskyard.store.sql import lit
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
+
+_J = t.jobs
+
+
+class Aging:
+    """Anti-starvation aging, in one transaction."""
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+
+    def age_pending(self, period: float, limit: int = 1000) -> int:
+        """Raise the priority of the oldest pending jobs by their full periods waited;
+        returns how many jobs changed. ``period`` is in seconds (> 0)."""
+        if period <= 0 or limit <= 0:
+            raise InvalidInput("aging: period and limit must be > 0")
+        return int(self.tx.conn.execute(self.tx.statement("aging.update", self._age_stmt),
+                                        {"period": period, "n": limit}).rowcount)
+
+    def _age_stmt(self) -> object:
+        since = case((_J.c.run_after > _J.c.created_at, _J.c.run_after), else_=_J.c.created_at)
+        periods = self.tx.driver.floor((self.tx.now - since) / bindparam("period"))
+        base = func.coalesce(_J.c.base_priority, _J.c.priority)
+        target = base + cast(periods, Integer)
+        oldest = (select(_J.c.id).where(_J.c.state == lit(JobState.PENDING))
+                  .order_by(_J.c.id).limit(bindparam("n")).scalar_subquery())
+        return (
+            update(_J)
+            .where(_J.c.id.in_(oldest), _J.c.state == JobState.PENDING, target > _J.c.priority)
+            .values(base_priority=base, priority=target)
+        )

@@ -1,0 +1,181 @@
+"""Schedules: recurring definitions that create jobs when due (seed 001 cron, seed 002).
+
+Three kinds, by which of ``every`` / ``cron`` is set:
+
+- ``every``: fixed ticks ``anchor + k * every``;
+- ``cron``: wall-clock ticks in the schedule's time zone (:mod:`taskyard.core.cron`);
+- adaptive (neither): the task type's interval, moved by each run's
+  ``{"eventful": …}`` result; the next run is the end of the last one plus
+  the interval, and runs never overlap.
+
+This module keeps the definitions; :mod:`taskyard.store.transitions.schedule_runs` creates their
+jobs when due and records their outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, insert, select, true, update
+
+from taskyard.model.errors import Conflict, InvalidInput, NotFound
+from taskyard.model.records import JSON, dumps, loads
+from taskyard.model.schedules import (
+    ScheduleDef,
+    ScheduleRecord,
+    define_schedule,
+    definition_from_mapping,
+    following,
+    initial_timing,
+)
+from taskyard.store import schema as t
+from taskyard.store.marks import reads
+from taskyard.store.schema.job_rows import job_row
+from taskyard.store.schema.task_type_rows import row_to_spec
+from taskyard.store.transitions.schedule_runs import tick_submission
+
+if TYPE_CHECKING:
+    from taskyard.store.unit import Tx
+
+_S, _T = t.schedules, t.task_types
+
+
+class Schedules:
+    """Schedules' definitions, in one transaction."""
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+
+    def add(
+        self,
+        name: str,
+        type: str,
+        *,
+        every: float | str | None = None,
+        cron: str | None = None,
+        args: dict[str, JSON] | None = None,
+        timezone: str | None = None,
+        priority: int = 0,
+        catchup: str | None = None,
+        paused: bool = False,
+        replace: bool = False,
+        now: float | None = None,
+    ) -> ScheduleRecord:
+        """Create a schedule (``replace``: or redefine it, keeping its history).
+
+        ``every``: seconds or a duration (``5m``); ``cron``: five fields read in
+        ``timezone`` (IANA name, default UTC); neither: adaptive, on the type's
+        interval. ``catchup``: ``one`` (default), ``all`` or ``none``. ``now``:
+        the clock for the first next_run (default: database clock). Raises
+        InvalidInput naming the problem; Conflict if it exists and not ``replace``.
+        """
+        d = define_schedule(name, type, every=every, cron=cron, args=args, timezone=timezone,
+                            priority=priority, catchup=catchup, paused=paused)
+        self.put(d, replace=replace, now=now)
+        return self._get(name)
+
+    def apply(self, decls: Mapping[str, Mapping[str, Any]], *,
+              now: float | None = None) -> list[ScheduleRecord]:
+        """Create or update schedules from ``apply`` entries, all or nothing."""
+        defs = [definition_from_mapping(str(n), body) for n, body in decls.items()]
+        self.put_many(defs, now)
+        return [self._get(d.name) for d in defs]
+
+    def put_many(self, defs: Sequence[ScheduleDef], now: float | None = None) -> None:
+        for d in defs:
+            self.put(d, replace=True, now=now)
+
+    def put(self, d: ScheduleDef, *, replace: bool, now: float | None) -> None:
+        """Write a validated definition (the task type is checked here)."""
+        conn = self.tx.conn
+        where = f"schedule {d.name!r}"
+        type_row = conn.execute(select(_T).where(_T.c.name == d.type)).first()
+        if type_row is None:
+            raise InvalidInput(f"{where}: unknown task type {d.type!r}")
+        spec = row_to_spec(type_row)
+        if d.adaptive and spec.interval is None:
+            raise InvalidInput(
+                f"{where}: task type {d.type!r} has no adaptive interval; give every or "
+                f"cron, or set the type's interval (--interval DEFAULT[,MIN,MAX])"
+            )
+        # Args, priority and lock templates fail now rather than at the first tick.
+        try:
+            job_row(tick_submission(d, spec, 0.0), spec, 0)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
+        row = conn.execute(select(_S).where(_S.c.name == d.name)).first()
+        if row is not None and not replace:
+            raise Conflict(f"{where} already exists")
+        old = None if row is None else record_from_row(row)
+        current, next_run = initial_timing(d, spec.interval, old, self.tx.schedule_runs.clock(now))
+        values = {
+            "type": d.type, "args": dumps(d.args), "priority": d.priority, "every": d.every,
+            "cron": d.cron, "timezone": d.timezone, "catchup": d.catchup.value,
+            "paused": d.paused, "current_interval": current, "next_run": next_run,
+            "updated_at": self.tx.now,
+        }
+        if old is None:
+            conn.execute(insert(_S).values(name=d.name, created_at=self.tx.now, **values))
+        else:
+            conn.execute(update(_S).where(_S.c.name == d.name).values(**values))
+        self.tx.notify("scheduler")
+
+    def _get(self, name: str) -> ScheduleRecord:
+        found = self.get(name)
+        if found is None:
+            raise NotFound(f"no schedule {name!r}")
+        return found
+
+    @reads
+    def get(self, name: str) -> ScheduleRecord | None:
+        """The schedule called ``name``, or None."""
+        row = self.tx.conn.execute(select(_S).where(_S.c.name == name)).first()
+        return None if row is None else record_from_row(row)
+
+    def pause(self, name: str) -> ScheduleRecord:
+        """Stop creating jobs (jobs already created still run). NotFound if missing."""
+        if not self.tx.conn.execute(update(_S).where(_S.c.name == name).values(
+                paused=True, updated_at=self.tx.now)).rowcount:
+            raise NotFound(f"no schedule {name!r}")
+        return self._get(name)
+
+    def resume(self, name: str, *, now: float | None = None) -> ScheduleRecord:
+        """Create jobs again. Ticks that fell while paused are skipped, not caught up."""
+        conn = self.tx.conn
+        row = conn.execute(select(_S).where(_S.c.name == name)).first()
+        if row is None:
+            raise NotFound(f"no schedule {name!r}")
+        m = row._mapping
+        if m["paused"]:
+            clock = self.tx.schedule_runs.clock(now)
+            upcoming = m["next_run"]
+            if upcoming <= clock:
+                adaptive = m["every"] is None and m["cron"] is None
+                upcoming = clock if adaptive else following(m)(clock)
+            conn.execute(update(_S).where(_S.c.name == name, _S.c.paused == true()).values(
+                paused=False, next_run=upcoming, updated_at=self.tx.now))
+            self.tx.notify("scheduler")
+        return self._get(name)
+
+    def delete(self, name: str) -> None:
+        """Remove the definition; its jobs stay (with their schedule name) for history."""
+        if not self.tx.conn.execute(delete(_S).where(_S.c.name == name)).rowcount:
+            raise NotFound(f"no schedule {name!r}")
+
+    @reads
+    def list(self) -> list[ScheduleRecord]:
+        """Every schedule, by name."""
+        return [record_from_row(r) for r in self.tx.conn.execute(select(_S).order_by(_S.c.name))]
+
+
+def record_from_row(row: Any) -> ScheduleRecord:
+    m = row._mapping
+    return ScheduleRecord(
+        name=m["name"], type=m["type"], args=loads(m["args"]), priority=m["priority"],
+        every=m["every"], cron=m["cron"], timezone=m["timezone"], catchup=m["catchup"],
+        paused=bool(m["paused"]), next_run=m["next_run"],
+        current_interval=m["current_interval"], last_job_id=m["last_job_id"],
+        last_run_at=m["last_run_at"], last_outcome=m["last_outcome"],
+        created_at=m["created_at"], updated_at=m["updated_at"],
+    )
