@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from taskyard.store.clock import MovableClock
-from taskyard.store.driver import Listener
+from taskyard.store.driver import Connections, Listener
 from taskyard.store.store import Store
 from taskyard.store.unit import Tx
 
@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.cycle import CycleTx
 
 
-def open_store(url: str, *, clock: MovableClock | None = None) -> Store:
-    """A store for ``url`` (``sqlite:///file.db`` or ``postgresql://...``)."""
-    return Store(url, clock=clock)
+def open_store(url: str, *, clock: MovableClock | None = None,
+               connections: Connections | None = None) -> Store:
+    """A store for ``url`` (``sqlite:///file.db`` or ``postgresql://...``);
+    ``connections``: the process's budget of PostgreSQL connections, and where it listens."""
+    return Store(url, clock=clock, connections=connections)
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +38,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CycleTx", "Listener", "MovableClock", "Store", "Tx", "open_store"]
+__all__ = ["Connections", "CycleTx", "Listener", "MovableClock", "Store", "Tx", "open_store"]

@@ -58,6 +58,8 @@ def check_url(url: str, command: str | None) -> str:
 
 def sqlite_path(url: str) -> Path | None:
     """The file of a ``sqlite:///FILE`` URL; None for PostgreSQL, memory or URI forms."""
+    if not url.lower().startswith("sqlite"):
+        return None  # (a PostgreSQL URL of several hosts is not SQLAlchemy's to parse)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return None
@@ -100,7 +102,11 @@ def display_url(url: str) -> str:
     """The URL as shown to users: never a password."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
+        pass
+    try:  # several hosts: SQLAlchemy reads them once spelt anew
+        return make_url(normalize_url(url)).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
         return repr(url)
 
 

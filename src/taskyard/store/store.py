@@ -27,7 +27,7 @@ from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob
 from taskyard.store.clock import MovableClock
-from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
+from taskyard.store.driver import Connections, Driver, Listener, driver_for, normalize_url
 from taskyard.store.driver.results import FIRST_PAGE
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.marks import kind_of
@@ -52,12 +52,13 @@ if TYPE_CHECKING:
 class Store:
     """All persistence of one taskyard database (``sqlite:///…`` or ``postgresql://…``).
 
-    ``clock``: a :class:`MovableClock` whose offset the database clock gets (tests)."""
+    ``clock``: a :class:`MovableClock` whose offset the database clock gets (tests);
+    ``connections``: the process's connection budget and where it listens (PostgreSQL)."""
 
     def __init__(self, url: str, *, clock: MovableClock | None = None,
-                 engine: Engine | None = None) -> None:
+                 engine: Engine | None = None, connections: Connections | None = None) -> None:
         self.url = url
-        self.driver: Driver = driver_for(url)
+        self.driver: Driver = driver_for(url, connections)
         self.backend = self.driver.name
         """``sqlite`` or ``postgresql``."""
         self.clock = clock

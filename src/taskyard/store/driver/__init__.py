@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table
@@ -59,6 +60,24 @@ class Listener(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Connections:
+    """How one process connects to PostgreSQL (SQLite has nothing to bound): its pool,
+    and where and how it listens for wake-ups (docs/operations/connections.md)."""
+
+    keep: int = 5
+    """Pooled connections kept open between uses."""
+    most: int = 15
+    """Pooled connections open at once, at most; those beyond ``keep`` are closed
+    once given back. A thread that needs one more waits for one to come back."""
+    listen_url: str | None = None
+    """LISTEN there, not on the database URL: the server itself, when the database URL
+    is a pooler's in transaction mode (``--listen-db``)."""
+    shared_listener: bool = False
+    """LISTEN through one connection per host, shared by the taskyard processes on it
+    (store/postgresql/shared_listen.py), instead of one per process."""
 
 
 class Driver(Protocol):
@@ -141,11 +160,17 @@ class Driver(Protocol):
 
 
 def normalize_url(url: str) -> str:
-    """Pick the driver: ``postgresql://`` → psycopg 3; SQLite stays on pysqlite."""
+    """Pick the driver: ``postgresql://`` → psycopg 3 (several hosts and ``pool_mode``
+    kept, see store/postgresql/urls.py); SQLite stays on pysqlite."""
+    if url.partition("://")[0].partition("+")[0].lower() in ("postgresql", "postgres"):
+        from taskyard.store.postgresql.urls import pg_target  # noqa: PLC0415
+
+        target = pg_target(url)
+        kept = target.url if target.pool_mode == "session" else \
+            target.url.update_query_dict({"pool_mode": target.pool_mode})
+        return kept.render_as_string(hide_password=False)
     parsed = make_url(url)
     backend = parsed.get_backend_name()
-    if backend in ("postgresql", "postgres"):
-        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
     if backend == "sqlite":
         return parsed.set(drivername="sqlite").render_as_string(hide_password=False)
     raise UnsupportedDatabase(
@@ -153,7 +178,7 @@ def normalize_url(url: str) -> str:
     )
 
 
-def driver_for(url: str) -> Driver:
+def driver_for(url: str, connections: Connections | None = None) -> Driver:
     """The dialect of ``url`` (normalised first; UnsupportedDatabase otherwise)."""
     normalized = normalize_url(url)
     if normalized.startswith("sqlite"):
@@ -162,7 +187,7 @@ def driver_for(url: str) -> Driver:
         return SqliteDriver(normalized)
     from taskyard.store.postgresql.driver import PostgresDriver  # noqa: PLC0415
 
-    return PostgresDriver(normalized)
+    return PostgresDriver(normalized, connections or Connections())
 
 
 def make_engine(url: str, clock: MovableClock | None = None) -> Engine:

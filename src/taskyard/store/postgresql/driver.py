@@ -32,6 +32,7 @@ from sqlalchemy.sql import Select
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
+from taskyard.store.driver import Connections, Listener
 from taskyard.store.driver import wakeup_payloads as wakeup_jobs
 from taskyard.store.postgresql import cycle as pg_cycle
 from taskyard.store.postgresql import foreseen as pg_foreseen
@@ -42,7 +43,7 @@ from taskyard.store.postgresql import rows as pg_rows
 from taskyard.store.postgresql import submit as pg_submit
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.postgresql.lane import Lane
-from taskyard.store.postgresql.listen import PgListener, pg_channel
+from taskyard.store.postgresql.listen import make_listener, pg_channel
 
 
 class PostgresDriver:
@@ -59,8 +60,9 @@ class PostgresDriver:
     """The lock an UPDATE of non-key columns takes: taken ahead by a read that decides
     the update (a concurrent writer of the same rows waits for our commit)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, connections: Connections | None = None) -> None:
         self.url = url
+        self.connections = connections or Connections()
         self._engines: dict[str, Engine] = {}
         """Engines besides the store's: the one over borrowed connections (pg_join)."""
         self._lane = Lane()
@@ -72,7 +74,7 @@ class PostgresDriver:
         return NOW_SQL if clock is None else MOVED_NOW_SQL
 
     def make_engine(self, url: str, clock: MovableClock | None = None) -> Engine:
-        return make_engine(url, clock=clock)
+        return make_engine(url, connections=self.connections, clock=clock)
 
     @contextlib.contextmanager
     def write(self, engine: Engine) -> Iterator[Connection]:
@@ -139,8 +141,9 @@ class PostgresDriver:
         for channel in channels:
             raw.all("SELECT pg_notify(?, '')", (pg_channel(channel),))
 
-    def listener(self, channel: str) -> PgListener:
-        return PgListener(self.url, channel)
+    def listener(self, channel: str) -> Listener:
+        """LISTEN where the process's connections say (pg_listen.make_listener)."""
+        return make_listener(self.url, self.connections, channel)
 
     jobs_in_wakeups = staticmethod(wakeup_jobs.jobs_in_wakeups)
     submit_foreseen = staticmethod(pg_foreseen.submit_foreseen)

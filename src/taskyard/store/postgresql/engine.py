@@ -1,5 +1,11 @@
 """The PostgreSQL engine: psycopg 3, whatever driver-less URL the user wrote, with
-connections checked cheaply before reuse and sessions that cannot hang the cycle."""
+connections checked cheaply before reuse and sessions that cannot hang the cycle.
+
+Its pool follows the process's connection budget (:class:`Connections`): ``keep``
+connections stay open between uses, up to ``most`` at once. Behind a pooler in
+transaction mode (``pool_mode=transaction``, see store/postgresql/urls.py) statements
+are never prepared and no setting is sent at connect: each transaction may run on
+another server connection, where neither would exist."""
 
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, exc
 
 from taskyard.store.clock import MovableClock
+from taskyard.store.driver import Connections
+from taskyard.store.postgresql.urls import pg_target
 
 IDLE_IN_TX_MS = 60_000
 CYCLE_LOCK_TIMEOUT_MS = 5_000
@@ -23,22 +31,34 @@ MOVED_NOW_SQL = (f"({NOW_SQL} + CAST(current_setting('taskyard.clock_offset') "
 """The clock of a store opened with a :class:`MovableClock` (tests)."""
 
 
-def make_engine(url: str, *, pool_size: int = 5, clock: MovableClock | None = None) -> Engine:
+def make_engine(url: str, *, connections: Connections | None = None,
+                clock: MovableClock | None = None) -> Engine:
     """An engine for ``url`` (normalised: ``postgresql+psycopg://``)."""
+    connections = connections or Connections()
+    target = pg_target(url)
+    connect_args: dict[str, Any] = {
+        "prepare_threshold": 5,
+        # A host that does not answer gives an error, not a hang (with several hosts,
+        # libpq moves on to the next one after this long).
+        "connect_timeout": 10,
+        # A process frozen inside a transaction (SIGSTOP, a paused VM) would keep its
+        # row locks, and the scheduling cycle waiting on them, for ever: the server
+        # ends such a session. Our transactions never wait on their client that long
+        # (a 100,000-task graph is parsed in a few seconds).
+        "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TX_MS}",
+    }
+    if target.pooled_by_transaction:
+        # Prepared statements live in one server session, which the pooler lends to
+        # another client after each transaction; a startup option is refused by
+        # PgBouncer (set the timeout on the role instead: docs/operations/pgbouncer.md).
+        connect_args.update(prepare_threshold=None)
+        del connect_args["options"]
+    keep = max(1, connections.keep)
     engine = create_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=10,
-        connect_args={
-            "prepare_threshold": 5,
-            # A host that does not answer gives an error, not a hang.
-            "connect_timeout": 10,
-            # A process frozen inside a transaction (SIGSTOP, a paused VM) would keep its
-            # row locks, and the scheduling cycle waiting on them, for ever: the server
-            # ends such a session. Our transactions never wait on their client that long
-            # (a 100,000-task graph is parsed in a few seconds).
-            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TX_MS}",
-        },
+        target.url,
+        pool_size=keep,
+        max_overflow=max(0, connections.most - keep),
+        connect_args=connect_args,
     )
     event.listen(engine, "checkin", _on_checkin)
     event.listen(engine, "checkout", _on_checkout)

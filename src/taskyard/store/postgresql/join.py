@@ -23,11 +23,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
-from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from taskyard.model.errors import InvalidInput
 from taskyard.store.clock import MovableClock
+from taskyard.store.postgresql.urls import pg_target
 
 _BORROWED: contextvars.ContextVar[Any] = contextvars.ContextVar("taskyard_borrowed")
 _DRIVER = "taskyard_borrowed"
@@ -62,7 +62,8 @@ def borrowed_engine(url: str) -> Engine:
     dialect initialised on a connection of its own (not inside a caller's transaction)."""
     import psycopg  # noqa: PLC0415 - PostgreSQL only (slow import)
 
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    target = pg_target(url)
+    dsn = target.libpq()
     own: list[Any] = []
 
     def creator() -> Any:
@@ -72,7 +73,7 @@ def borrowed_engine(url: str) -> Engine:
             own.append(conn)
         return conn
 
-    engine = create_engine(make_url(url).set(drivername=f"postgresql+{_DRIVER}"),
+    engine = create_engine(target.url.set(drivername=f"postgresql+{_DRIVER}"),
                            creator=creator, poolclass=NullPool, pool_reset_on_return=None)
     with engine.connect():
         pass

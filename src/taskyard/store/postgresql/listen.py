@@ -1,13 +1,32 @@
 """PostgreSQL wake-ups: LISTEN on a dedicated autocommit connection. Writers NOTIFY in
-their transaction, so a wake-up arrives only after the change is visible."""
+their transaction, so a wake-up arrives only after the change is visible.
+
+Where a process listens (:func:`make_listener`): on the database URL; on
+``--listen-db`` when given (the server itself, while the database URL is a pooler's);
+through one connection per host shared by the processes on it (``--shared-listener``,
+store/postgresql/shared_listen.py); or nowhere, when the database URL is a pooler's in
+transaction mode and no other is given — LISTEN through it would hear nothing once its
+transaction ended — and then the listener wakes its owner every :data:`POLL_SECONDS`
+to look for itself, which the log says once.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import select
+import threading
 import time
 from typing import Any
 
-from sqlalchemy.engine import make_url
+from taskyard.store.driver import Connections, Listener
+from taskyard.store.postgresql.urls import pg_target
+
+log = logging.getLogger("taskyard.store")
+POLL_SECONDS = 0.5
+"""How often a process that cannot LISTEN looks for what it would have been woken for."""
+_said: set[str] = set()
+_said_lock = threading.Lock()
 
 
 def pg_channel(channel: str) -> str:
@@ -20,12 +39,15 @@ class PgListener:
     it reconnects on a later wait and reports a wake-up, since notifications sent
     meanwhile are lost and the caller must look for itself."""
 
-    def __init__(self, url: str, channel: str) -> None:
-        self._dsn = make_url(url).set(drivername="postgresql").render_as_string(
-            hide_password=False)
+    def __init__(self, url: str, channel: str, *, libpq: bool = False) -> None:
+        """``url``: taskyard's URL, or a libpq URI already (``libpq``)."""
+        self._dsn = url if libpq else pg_target(url).libpq()
         self._channel = pg_channel(channel)
         self._conn: Any = None
         self._payloads: list[str] = []
+        self._held = False
+        """Notifications may wait in the driver, not on the socket (they came with the
+        answer to a LISTEN): the next wait reads them before it polls the socket."""
         self._connect()
 
     def _connect(self) -> None:
@@ -34,6 +56,7 @@ class PgListener:
         conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=5)
         conn.execute(f'LISTEN "{self._channel}"')
         self._conn = conn
+        self._held = True
 
     def wait(self, timeout: float) -> bool:
         import psycopg  # noqa: PLC0415
@@ -48,13 +71,20 @@ class PgListener:
             self._payloads.append("")
             return True
         try:
-            for note in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
-                self._payloads.append(note.payload)
-            if self._payloads:
-                # Coalesce a burst of notifications into one wake-up.
-                for note in self._conn.notifies(timeout=0.0):
-                    self._payloads.append(note.payload)
-        except psycopg.Error:
+            # A poll of the socket, and psycopg only when it has something: a wait that
+            # hears nothing is one system call (a worker waits in slices of 0.1 s, and
+            # psycopg's own wait cost an idle fleet of 50 workers a third of a CPU).
+            deadline = time.monotonic() + max(timeout, 0.0)
+            while True:
+                if self._held or select.select([self._conn.fileno()], [], [],
+                                               max(0.0, deadline - time.monotonic()))[0]:
+                    self._held = False
+                    # All that came, a burst coalesced into one wake-up.
+                    for note in self._conn.notifies(timeout=0.0):
+                        self._payloads.append(note.payload)
+                if self._payloads or time.monotonic() >= deadline:
+                    break
+        except (psycopg.Error, OSError, ValueError):
             self._drop()
             self._payloads.append("")
             return True
@@ -88,6 +118,7 @@ class PgListener:
             for _ in self._conn.notifies(timeout=0.0):
                 pass
             self._conn.execute(f'LISTEN "{self._channel}"')
+            self._held = True
         except psycopg.Error:
             self._drop()
 
@@ -99,3 +130,75 @@ class PgListener:
     def close(self) -> None:
         if self._conn is not None:
             self._drop()
+
+
+class PollingListener:
+    """A listener that hears nothing and wakes its owner every ``every`` seconds (a
+    spurious wake-up, which the Listener protocol allows): the owner looks for itself."""
+
+    def __init__(self, every: float = POLL_SECONDS) -> None:
+        self.every = every
+        self._next = time.monotonic() + every
+        self._paused = False
+
+    def wait(self, timeout: float) -> bool:
+        now = time.monotonic()
+        if now < self._next:
+            time.sleep(max(0.0, min(timeout, self._next - now)))
+            if time.monotonic() < self._next:
+                return False
+        self._next = time.monotonic() + self.every
+        return not self._paused
+
+    def payloads(self) -> list[str]:
+        return [""]
+
+    def pause(self) -> bool:
+        self._paused = True
+        return True
+
+    def resume(self) -> None:
+        self._paused = False
+        self._next = time.monotonic() + self.every
+
+    def close(self) -> None:
+        pass
+
+
+def listen_target(url: str, connections: Connections) -> str | None:
+    """Where to LISTEN (a libpq URI), or None where no LISTEN can be heard."""
+    if connections.listen_url:
+        return pg_target(connections.listen_url).libpq()
+    target = pg_target(url)
+    return None if target.pooled_by_transaction else target.libpq()
+
+
+def own_connection(url: str, connections: Connections) -> bool:
+    """Does each listener of such a store hold a connection of its own to the server
+    (not a shared one, and not polling)?"""
+    return not connections.shared_listener and listen_target(url, connections) is not None
+
+
+def make_listener(url: str, connections: Connections, channel: str) -> Listener:
+    """A listener on ``channel`` for a store of ``url`` (see the module docstring)."""
+    dsn = listen_target(url, connections)
+    if dsn is None:
+        _say(url, "event=listen-polling every=%.1fs reason=the database URL is a pooler in "
+             "transaction mode and no --listen-db (TASKYARD_LISTEN_DB) was given", POLL_SECONDS)
+        return PollingListener()
+    if connections.shared_listener:
+        from taskyard.store.postgresql.shared_listen import SharedListener  # noqa: PLC0415
+
+        try:
+            return SharedListener(dsn, pg_channel(channel))
+        except OSError as exc:
+            _say(dsn, "event=listen-unshared reason=%s", " ".join(str(exc).split())[:200])
+    return PgListener(dsn, channel, libpq=True)
+
+
+def _say(key: str, message: str, *args: object) -> None:
+    with _said_lock:
+        if key in _said:
+            return
+        _said.add(key)
+    log.info(message, *args)
