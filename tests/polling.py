@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """Poll ``probe`` until it returns something true, and return that."""
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0,
+             every: float = 0.05) -> Any:
+    """Poll ``probe`` (every ``every`` seconds) until it returns something true, and
+    return that."""
     deadline = time.monotonic() + timeout
     while True:
         found = probe()
@@ -18,7 +20,7 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
             return found
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(every)
 
 
 def free_port() -> int:

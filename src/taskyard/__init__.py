@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from taskyard.model.records import Prerequisite as Prerequisite
     from taskyard.model.records import TaskTypeSpec as TaskTypeSpec
     from taskyard.model.records import WorkerRecord as WorkerRecord
+    from taskyard.store.driver import Connections as Connections
     from taskyard.worker.context import Fenced as Fenced
     from taskyard.worker.context import JobContext as JobContext
     from taskyard.worker.context import current_job as current_job
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "Conflict": "taskyard.model.errors",
+    "Connections": "taskyard.store.driver",
     "Fenced": "taskyard.worker.context",
     "Graph": "taskyard.api.graph_builder",
     "GraphRecord": "taskyard.model.records",
@@ -53,6 +55,7 @@ _WHERE = {
 }
 __all__ = [
     "Conflict",
+    "Connections",
     "Fenced",
     "Graph",
     "GraphRecord",

@@ -10,7 +10,7 @@ import taskyard
 
 def test_exported_names_are_pinned() -> None:
     assert taskyard.__all__ == [
-        "Conflict", "Fenced", "Graph", "GraphRecord", "InvalidInput", "JobContext",
+        "Conflict", "Connections", "Fenced", "Graph", "GraphRecord", "InvalidInput", "JobContext",
         "JobFailed", "JobHandle", "JobRecord",
         "JobState", "NotFound", "Prerequisite", "StoreError", "TaskTypeSpec", "WorkerRecord",
         "Yard", "current_job", "stage",

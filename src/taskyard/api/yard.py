@@ -24,7 +24,7 @@ from taskyard.model.records import (
     TaskTypeSpec,
     WorkerRecord,
 )
-from taskyard.store import MovableClock, Store, Tx, open_store
+from taskyard.store import Connections, MovableClock, Store, Tx, open_store
 
 # Start-up time: what a CLI submit does not use is imported by the methods that use it
 # (the scheduling cycle and its placement logic, explain, apply, schedules' cron).
@@ -76,11 +76,16 @@ class Yard:
     """
 
     def __init__(self, url: str | None = None, *, inline_cycle: bool = True,
-                 clock: MovableClock | None = None) -> None:
+                 clock: MovableClock | None = None,
+                 connections: Connections | None = None) -> None:
         """``clock``: a :class:`MovableClock` to move the database clock in tests (leases
-        run out, delayed jobs come due, without waiting)."""
+        run out, delayed jobs come due, without waiting). ``connections``: the pool's
+        size and where wake-ups are listened for (PostgreSQL; without it and without
+        ``url``, ``$TASKYARD_LISTEN_DB`` is the listening URL, as on the CLI)."""
+        if connections is None and url is None and os.environ.get("TASKYARD_LISTEN_DB"):
+            connections = Connections(listen_url=os.environ["TASKYARD_LISTEN_DB"])
         self.url = url or default_url()
-        self.store: Store = open_store(self.url, clock=clock)
+        self.store: Store = open_store(self.url, clock=clock, connections=connections)
         self.inline_cycle = inline_cycle
         self._declared: dict[str, TaskTypeSpec] = {}
 

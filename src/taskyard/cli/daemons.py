@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
+from taskyard.cli.budget import MAX_DB, SCHEDULER_MOST, WORKER_MOST, budget
 from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.publisher import AMQP, start_publisher
@@ -105,13 +106,16 @@ INTERVAL = click.option("--interval", default=1.0, show_default=True, type=float
 @click.option("--no-wakeups", is_flag=True, help="Periodic cycles only.")
 @RETAIN
 @AGING
+@MAX_DB
 @click.pass_context
 def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_stalled: bool,
-              no_wakeups: bool, retain: float, aging: float) -> None:
+              no_wakeups: bool, retain: float, aging: float, max_db: int | None) -> None:
     """Run the scheduling cycle periodically and on submit/completion."""
     from taskyard.scheduler.daemon import SchedulerDaemon  # noqa: PLC0415 - start-up time
 
     _daemon_logging(ctx)
+    ctx.obj.pool = budget(ctx.obj, most=SCHEDULER_MOST, listeners=0 if no_wakeups else 1,
+                          max_db=max_db)
     _preflight(ctx.obj)
     stop = stop_on_signals()
     SchedulerDaemon(ctx.obj.store, interval=interval, wakeups=not no_wakeups,
@@ -131,18 +135,22 @@ def scheduler(ctx: click.Context, interval: float, stall_after: float, cancel_st
 @click.option("--scheduler", "with_scheduler", is_flag=True,
               help="Also run a scheduler in this process, with `taskyard scheduler`'s "
                    "defaults: no scheduler process of its own to run.")
+@MAX_DB
 @click.pass_context
 def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, name: str | None,
-           lease: float, prefetch: int, with_scheduler: bool) -> None:
+           lease: float, prefetch: int, with_scheduler: bool, max_db: int | None) -> None:
     """Run a worker: runs the jobs placed on it and their handlers."""
     from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
     from taskyard.worker.run import main_worker  # noqa: PLC0415
 
     _daemon_logging(ctx)
+    pool = budget(ctx.obj, most=WORKER_MOST + with_scheduler, listeners=1 + with_scheduler,
+                  max_db=max_db)
     _preflight(ctx.obj)
     ctx.obj.close()  # the worker opens its own connections: hold none idle meanwhile
     code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
                        lease_seconds=lease, prefetch=prefetch,
+                       connections=ctx.obj.connections(**pool),
                        placer=lambda cycle: run_cycle(cycle, holder="worker",
                                                       maintenance_every=0.25, record=False),
                        companions=[_scheduler_beside] if with_scheduler else [])
@@ -237,8 +245,12 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
 def _worker_command(state: State, name: str, verbose: int, pools: tuple[str, ...],
                     capacity: int | None) -> list[str]:
     """The command line of one of ``up``'s workers."""
-    cmd = [sys.executable, "-m", "taskyard", "--db", state.url, *["-v"] * verbose,
-           "worker", "--name", name]
+    cmd = [sys.executable, "-m", "taskyard", "--db", state.url, *["-v"] * verbose]
+    if state.listen_url:
+        cmd += ["--listen-db", state.listen_url]
+    if state.shared_listener:
+        cmd.append("--shared-listener")
+    cmd += ["worker", "--name", name]
     for pool in pools or ("default",):
         cmd += ["--pool", pool]
     if capacity is not None:

@@ -19,7 +19,7 @@ from taskyard.model.errors import DatabaseUrlError, NoDatabase, StoreError, Unsu
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard
-    from taskyard.store import Store
+    from taskyard.store import Connections, Store
 
 # Start-up time: `taskyard --version` and `--help` import click and this package's light
 # modules only; the database stack (SQLAlchemy, the store, the daemons) is imported by
@@ -35,8 +35,15 @@ class State:
     ``--db``, so that ``--help`` works whatever ``TASKYARD_DB`` holds.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, listen_url: str | None = None,
+                 shared_listener: bool = False) -> None:
         self.raw_url = url
+        self.listen_url = listen_url
+        """``--listen-db``: where PostgreSQL wake-ups are listened for, if not on ``url``."""
+        self.shared_listener = shared_listener
+        self.pool: dict[str, int] = {}
+        """The pool of the store this command opens (``keep``, ``most``; a daemon sets
+        its own before it opens it, see cli/budget.py)."""
         self.command: str | None = None
         self._checked = False
         self._yard: Yard | None = None
@@ -60,7 +67,7 @@ class State:
         if self._yard is None:
             from taskyard.api.yard import Yard  # noqa: PLC0415 - start-up time
 
-            self._yard = Yard(self.url)
+            self._yard = Yard(self.url, connections=self.connections())
         return self._yard
 
     @property
@@ -72,8 +79,17 @@ class State:
         if self._store is None:
             from taskyard.store import open_store  # noqa: PLC0415 - start-up time
 
-            self._store = open_store(self.url)
+            self._store = open_store(self.url, connections=self.connections())
         return self._store
+
+    def connections(self, **budget: int) -> Connections:
+        """This command's PostgreSQL connections: where it listens (``--listen-db``,
+        ``--shared-listener``), and its pool (``budget``: ``keep``, ``most``; by default
+        the store's)."""
+        from taskyard.store import Connections  # noqa: PLC0415 - start-up time
+
+        return Connections(**{**self.pool, **budget}, listen_url=self.listen_url,
+                           shared_listener=self.shared_listener)
 
     def close(self) -> None:
         if self._yard is not None:
@@ -140,18 +156,27 @@ class _TaskyardGroup(click.Group):
 @click.option("--db", envvar="TASKYARD_DB", default=None, metavar="URL",
               help="Database: sqlite:///file.db or postgresql://user@host/db "
                    "[env TASKYARD_DB; default sqlite:///taskyard.db].")
+@click.option("--listen-db", envvar="TASKYARD_LISTEN_DB", default=None, metavar="URL",
+              help="PostgreSQL: listen for wake-ups on this URL (the server itself) when "
+                   "--db is a pooler in transaction mode (?pool_mode=transaction); without "
+                   "it such a process polls [env TASKYARD_LISTEN_DB].")
+@click.option("--shared-listener", is_flag=True, envvar="TASKYARD_SHARED_LISTENER",
+              help="PostgreSQL: listen through one connection per host, shared by the "
+                   "taskyard processes on it [env TASKYARD_SHARED_LISTENER=1].")
 @click.option("-v", "--verbose", count=True,
               help="More log output: -v each job, -vv debug, -vvv libraries too.")
 @click.version_option(package_name="taskyard")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, db: str | None, listen_db: str | None, shared_listener: bool,
+        verbose: int) -> None:
     """taskyard: a task scheduler and task-graph engine."""
     # taskyard's own loggers get -v/-vv; libraries (Alembic, SQLAlchemy) only -vvv.
     logging.basicConfig(level=logging.DEBUG if verbose >= 3 else logging.WARNING,
                         stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("taskyard").setLevel(logging.WARNING - 10 * min(verbose, 2))
-    state = State(db or default_url())
+    state = State(db or default_url(), listen_url=listen_db or None,
+                  shared_listener=shared_listener)
     state.command = ctx.invoked_subcommand
     ctx.obj = state
     ctx.call_on_close(state.close)

@@ -11,7 +11,7 @@ from types import FrameType
 
 from taskyard.core.prefetch import DEFAULT_PREFETCH
 from taskyard.model.errors import Conflict
-from taskyard.store import Store, open_store
+from taskyard.store import Connections, Store, open_store
 from taskyard.worker.daemon import WorkerDaemon
 from taskyard.worker.reports import Placer
 
@@ -24,9 +24,11 @@ Companion = Callable[[Store, threading.Event], None]
 
 def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: int | None,
                 lease_seconds: float = 15.0, placer: Placer | None = None,
-                prefetch: int = DEFAULT_PREFETCH, companions: Sequence[Companion] = ()) -> int:
+                prefetch: int = DEFAULT_PREFETCH, companions: Sequence[Companion] = (),
+                connections: Connections | None = None) -> int:
     """Run a worker until SIGTERM/SIGINT; used by ``taskyard worker``. ``companions``
-    run in threads of their own on the worker's store, and stop with it."""
+    run in threads of their own on the worker's store, and stop with it;
+    ``connections``: the worker's budget of PostgreSQL connections (cli/budget.py)."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -35,7 +37,7 @@ def main_worker(url: str, *, name: str | None, pools: Sequence[str], capacity: i
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    store = open_store(url)
+    store = open_store(url, connections=connections)
     threads = [threading.Thread(target=run, args=(store, stop), name=f"companion-{i}",
                                 daemon=True) for i, run in enumerate(companions)]
     try:
