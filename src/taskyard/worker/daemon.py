@@ -70,6 +70,10 @@ class WorkerDaemon:
         self.capacity = capacity if capacity is not None else (os.cpu_count() or 1)
         self.lease_seconds = lease_seconds
         self.heartbeat_every = heartbeat_every or max(0.2, lease_seconds / 5)
+        self.look_every = max(1.0, self.heartbeat_every)
+        """Seconds between looks at what is placed here when no wake-up asked for one
+        (a wake-up lost with a listener's silently broken connection): each is a read,
+        and a fleet of idle workers made mostly of them (bench.fleet)."""
         self.placer = placer
         self.prefetch = prefetch
         self._kick = threading.Event()
@@ -174,10 +178,10 @@ class WorkerDaemon:
 
         Jobs placed here by our own cycle come back with the report; jobs another
         process placed here, and cancels, come with a wake-up on our channel, which
-        makes the round look at everything placed here (and at least every second)."""
+        makes the round look at everything placed here (and every ``look_every``)."""
         assert self.worker_id is not None
         now = time.monotonic()
-        look = self._woken.is_set() or now - self._looked >= 1.0
+        look = self._woken.is_set() or now - self._looked >= self.look_every
         self._woken.clear()
         # Starts first, then ends (see Executor._slot): a report never shows a job
         # running in the room of one whose end it does not carry.
