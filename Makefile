@@ -16,6 +16,9 @@ CHROMIUM := /usr/bin/chromium
 # ones on free ports (the packages' own services are not used).
 RABBITMQ := /usr/sbin/rabbitmq-server
 REDIS := /usr/bin/redis-server
+# The fleet tests run taskyard behind Debian's pgbouncer (tests/fleet/): installed once, when
+# missing; the harness starts throwaway ones on free ports (the package's service is not used).
+PGBOUNCER := /usr/sbin/pgbouncer
 UI_PORT ?= 8080
 
 .PHONY: demo ui test lint bench clean
@@ -57,6 +60,11 @@ $(RABBITMQ) $(REDIS):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server redis-server
 
+$(PGBOUNCER):
+	@command -v apt-get >/dev/null || { echo "make: install Debian's pgbouncer for the fleet tests" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer
+
 demo: $(VENV)/.runtime
 	$(PY) examples/demo/run_demo.py
 
@@ -65,7 +73,7 @@ demo: $(VENV)/.runtime
 ui: $(VENV)/.runtime
 	$(PY) examples/demo/ui.py --port $(UI_PORT)
 
-test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS)
+test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS) $(PGBOUNCER)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
 # taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: bench/results/latest.md and the plots.

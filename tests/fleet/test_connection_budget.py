@@ -14,10 +14,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import fresh_database
 from tests.fleet.daemons import ROOT, Daemons
 from tests.polling import wait_for
 
+from conftest import fresh_database
 from taskyard.api.yard import Yard
 from taskyard.store.postgresql.urls import pg_target
 

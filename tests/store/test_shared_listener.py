@@ -18,9 +18,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
 from conftest import fresh_database
 from polling import wait_for
-
 from taskyard.store import Connections, open_store
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.shared_listen import RUN_DIR_ENV, SharedListener, paths
