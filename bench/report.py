@@ -53,7 +53,7 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     return {"started": doc["started"], "profile": doc["profile"], "systems": systems,
             "machine": doc["machine"], "config": doc["config"], "wall_s": doc.get("wall_s"),
             "metrics": table, "ratios": ratios, "latency_samples_ms": latency,
-            "problems": problems,
+            "problems": problems, "fleet": doc.get("fleet"),
             "skipped": sum(r["result"].get("status") == "skipped" for r in runs)}
 
 
@@ -268,6 +268,9 @@ def markdown(summary: dict[str, Any]) -> str:
                 arrow = "↑" if m["better"] == "higher" else "↓"
                 lines.append(f"| {m['label']} ({arrow}) | " + " | ".join(cells) + " |")
         lines.append("")
+    from bench import fleet  # noqa: PLC0415 - its rows, when the suite ran it
+
+    lines += fleet.markdown(summary.get("fleet"))
     lines += ["## Configurations", "",
               "taskyard runs with its defaults. Each peer runs in the configuration its "
               "documentation recommends for the workload:", ""]

@@ -80,6 +80,8 @@ class Profile:
     w4_chain_timeout: dict[int, float] = field(default_factory=dict)
     # taskyard's W1 with 2 workers once more, deployed as huey's `-w 2` (see LEAN).
     w1_lean: bool = False
+    # bench.fleet's worker counts, run once after the other runs ("": none).
+    fleet: str = ""
 
 
 PROFILES = {
@@ -100,7 +102,7 @@ PROFILES = {
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 3}, w4_chain_timeout={10_000: 3},
-        budget=26 * 60, http=(600, 8, 100), w1_lean=True,
+        budget=26 * 60, http=(600, 8, 100), w1_lean=True, fleet="10,50,200",
         # Airflow's graphs: 15 s each (Airflow runs 1-2 tasks/s here, see airflow_peer).
         w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=15),
     "smoke": Profile(
@@ -260,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, help="seconds; later runs are skipped")
     parser.add_argument("--out", default=str(HERE / "bench" / "results"))
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--fleet", help="bench.fleet's worker counts (default: the "
+                        "profile's; '' for none)")
     args = parser.parse_args(argv)
 
     # SIGTERM (scripts/bench's trap) ends the suite like Ctrl-C: the current run is killed.
@@ -317,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
             raw_path.write_text(json.dumps(doc, indent=1))
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
+    fleet_counts = profile.fleet if args.fleet is None else args.fleet
+    if fleet_counts:
+        from bench import fleet  # noqa: PLC0415
+
+        doc["fleet"] = fleet.in_suite(fleet_counts, out, timeout=45 * 60)
+        raw_path.write_text(json.dumps(doc, indent=1))
     doc["wall_s"] = round(time.monotonic() - began, 1)
     with suppress(OSError):
         facts["load_at_end"] = list(os.getloadavg())
