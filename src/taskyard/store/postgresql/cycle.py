@@ -13,7 +13,7 @@ from taskyard.store.cursor import Cursor, json_rows
 from taskyard.store.driver.maintenance import maintenance_checks
 from taskyard.store.driver.results import FIRST_PAGE
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
-from taskyard.store.postgresql.engine import CYCLE_LOCK_TIMEOUT_MS
+from taskyard.store.postgresql.engine import CYCLE_IDLE_MS, CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.rows import named, pg_row_set
 from taskyard.store.transitions.events import EVENT_TYPES
@@ -90,7 +90,9 @@ a statement sent after it in one pipeline reads only then (:data:`AHEAD_IF_HELD`
 LOCK_AHEAD = (
     # The global lock, alone or in a statement that does more (a submit's insert). Once
     # it is ours: waiting for a row lock (held by a frozen transaction) must not keep
-    # it for long (the cycle fails instead, and the next one retries); and no bitmap
+    # it for long (the cycle fails instead, and the next one retries); nor may our own
+    # process, frozen in the middle of the cycle (the server ends the session after
+    # CYCLE_IDLE_MS instead of the connection's minute, and the lock with it); and no bitmap
     # or sequential scans for its reads and writes (see SCANS_OFF). After a burst of
     # submissions, before autovacuum has analysed the table, the planner believes few
     # jobs are pending and reads all of them (bitmap scan, then sort: 0.4 s at 1M
@@ -99,6 +101,8 @@ LOCK_AHEAD = (
     # runs); finish() or the last dispatch turns them back on.
     f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
     f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
+    f"AND set_config('idle_in_transaction_session_timeout', '{CYCLE_IDLE_MS}', true) "
+    "IS NOT NULL "
     f"AND set_config('{HELD_SETTING}', 'on', true) IS NOT NULL "
     f"AND {SCANS_OFF} ELSE false END")
 """SQL: try the global lock for this transaction (true when it is ours)."""

@@ -21,6 +21,10 @@ from taskyard.store.postgresql.urls import pg_target
 
 IDLE_IN_TX_MS = 60_000
 CYCLE_LOCK_TIMEOUT_MS = 5_000
+CYCLE_IDLE_MS = 10_000
+"""A transaction that holds the cycle's lock and waits on its client longer than this
+ends: a frozen scheduler (SIGSTOP, a paused VM) stops every other one from placing work
+until then. A cycle's client work between two statements takes milliseconds."""
 PING_IDLE_SECONDS = 10.0
 """A pooled connection idle longer than this is pinged before reuse."""
 _CHECKED_IN = "taskyard.checked_in"
