@@ -22,7 +22,7 @@ SCHEDULER_MOST = 2
 """A scheduler's: its cycle, and one for what runs beside it (pruning, aging)."""
 
 MAX_DB = click.option(
-    "--max-db-connections", "max_db", type=click.IntRange(1, 1000), default=None,
+    "--max-db-connections", "max_db", type=click.IntRange(1, 1000), default=None, metavar="N",
     help="PostgreSQL: open at most this many connections, listeners included (a daemon "
          "at rest keeps two: one pooled, one listening).")
 
