@@ -97,6 +97,15 @@ def fresh_database(request: pytest.FixtureRequest, backend: str, folder: Path) -
         admin.dispose()
 
 
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """URL of a fresh, migrated PostgreSQL database, for tests of PostgreSQL alone (a
+    test module cannot import ``fresh_database``: in a whole run, ``conftest`` is
+    whichever conftest.py was loaded last)."""
+    with fresh_database(request, "pg", tmp_path) as url:
+        yield url
+
+
 @pytest.fixture(params=["sqlite", "pg"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """URL of a fresh, migrated database of each backend."""

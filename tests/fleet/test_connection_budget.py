@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -17,15 +16,13 @@ import pytest
 from tests.fleet.daemons import ROOT, Daemons
 from tests.polling import wait_for
 
-from conftest import fresh_database
 from taskyard.api.yard import Yard
 from taskyard.store.postgresql.urls import pg_target
 
 
 @pytest.fixture
-def pg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    with fresh_database(request, "pg", tmp_path) as url:
-        yield url
+def pg(pg_url: str) -> str:
+    return pg_url
 
 
 def _held(url: str) -> Counter[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -16,7 +15,6 @@ import pytest
 from tests.fleet.daemons import Daemons
 from tests.polling import wait_for
 
-from conftest import fresh_database
 from taskyard.api.yard import Yard
 from taskyard.store.postgresql.cycle import ADVISORY_KEY
 from taskyard.store.postgresql.urls import pg_target
@@ -27,9 +25,8 @@ HANDED_OVER_WITHIN = 30.0
 
 
 @pytest.fixture
-def pg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    with fresh_database(request, "pg", tmp_path) as url:
-        yield url
+def pg(pg_url: str) -> str:
+    return pg_url
 
 
 def _holds_cycle_lock(url: str, name: str) -> bool:

@@ -14,12 +14,10 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
 
-from conftest import fresh_database
 from polling import wait_for
 from taskyard.store import Connections, open_store
 from taskyard.store.postgresql.listen import pg_channel
@@ -28,14 +26,12 @@ from taskyard.store.postgresql.urls import pg_target
 
 
 @pytest.fixture
-def pg(request: pytest.FixtureRequest, tmp_path: Path,
-       monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def pg(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     # A short folder: a Unix socket's path holds at most 107 bytes.
     run_dir = tempfile.mkdtemp(prefix="ty-")
     monkeypatch.setenv(RUN_DIR_ENV, run_dir)
     try:
-        with fresh_database(request, "pg", tmp_path) as url:
-            yield url
+        yield pg_url
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
