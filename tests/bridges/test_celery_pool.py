@@ -19,7 +19,7 @@ from taskyard.bridges.celery_pool import CeleryPool
 from taskyard.core.states import TERMINAL
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.store import MovableClock
-from taskyard.worker.executor import Executor
+from taskyard.worker.process_executor import Executor
 
 LEASE = 30.0
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from taskyard.model.records import ClaimedJob, Outcome
-from taskyard.worker.executor import Executor
+from taskyard.worker.process_executor import Executor
 from taskyard.worker.processes import PythonChild
 
 

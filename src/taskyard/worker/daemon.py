@@ -26,7 +26,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
 from taskyard.store import Store
 from taskyard.worker.deliveries import Deliveries, Key
-from taskyard.worker.executor import Executor
+from taskyard.worker.process_executor import Executor
 from taskyard.worker.reports import Placer, report_batch
 
 log = logging.getLogger("taskyard.worker")
