@@ -19,7 +19,7 @@ from taskyard.bridges.celery_pool import CeleryPool
 from taskyard.core.states import TERMINAL
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.store import MovableClock
-from taskyard.worker.process_executor import Executor
+from taskyard.worker.process_executor import ProcessExecutor
 
 LEASE = 30.0
 
@@ -148,7 +148,7 @@ def test_a_worker_refuses_a_celery_job_in_one_line() -> None:
         outcomes.append(outcome)
         done.set()
 
-    executor = Executor(1, on_done=on_done, prewarm=False, guard=False)
+    executor = ProcessExecutor(1, on_done=on_done, prewarm=False, guard=False)
     try:
         executor.submit([ClaimedJob(7, 1, "add", "celery:tests.add", {"x": 1}, None)])
         assert done.wait(30)
