@@ -33,6 +33,9 @@ log = logging.getLogger("taskyard.celery")
 SETTLE_AFTER = 5.0
 """Seconds without news after which an attempt's end is looked up in the result
 backend (an end the event bus did not bring)."""
+EVENTS_WAIT = 30.0
+"""Seconds the first task waits for a first event from the bus (a task sent before the
+bus is followed may start unseen)."""
 
 
 @dataclass
@@ -234,6 +237,7 @@ class CeleryExecutor:
     # -- threads ------------------------------------------------------------------------
 
     def _send_orders(self) -> None:
+        self._await_events()
         while (order := self._orders.get()) is not None:
             what, celery_id, job = order
             try:
@@ -249,6 +253,18 @@ class CeleryExecutor:
                 if job is not None:  # never sent: the attempt ends in error
                     self._on_end(Outcome(job.job_id, job.attempt, "error",
                                          error=f"could not send the Celery task: {exc}"))
+
+    def _await_events(self) -> None:
+        """Wait (at most :data:`EVENTS_WAIT`) until the event bus is followed."""
+        deadline = time.monotonic() + EVENTS_WAIT
+        while not self.events.ready.wait(0.1):
+            if self._closing.is_set():
+                return
+            if time.monotonic() > deadline:
+                log.warning("event=celery-events-silent worker=%s: no event from any Celery "
+                            "worker yet (are workers running on this broker?); ends are read "
+                            "from the result backend meanwhile", self.worker_name)
+                return
 
     def _send(self, celery_id: str, job: ClaimedJob) -> None:
         with self._lock:

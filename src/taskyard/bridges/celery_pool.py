@@ -10,11 +10,9 @@ store refuses the late result of an attempt that is no longer current, as a work
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,11 +23,6 @@ from taskyard.worker.daemon import WorkerDaemon
 from taskyard.worker.executors import Hooks
 from taskyard.worker.reports import Placer
 from taskyard.worker.run import serve
-
-log = logging.getLogger("taskyard.celery")
-EVENTS_WAIT = 30.0
-"""Seconds a starting pool waits for a first event from the bus before it takes jobs
-(tasks sent before it follows the bus may start unseen)."""
 
 
 class CeleryPool:
@@ -56,17 +49,6 @@ class CeleryPool:
 
     def run(self, stop: threading.Event) -> int:
         """Serve until ``stop`` (0), or until fenced (1)."""
-        deadline = time.monotonic() + EVENTS_WAIT
-        while not (self.events.ready.wait(0.1) or stop.is_set()
-                   or time.monotonic() > deadline):
-            pass
-        if not self.events.ready.is_set() and not stop.is_set():
-            log.warning("event=celery-events-silent worker=%s: no event from any Celery "
-                        "worker yet (are workers running on this broker?); ends are read "
-                        "from the result backend meanwhile", self.daemon.name)
-        if stop.is_set():
-            self.executor.shutdown()
-            return 0
         return serve(self.daemon, stop)
 
 

@@ -34,7 +34,7 @@ log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
 """One line per job started and ended (shown from ``-v`` on)."""
 PIPELINE = 16
-"""Most jobs sent to a child in one message (a pipeline: see :meth:`Executor._next`)."""
+"""Most jobs sent to a child in one message (a pipeline: see :meth:`ProcessExecutor._next`)."""
 PIPELINE_WINDOW = 0.005
 """Seconds of work (at the recent pace) a pipeline may hold: only short jobs are
 pipelined, so a pipeline never keeps a job waiting behind a long one."""
