@@ -235,6 +235,7 @@ class Peer:
         rate, timed = self._enqueue(n, (first_path, last_path), batch, enqueue_limit)
         if rate is not None:
             row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
+        self.settle()  # untimed: the queue's tables as autovacuum leaves them (W3 too)
         with processes(self.ctx, self.env()) as procs:
             self.start_workers(procs, workers, "W1")
             first = _wait_alive(procs, first_path, 120)
