@@ -31,11 +31,14 @@ class CannotExpress(Exception):
 @dataclass
 class Ctx:
     """Where a run may put things: the throwaway PostgreSQL cluster's admin URL, the
-    redis-server's URL, and a scratch folder that the run owns."""
+    redis-server's URL, and a scratch folder that the run owns; ``wire``: the proxy
+    ``pg`` then points at (bench.wire), ``direct``: the cluster's own URL behind it."""
 
     pg: str | None
     redis: str | None
     tmp: Path
+    wire: Any = None
+    direct: str | None = None
 
 
 # URLs are taken apart with urllib, not SQLAlchemy's make_url: a peer's run never

@@ -25,6 +25,7 @@ CONCURRENCY = int(os.environ.get("BENCH_PROCRASTINATE_CONCURRENCY", "10"))
 class ProcrastinatePeer(Peer):
     name = "procrastinate-pg"
     batch_api = "Task.batch_defer (one INSERT of many jobs)"
+    remaining_sql = "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
 
     def __init__(self, ctx: Ctx) -> None:
         super().__init__(ctx)
