@@ -334,7 +334,8 @@ def _db_sections(prof: dict[str, Any]) -> list[tuple[str, str, str]]:
          "(counted from the database outside the proxy)." + profile_note),
         ("DB-W2", "Database work per job (machine-independent): W2",
          how + "W2's latency a network hop away is about its p50 here plus the last row "
-         f"times the RTT. Window: {m} jobs run one at a time as in W2 (after "
+         "times the RTT (and half an RTT more where a notification wakes the worker: a "
+         f"one-way message). Window: {m} jobs run one at a time as in W2 (after "
          "warm-up jobs), every connection counted (the client's enqueue, the worker's, "
          "the scheduler's, idle polls); the last row counts only the round trips that "
          "began between an enqueue call and its handler's start." + profile_note),
