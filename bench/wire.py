@@ -71,7 +71,7 @@ class _Conn:
 
 
 class Proxy:
-    """``Proxy((host, port), delay=0.0)``: listens on 127.0.0.1 (``port`` once started);
+    """``Proxy((host, port), delay=0.0)``: listens on 127.0.0.1 at ``port`` at once;
     ``delay`` seconds are added in each direction (half the round trip to simulate)."""
 
     def __init__(self, target: tuple[str, int], delay: float = 0.0) -> None:
@@ -152,6 +152,7 @@ class Proxy:
             for s in (src, dst):  # the other direction ends too
                 with suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
+                s.close()
 
     def _count(self, conn: _Conn) -> Counts:
         return self._counts.setdefault(conn.database, Counts())
