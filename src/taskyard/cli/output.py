@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -66,6 +67,8 @@ def humanize(seconds: float) -> str:
     thresholds (so 23 h 59 min reads ``in a day``); one unit reads ``in an hour``.
     """
     size = abs(seconds)
+    if not math.isfinite(size):  # stored by an older version, past any bound: as it is
+        return f"{seconds}s"
     if size < 1:
         return "now"
     unit, length = next((u, n) for u, n, start in _UNITS if size >= start)
