@@ -108,7 +108,10 @@ def test_feed_is_woken_by_the_database_not_by_its_timer(api: Api) -> None:
                 writer.post(f"/api/v1/jobs/{job.json()['id']}/cancel")
             waiter.join(1.0)
         assert woke == [True]
-        page = feed.read(None, EventFilter(topics=("job-pending",)))
-        assert page.events and page.events[0].topic == "job-pending"
+        # Read in commit order: on PostgreSQL an event waits for the transactions older
+        # than its own, anywhere on the server (other tests' too), to end.
+        page = wait_for("the events to be readable", lambda: (
+            found := feed.read(None, EventFilter(topics=("job-pending",)))).events and found)
+        assert page.events[0].topic == "job-pending"
     finally:
         feed.close()
