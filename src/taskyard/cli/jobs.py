@@ -18,7 +18,7 @@ from taskyard.model.records import JobRecord
 
 
 @click.command("submit")
-@click.argument("type_name", metavar="TYPE", required=False)
+@click.argument("type_name", metavar="[TYPE]", required=False)
 @click.option("--from-file", "jobs_file", metavar="FILE|-",
               help="Instead of TYPE: one job a line (JSON Lines: type, args, priority, "
                    "run_after, pools, timeout…), submitted 1,000 at a time; prints the ids.")
