@@ -102,3 +102,17 @@ def test_a_row_holding_values_out_of_range_still_renders(api: Api) -> None:
     assert {j["id"] for j in listed} == {job["id"], other["id"]}
     canceled = api.post(f"/api/v1/jobs/{job['id']}/cancel")
     assert canceled.status_code == 200 and canceled.json()["state"] == "canceled"
+
+
+def test_a_job_lock_is_a_name(api: Api) -> None:
+    """F6: a NUL or a control character in a job's extra lock was stored (refused in a
+    pool name, and in a task type's lock)."""
+    api.post("/api/v1/task-types", json={"name": "t", "handler": "shell:true"})
+    for lock in ("a\x00b", "esc\x1b[31m", ""):
+        answer = api.post("/api/v1/jobs", json={**NOWHERE, "locks": [lock]})
+        assert answer.status_code == 422, (lock, answer.text)
+        assert "lock" in answer.json()["error"]["message"]
+    cli = taskyard(api.db_url, "submit", "t", "--pool", "nowhere", "--lock", "a\x1bb")
+    assert cli.returncode == 1 and "control characters" in cli.stderr
+    assert _count(api) == 0
+    assert api.post("/api/v1/jobs", json={**NOWHERE, "locks": ["repo:1"]}).status_code == 201
