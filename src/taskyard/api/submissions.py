@@ -81,23 +81,57 @@ def job_submissions(jobs: Sequence[Any], now: Callable[[], float]) -> list[JobSu
     if not 1 <= len(jobs) <= BATCH_MAX:
         raise InvalidInput(f"jobs: {len(jobs)} jobs; a batch holds 1 to {BATCH_MAX}")
     clock = _Once(now)
+    # The jobs of a batch mostly share their options: each distinct set is checked and
+    # made into a submission once, then copied with each job's type and args.
+    made: dict[Any, JobSubmission] = {}
+    types: set[str] = set()
     subs: list[JobSubmission] = []
     for index, body in enumerate(jobs):
-        where = f"job {index}"
         if not isinstance(body, Mapping):
-            raise InvalidInput(f"{where}: a job must be an object with a 'type'")
-        unknown = set(body) - set(JOB_FIELDS)
-        if unknown:
-            raise InvalidInput(f"{where}: unknown fields {sorted(map(str, unknown))} "
+            raise InvalidInput(f"job {index}: a job must be an object with a 'type'")
+        if body.keys() - _FIELDS:
+            unknown = sorted(map(str, body.keys() - _FIELDS))
+            raise InvalidInput(f"job {index}: unknown fields {unknown} "
                                f"(one of {', '.join(JOB_FIELDS)})")
-        _check_shape(body, where)
-        with refused_as_invalid(where):
-            check_name(body["type"], "type")
-        options = SubmitOptions(**{k: v for k, v in body.items()
-                                   if k not in ("type", "args") and v is not None})
-        subs += options.submissions(body["type"], [body.get("args") or {}], clock,
-                                    where=where)
+        type_name: Any = body.get("type")
+        args = body.get("args")
+        if type_name not in types:
+            _check_shape({"type": type_name}, f"job {index}")
+            with refused_as_invalid(f"job {index}"):
+                types.add(check_name(type_name, "type"))
+        if args is not None and not isinstance(args, Mapping):
+            _check_shape({"args": args}, f"job {index}")
+        options = {k: v for k, v in body.items()
+                   if k not in _BODY and v is not None}
+        key = _frozen(options)
+        template = made.get(key) if key is not None else None
+        if template is None:
+            _check_shape(options, f"job {index}")
+            template = SubmitOptions(**options).submissions(
+                "", [{}], clock, where=f"job {index}")[0]
+            if key is not None:
+                made[key] = template
+        subs.append(JobSubmission(  # the fields SubmitOptions.submissions sets
+            type=type_name, args=dict(args) if args else {}, priority=template.priority,
+            pools=template.pools, run_after=template.run_after, locks=template.locks,
+            timeout=template.timeout, unique_key=template.unique_key,
+            unique_for=template.unique_for, on_duplicate=template.on_duplicate))
     return subs
+
+
+_FIELDS = frozenset(JOB_FIELDS)
+_BODY = frozenset(("type", "args"))
+
+
+def _frozen(options: Mapping[str, Any]) -> Any:
+    """A hashable key for a job's options (None when one cannot be made)."""
+    try:
+        key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                           for k, v in options.items()))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _text(value: Any) -> bool:
@@ -127,8 +161,9 @@ _SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def _check_shape(body: Mapping[str, Any], where: str) -> None:
-    """The JSON types of a job's fields (their values are checked by the submit path)."""
-    if "type" not in body:
+    """The JSON types of (some of) a job's fields; their values are checked by the submit
+    path. A type that is None is missing."""
+    if "type" in body and body["type"] is None:
         raise InvalidInput(f"{where}: type: a task type name is required")
     for field, value in body.items():
         ok, expected = _SHAPES[field]
