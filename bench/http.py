@@ -10,7 +10,7 @@ or ``--pg URL``), on a fresh database:
   in; rate = jobs / wall time; p50/p99 of the requests; the CPU each request cost the
   server's processes, the client, and (PostgreSQL on this machine) the database's
   backends, read from /proc around the run.
-- batch: the same server, ``POST /api/v1/jobs/batch`` of 1,000 jobs from 2 connections
+- batch: the same server, ``POST /api/v1/jobs/batch`` of 1,000 jobs from 4 connections
   until ``--batch-jobs`` jobs are in; rate = jobs / wall time.
 - latency: ``taskyard up --workers 1 --http PORT`` on an idle system; ``--latency`` jobs
   one after the other, each waiting for the previous to end; latency = the handler's
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -59,34 +60,50 @@ def _port() -> int:
 
 
 @contextmanager
-def taskyard(url: str, *args: str, port: int,
+def taskyard(url: str, *args: str, port: int = 0,
              prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A taskyard daemon serving HTTP on ``port``; yields its base URL and process."""
+    """A taskyard daemon serving HTTP; yields its base URL and process. ``port`` 0: the
+    daemon takes a free port (``serve --port 0``) and says which on its start line — on a
+    shared machine a port found free beforehand may be another's by then."""
     # This process's path too: a run from another checkout serves that checkout's taskyard.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *[p for p in sys.path if p]])}
-    proc = subprocess.Popen([*prefix, sys.executable, "-m", "taskyard", "--db", url, *args],
-                            env=env, cwd=HERE, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
+    with tempfile.NamedTemporaryFile(prefix="bench-http-", suffix=".log") as log:
+        proc = subprocess.Popen([*prefix, sys.executable, "-m", "taskyard", "--db", url,
+                                 *args], env=env, cwd=HERE, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            yield _started(proc, Path(log.name), port, args), proc
+        finally:
+            proc.send_signal(signal.SIGINT if prefix else signal.SIGTERM)
             try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _started(proc: subprocess.Popen[bytes], log: Path, port: int, args: tuple[str, ...]) -> str:
+    """The base URL once the daemon answers (``port``, or the one its start line says)."""
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"taskyard {' '.join(args)} did not start: "
+                               f"{log.read_text()[-2000:]}")
+        found = port or _started_port(log)
+        if found:
+            base = f"http://127.0.0.1:{found}"
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200 \
+                        and proc.poll() is None:  # ours, not another's on that port
+                    return base
             except httpx.HTTPError:
                 pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"taskyard {' '.join(args)} did not start")
-            time.sleep(0.1)
-        yield base, proc
-    finally:
-        proc.send_signal(signal.SIGINT if prefix else signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        time.sleep(0.1)
+
+
+def _started_port(log: Path) -> int | None:
+    found = re.search(r"event=http-started .*? port=(\d+)", log.read_text())
+    return int(found.group(1)) if found else None
 
 
 def _token(url: str) -> str:
@@ -144,8 +161,8 @@ def _db_backends(url: str) -> list[int]:
         engine.dispose()
 
 
-def _serve_args(port: int, workers: int | None) -> list[str]:
-    return ["serve", "--port", str(port), *(["--workers", str(workers)] if workers else [])]
+def _serve_args(workers: int | None) -> list[str]:
+    return ["serve", "--port", "0", *(["--workers", str(workers)] if workers else [])]
 
 
 def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
@@ -154,16 +171,18 @@ def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
     of :data:`WARMUP`); the rate, latencies and CPU per request. A failed POST raises
     RuntimeError, or with ``strict=False`` is counted (``errors``, and the first one)."""
     token = _token(url)
-    port = _port()
     prefix = _py_spy(profile, url) if profile else ()
-    with taskyard(url, *_serve_args(port, workers), port=port, prefix=prefix) as (base, proc):
+    with taskyard(url, *_serve_args(workers), prefix=prefix) as (base, proc):
         request = request_bytes("POST", f"{base}/api/v1/jobs", {"type": "noop"},
                                 {"Authorization": f"Bearer {token}"})
         run_load(base, lambda _: request, min(WARMUP, max(jobs // 4, clients)), clients)
-        server, db = _tree(proc.pid), _db_backends(url)
-        before = (_cpu(server), _cpu(db))
+        server = _tree(proc.pid)
+        before, db_before = _cpu(server), {pid: _cpu([pid]) for pid in _db_backends(url)}
         done = run_load(base, lambda _: request, jobs, clients)
-        used = (_cpu(server) - before[0], _cpu(db) - before[1])
+        # Backends opened during the run count whole; those before, their share of it.
+        db = _db_backends(url)
+        used = (_cpu(server) - before,
+                sum(_cpu([pid]) - db_before.get(pid, 0.0) for pid in db))
     errors = done.count - done.statuses.get(201, 0)
     if errors and strict:
         raise RuntimeError(f"{errors} submits failed, e.g. {done.first_error}")
@@ -182,12 +201,11 @@ def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
     return result
 
 
-def batch_rate(url: str, jobs: int, *, batch: int = 1000, clients: int = 2,
+def batch_rate(url: str, jobs: int, *, batch: int = 1000, clients: int = 4,
                workers: int | None = None) -> dict[str, Any]:
     """POST ``/api/v1/jobs/batch`` of ``batch`` no-op jobs until ``jobs`` are in."""
     token = _token(url)
-    port = _port()
-    with taskyard(url, *_serve_args(port, workers), port=port) as (base, _):
+    with taskyard(url, *_serve_args(workers)) as (base, _):
         request = request_bytes("POST", f"{base}/api/v1/jobs/batch",
                                 {"jobs": [{"type": "noop"}] * batch},
                                 {"Authorization": f"Bearer {token}"})

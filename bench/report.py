@@ -202,7 +202,7 @@ def markdown(summary: dict[str, Any]) -> str:
          "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone (its "
          "default processes), keep-alive HTTP/1.1 connections of a light asyncio client "
          "(bench/http_load.py, one request in flight each) POSTing no-op jobs, with the "
-         "requests' p50/p99; batch = 1,000 jobs a `POST /api/v1/jobs/batch`, 2 "
+         "requests' p50/p99; batch = 1,000 jobs a `POST /api/v1/jobs/batch`, 4 "
          "connections; latency = `taskyard up --workers 1 --http` on an idle system, one "
          "job at a time, handler start - the time just before the POST (the client polls "
          "the job every 2 ms). The client runs on the same 2 cores as the server: the raw "
