@@ -176,13 +176,8 @@ def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
         request = request_bytes("POST", f"{base}/api/v1/jobs", {"type": "noop"},
                                 {"Authorization": f"Bearer {token}"})
         run_load(base, lambda _: request, min(WARMUP, max(jobs // 4, clients)), clients)
-        server = _tree(proc.pid)
-        before, db_before = _cpu(server), {pid: _cpu([pid]) for pid in _db_backends(url)}
-        done = run_load(base, lambda _: request, jobs, clients)
-        # Backends opened during the run count whole; those before, their share of it.
-        db = _db_backends(url)
-        used = (_cpu(server) - before,
-                sum(_cpu([pid]) - db_before.get(pid, 0.0) for pid in db))
+        with _cpu_of(proc, url) as used:
+            done = run_load(base, lambda _: request, jobs, clients)
     errors = done.count - done.statuses.get(201, 0)
     if errors and strict:
         raise RuntimeError(f"{errors} submits failed, e.g. {done.first_error}")
@@ -191,11 +186,11 @@ def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
               "jobs_per_second": round(done.statuses.get(201, 0) / done.seconds, 1),
               "p50_ms": round(done.percentile_ms(0.5), 2),
               "p99_ms": round(done.percentile_ms(0.99), 2),
-              "server_cpu_ms": round(used[0] / done.count * 1000, 3),
+              "server_cpu_ms": round(used["server"] / done.count * 1000, 3),
               "client_cpu_ms": round(done.client_cpu / done.count * 1000, 3),
               "errors": errors, **({"first_error": done.first_error} if errors else {})}
-    if db:
-        result["db_cpu_ms"] = round(used[1] / done.count * 1000, 3)
+    if "db" in used:
+        result["db_cpu_ms"] = round(used["db"] / done.count * 1000, 3)
     if profile:
         result["profile"] = _summarize(profile, url)
     return result
@@ -205,19 +200,36 @@ def batch_rate(url: str, jobs: int, *, batch: int = 1000, clients: int = 4,
                workers: int | None = None) -> dict[str, Any]:
     """POST ``/api/v1/jobs/batch`` of ``batch`` no-op jobs until ``jobs`` are in."""
     token = _token(url)
-    with taskyard(url, *_serve_args(workers)) as (base, _):
+    with taskyard(url, *_serve_args(workers)) as (base, proc):
         request = request_bytes("POST", f"{base}/api/v1/jobs/batch",
                                 {"jobs": [{"type": "noop"}] * batch},
                                 {"Authorization": f"Bearer {token}"})
         run_load(base, lambda _: request, 2, clients)
-        done = run_load(base, lambda _: request, max(1, jobs // batch), clients)
+        with _cpu_of(proc, url) as used:
+            done = run_load(base, lambda _: request, max(1, jobs // batch), clients)
     if done.statuses.get(201, 0) != done.count:
         raise RuntimeError(f"batches failed: {done.statuses}, e.g. {done.first_error}")
     return {"jobs": done.count * batch, "batch": batch, "clients": clients,
             "seconds": round(done.seconds, 2),
             "jobs_per_second": round(done.count * batch / done.seconds, 1),
             "p50_ms": round(done.percentile_ms(0.5), 1),
+            **{f"{k}_cpu_ms_per_batch": round(v / done.count * 1000, 1)
+               for k, v in used.items()},
             "client_cpu_ms_per_batch": round(done.client_cpu / done.count * 1000, 2)}
+
+
+@contextmanager
+def _cpu_of(proc: subprocess.Popen[bytes], url: str) -> Iterator[dict[str, float]]:
+    """CPU seconds the server's processes (``server``) and, PostgreSQL on this machine,
+    the database's backends (``db``) use inside the block; filled in when it ends."""
+    used: dict[str, float] = {}
+    server = _tree(proc.pid)
+    before, db_before = _cpu(server), {pid: _cpu([pid]) for pid in _db_backends(url)}
+    yield used
+    used["server"] = _cpu(server) - before
+    if db_before or url.startswith("postgresql"):
+        # Backends opened during the run count whole; those before, their share of it.
+        used["db"] = sum(_cpu([pid]) - db_before.get(pid, 0.0) for pid in _db_backends(url))
 
 
 def latency(url: str, count: int) -> dict[str, Any]:
