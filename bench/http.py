@@ -161,8 +161,13 @@ def _db_backends(url: str) -> list[int]:
         engine.dispose()
 
 
+PORT = 0
+"""The port ``serve`` is given (``--port``): 0, the one it says it took; another for a
+taskyard that cannot say (before issue 36, to measure it with this client)."""
+
+
 def _serve_args(workers: int | None) -> list[str]:
-    return ["serve", "--port", "0", *(["--workers", str(workers)] if workers else [])]
+    return ["serve", "--port", str(PORT), *(["--workers", str(workers)] if workers else [])]
 
 
 def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
@@ -172,7 +177,7 @@ def submit_rate(url: str, jobs: int, clients: int, *, strict: bool = True,
     RuntimeError, or with ``strict=False`` is counted (``errors``, and the first one)."""
     token = _token(url)
     prefix = _py_spy(profile, url) if profile else ()
-    with taskyard(url, *_serve_args(workers), prefix=prefix) as (base, proc):
+    with taskyard(url, *_serve_args(workers), port=PORT, prefix=prefix) as (base, proc):
         request = request_bytes("POST", f"{base}/api/v1/jobs", {"type": "noop"},
                                 {"Authorization": f"Bearer {token}"})
         run_load(base, lambda _: request, min(WARMUP, max(jobs // 4, clients)), clients)
@@ -200,7 +205,7 @@ def batch_rate(url: str, jobs: int, *, batch: int = 1000, clients: int = 4,
                workers: int | None = None) -> dict[str, Any]:
     """POST ``/api/v1/jobs/batch`` of ``batch`` no-op jobs until ``jobs`` are in."""
     token = _token(url)
-    with taskyard(url, *_serve_args(workers)) as (base, proc):
+    with taskyard(url, *_serve_args(workers), port=PORT) as (base, proc):
         request = request_bytes("POST", f"{base}/api/v1/jobs/batch",
                                 {"jobs": [{"type": "noop"}] * batch},
                                 {"Authorization": f"Bearer {token}"})
@@ -337,8 +342,12 @@ def main() -> int:
     parser.add_argument("--stores", default="sqlite,pg")
     parser.add_argument("--pg", help="PostgreSQL URL (default: a throwaway cluster)")
     parser.add_argument("--profile", help="Record the server with py-spy into this folder.")
+    parser.add_argument("--port", type=int, default=0,
+                        help="serve's port (default 0: the one it says it took)")
     parser.add_argument("--json", help="Also write the results to this file.")
     args = parser.parse_args()
+    global PORT  # noqa: PLW0603 - one setting for the whole run
+    PORT = args.port
     results: dict[str, Any] = {}
     folder = tempfile.mkdtemp(prefix="bench-http-")
     for store in args.stores.split(","):
