@@ -23,12 +23,12 @@ from typing import Any
 from anyio import to_thread
 
 from taskyard.api.yard import Yard
-from taskyard.model.errors import NotFound, StoreError
+from taskyard.model.errors import NotFound
 from taskyard.store.job_pages import jobs_by_id
 
 GROUP_MAX = 1000
 """Jobs written in one group at most (the batch route's limit)."""
-Outcome = dict[str, Any] | StoreError
+Outcome = dict[str, Any] | Exception
 
 
 class Submitter:
@@ -49,7 +49,7 @@ class Submitter:
             self._writing += 1
             asyncio.get_running_loop().create_task(self._write())
         outcome = await future
-        if isinstance(outcome, StoreError):
+        if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
@@ -76,23 +76,24 @@ class Submitter:
 
     def write_group(self, jobs: Sequence[dict[str, Any]]) -> list[Outcome]:
         """Submit ``jobs`` (blocking): together when there are several and all are
-        accepted, else each alone; each one's job, or the error that refused it."""
-        ids: list[int | StoreError]
+        accepted, else each alone; each one's job, or the error that refused it (a
+        failure of the group, whatever it is, is each job's own once alone)."""
+        ids: list[int | Exception]
         if len(jobs) == 1:
             ids = [self._alone(jobs[0])]
         else:
             try:
                 ids = list(self.yard.submit_many(list(jobs)))
-            except StoreError:
+            except Exception:  # each job alone says whose failure it was
                 ids = [self._alone(job) for job in jobs]
         found = jobs_by_id(self.yard.store, [i for i in ids if isinstance(i, int)])
-        return [i if isinstance(i, StoreError) else
+        return [i if isinstance(i, Exception) else
                 found[i].to_json() if i in found else NotFound(f"no job {i}")
                 for i in ids]
 
-    def _alone(self, job: dict[str, Any]) -> int | StoreError:
+    def _alone(self, job: dict[str, Any]) -> int | Exception:
         options = {k: v for k, v in job.items() if k not in ("type", "args")}
         try:
             return self.yard.submit(job["type"], job.get("args") or {}, **options)
-        except StoreError as exc:
+        except Exception as exc:  # this request's answer (4xx, or 500)
             return exc
