@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("taskyard.http")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WORKERS_MAX = 4
-"""The default number of server processes is one per core, at most this many."""
+"""The default number of server processes is one per two cores (the scheduler, the
+workers, the database and the clients want the others), at most this many."""
 
 HOST = click.option("--host", default="127.0.0.1", show_default=True, envvar="TASKYARD_HTTP_HOST",
                     help="Address to bind (another than loopback exposes the API; '' every "
@@ -46,6 +47,13 @@ def make_server(state: State, host: str, port: int, max_body: int, *,
     return HttpServer(app, host, port, limits=limits)
 
 
+def default_workers() -> int:
+    """One server process per two cores, at most :data:`WORKERS_MAX`: on 2 cores one
+    process serves more than two (bench.http: the groups of submits, the database's
+    share and the client's take the other core)."""
+    return max(1, min((os.cpu_count() or 1) // 2, WORKERS_MAX))
+
+
 def dashboard_url(host: str, port: int) -> str:
     """The dashboard's URL for an address as given (a wildcard one shown as loopback)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -58,7 +66,7 @@ def dashboard_url(host: str, port: int) -> str:
               envvar="TASKYARD_HTTP_PORT", help="TCP port (0: a free one, said at start).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               envvar="TASKYARD_HTTP_WORKERS",
-              help=f"Server processes [default: one per core, at most {WORKERS_MAX}].")
+              help=f"Server processes [default: one per two cores, at most {WORKERS_MAX}].")
 @MAX_BODY
 @click.option("--max-header-size", type=click.IntRange(1024, 16 * 1024 * 1024),
               default=64 * 1024, show_default=True, envvar="TASKYARD_HTTP_MAX_HEADER_SIZE",
@@ -98,7 +106,7 @@ def serve(ctx: click.Context, host: str, port: int, workers: int | None, max_bod
         logging.getLogger("taskyard").setLevel(logging.INFO)
     state: State = ctx.obj
     state.yard.store.workers.list()  # fail now, in one line, if the database is unusable
-    count = workers or max(1, min(os.cpu_count() or 1, WORKERS_MAX))
+    count = workers or default_workers()
     settings = Settings(max_body=max_body, trusted_hosts=trusted_hosts,
                         auth_failures=auth_failures)
     limits = ConnectionLimits(max_header_size, idle_timeout, request_timeout, max_connections)

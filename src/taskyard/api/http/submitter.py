@@ -35,7 +35,7 @@ class Submitter:
     """Submits jobs (``POST /api/v1/jobs`` bodies as mappings) in groups; answers each
     with its job as ``job show --json`` gives it."""
 
-    def __init__(self, yard: Yard, *, writers: int = 3) -> None:
+    def __init__(self, yard: Yard, *, writers: int = 1) -> None:
         self.yard = yard
         self.writers = writers
         self._waiting: list[tuple[dict[str, Any], asyncio.Future[Outcome]]] = []
