@@ -17,7 +17,8 @@ or ``--pg URL``), on a fresh database:
   start (its result: ``time.time()``) - the time just before the POST.
 
 The client runs on the same machine as the server (2 cores shared): its CPU is said.
-``--profile DIR`` records the server under the submit load with py-spy (its raw stacks
+``--profile DIR`` records the server under the submit load with py-spy (the thread
+holding the GIL: where its Python CPU goes; raw stacks
 and a summary per function). Usage: python -m bench.http [--jobs 8000] [--clients 16]
 [--batch-jobs 20000] [--latency 300] [--workers N] [--stores sqlite,pg] [--pg URL]
 [--profile DIR] [--json FILE]
@@ -269,7 +270,7 @@ def _py_spy(folder: Path, url: str) -> tuple[str, ...]:
         raise RuntimeError("--profile needs py-spy (pip install py-spy)")
     folder.mkdir(parents=True, exist_ok=True)
     store = "pg" if url.startswith("postgresql") else "sqlite"
-    return (found, "record", "--rate", "200", "--format", "raw", "--subprocesses",
+    return (found, "record", "--rate", "200", "--gil", "--format", "raw", "--subprocesses",
             "--output", str(folder / f"{store}.raw.txt"), "--")
 
 
