@@ -86,19 +86,26 @@ def submit_file(state: State, source: str) -> None:
     """``submit --from-file``: the file's jobs by :meth:`Yard.submit_many`, 1,000 at a
     time (each batch all or none); prints each id as its batch is in. An error names
     the line of the first bad job of its batch (the batches before it are in)."""
+    from rich.progress import Progress  # noqa: PLC0415 - rich is slow to import
+
     from taskyard.api.submissions import BATCH_MAX  # noqa: PLC0415 - start-up time
 
     jobs = read_jobs(source)
     if not jobs:
         raise click.BadParameter("no job in the file", param_hint="--from-file")
-    for start in range(0, len(jobs), BATCH_MAX):
-        batch = jobs[start:start + BATCH_MAX]
-        try:
-            ids = state.yard.submit_many([job for _, job in batch])
-        except InvalidInput as exc:
-            raise InvalidInput(_with_line(str(exc), source, batch)) from None
-        click.echo("\n".join(map(str, ids)))
-        sys.stdout.flush()
+    # Progress on a terminal, for a file of several batches (stdout stays the ids).
+    shown = sys.stderr.isatty() and len(jobs) > BATCH_MAX
+    with Progress(transient=True, disable=not shown) as progress:
+        task = progress.add_task("submitting", total=len(jobs))
+        for start in range(0, len(jobs), BATCH_MAX):
+            batch = jobs[start:start + BATCH_MAX]
+            try:
+                ids = state.yard.submit_many([job for _, job in batch])
+            except InvalidInput as exc:
+                raise InvalidInput(_with_line(str(exc), source, batch)) from None
+            click.echo("\n".join(map(str, ids)))
+            sys.stdout.flush()
+            progress.advance(task, len(batch))
 
 
 def _with_line(message: str, source: str, batch: list[tuple[int, Any]]) -> str:
