@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
 from taskyard.api.handles import JobHandle, wait_until
-from taskyard.api.submissions import SubmitOptions
+from taskyard.api.submissions import SubmitOptions, submit_batch
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.model.errors import InvalidInput, NotFound
@@ -195,14 +195,15 @@ class Yard:
         (job_id,) = self.enqueue(type, [args or {}], options)
         return job_id
 
-    def submit_many(
-        self, type: str | Callable[..., Any], args_list: Sequence[dict[str, Any]], *,
-        priority: int = 0, pools: Sequence[str] | None = None, **options: Any,
-    ) -> list[int]:
-        """Submit one job per args mapping in one transaction (all or none); returns the
-        ids in order. The batch counterpart of :meth:`submit` (the same options)."""
-        chosen = SubmitOptions.of("submit_many", priority=priority, pools=pools, **options)
-        return self.enqueue(type, args_list, chosen)
+    def submit_many(self, type: str | Callable[..., Any] | Sequence[Mapping[str, Any]],
+                    args_list: Sequence[dict[str, Any]] | None = None, *, priority: int = 0,
+                    pools: Sequence[str] | None = None, **options: Any) -> list[int]:
+        """Jobs in one transaction, all or none: per args mapping, or jobs alone (submit_batch)."""
+        if args_list is None:
+            self._sync_declared()
+            return submit_batch(type, self.store, self._submit, (priority, pools, options))
+        return self.enqueue(type, args_list, SubmitOptions.of(  # type: ignore[arg-type]
+            "submit_many", priority=priority, pools=pools, **options))
 
     def enqueue(self, type: str | Callable[..., Any], args_list: Sequence[Any],
                 options: SubmitOptions) -> list[int]:

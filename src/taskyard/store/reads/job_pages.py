@@ -7,22 +7,22 @@ returns, however deep in the list it is, and jobs created meanwhile never shift 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
-from taskyard.model.records import JSON, JobRecord, loads
+from taskyard.model.records import JSON, AttemptRecord, JobRecord, StageRecord, loads
 from taskyard.store import schema as t
-from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, to_record
+from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
 
 if TYPE_CHECKING:
     from taskyard.store import Store
 
-_J, _D = t.jobs, t.dependencies
+_J, _D, _A, _S = t.jobs, t.dependencies, t.attempts, t.stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,39 @@ def list_job_page(store: Store, *, state: str | None = None, type: str | None = 
         rows = conn.execute(query).all()
     items = [to_record(r) for r in rows[:limit]]
     return JobPage(items, items[-1].id if len(rows) > limit else None)
+
+
+_BY_ID = (select(*JOB_COLUMNS).select_from(JOB_FROM)
+          .where(_J.c.id.in_(bindparam("ids", expanding=True))))
+_ATTEMPTS_OF = (select(_A).where(_A.c.job_id.in_(bindparam("ids", expanding=True)))
+                .order_by(_A.c.job_id, _A.c.attempt))
+_STAGES_OF = (select(_S).where(_S.c.job_id.in_(bindparam("ids", expanding=True)))
+              .order_by(_S.c.job_id, _S.c.attempt, _S.c.seq))
+
+
+def jobs_by_id(store: Store, ids: Sequence[int]) -> dict[int, JobRecord]:
+    """The jobs with these ids, each with its attempts and stages, as :meth:`Jobs.get`
+    gives one — what the answer to a group of submits reads: one statement while none
+    of them has had an attempt (new jobs), three otherwise."""
+    if not ids:
+        return {}
+    # A read transaction, not read_each's autocommit: switching a pooled PostgreSQL
+    # connection to autocommit and back costs more than BEGIN and COMMIT (0.99 -> 0.77 ms
+    # a group of 4, wall).
+    with store.read() as tx:
+        conn = tx.conn
+        rows = conn.execute(_BY_ID, {"ids": sorted(set(ids))}).all()
+        begun = [r.id for r in rows if r.attempt > 0]
+        tries: dict[int, list[AttemptRecord]] = {}
+        stages: dict[int, list[StageRecord]] = {}
+        if begun:
+            for r in conn.execute(_ATTEMPTS_OF, {"ids": begun}):
+                tries.setdefault(r.job_id, []).append(attempt_record(r))
+            for r in conn.execute(_STAGES_OF, {"ids": begun}):
+                stages.setdefault(r.job_id, []).append(StageRecord(
+                    r.attempt, r.name, r.seq, r.state, r.started_at, r.finished_at,
+                    loads(r.result)))
+    return {r.id: to_record(r, tries.get(r.id, ()), stages.get(r.id, ())) for r in rows}
 
 
 def states_by_graph(store: Store, graph_ids: Iterable[int]) -> dict[int, dict[str, int]]:

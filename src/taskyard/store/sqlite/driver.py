@@ -11,6 +11,7 @@ that listeners poll.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -231,9 +232,20 @@ class SqliteDriver:
         """Nothing was changed (see :meth:`scans_off`)."""
 
 
+def _create_private(path: str) -> None:
+    """Create the database file readable by its owner only (0600) when it does not
+    exist yet: SQLite would create it with the umask's mode (world-readable), and its
+    -wal and -shm files take the database file's mode."""
+    with contextlib.suppress(FileExistsError, FileNotFoundError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 def sqlite_engine(url: str, clock: MovableClock | None = None) -> Engine:
     """An engine with the settings taskyard relies on (``url``: ``sqlite:///file``)."""
-    memory = make_url(url).database in (None, "", ":memory:")
+    database = make_url(url).database
+    memory = database in (None, "", ":memory:")
+    if not memory and database is not None and not database.startswith("file:"):
+        _create_private(database)
     # An in-memory database lives as long as its one connection: share it.
     extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
     engine = create_engine(
