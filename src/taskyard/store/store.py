@@ -19,16 +19,18 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import ColumnElement, Engine, literal_column, select
 
 from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
-from taskyard.model.records import ClaimedJob
+from taskyard.model.records import ClaimedJob, JobSubmission
 from taskyard.store.clock import MovableClock
 from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
-from taskyard.store.driver.results import FIRST_PAGE
+from taskyard.store.driver.params import CycleStart
+from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.marks import kind_of
 from taskyard.store.unit import Tx, aggregate_class
@@ -36,7 +38,7 @@ from taskyard.store.unit import Tx, aggregate_class
 if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
-    from taskyard.store.transitions.cycle import Basis, CycleTx
+    from taskyard.store.transitions.cycle import CycleTx
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
     from taskyard.store.transitions.jobs import Jobs
@@ -64,29 +66,9 @@ class Store:
         self.now_sql = self.driver.now_sql(clock)
         self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
         self.engine = engine or self.driver.make_engine(normalize_url(url), clock)
-        self.spec_cache: dict[str, Any] = {}
-        """Task types read by one-job submits, with the versions of their rows
-        (dialects/spec_cache.py: pg_submit, sqlite_submit)."""
-        self.first_page = FIRST_PAGE
         self._statements: dict[str, Any] = {}
         self._pools: dict[str, ListenerPool] = {}
         self._pools_lock = threading.Lock()
-        self.no_worker_seen: bool | None = None
-        """The last look here (a submit, a cycle) found no live worker: the next submit
-        checks before its inline cycle (SQLite: Driver.worth_a_cycle), or tries
-        :meth:`alone` first (PostgreSQL: one statement in autocommit, Jobs.submit_alone).
-        While workers are live, the latency path pays for no such check. None: no look
-        yet; SQLite checks too (a CLI submit, one per process, then runs no cycle and
-        loads none of its code while no worker is live); PostgreSQL does not."""
-        self.queue_idle_seen = True
-        """The last single submit with a live worker found the cycle's lock free and no
-        job pending: the next one takes the cycle's lock and reads before its insert
-        (PostgreSQL, dialects/pg_placed.py). After a backlog or the lock elsewhere it
-        inserts first, as a stream of concurrent submits costs least that way."""
-        self.basis: Basis | None = None
-        """The last snapshot a cycle read under its lock here (PostgreSQL): a single
-        submit places its job from it in one round trip while it still holds
-        (Jobs.submit_foreseen, dialects/pg_foreseen.py)."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:
@@ -108,23 +90,30 @@ class Store:
         """A write transaction; it commits when the block ends (rolls back on error)."""
         with self.driver.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
             yield tx
-            tx.finish()
-
-    @property
-    def submit_alone_first(self) -> bool:
-        """Whether a single submit should try :meth:`alone` first: the dialect writes a
-        submit in one statement (PostgreSQL) and the last look found no live worker."""
-        return self.no_worker_seen is True and self.driver.submits_alone
+            tx.finish(commit=True)
 
     @contextlib.contextmanager
-    def alone(self) -> Iterator[Tx]:
-        """A unit of work whose statements each commit by themselves (autocommit): one
-        statement costs one round trip, no ``BEGIN`` nor ``COMMIT``. For a unit of one
-        statement only (a submit while no worker is live, Jobs.submit_alone); nothing is
-        left to its end."""
-        with self.driver.alone(self.engine, self.clock) as conn, contextlib.closing(
-                Tx(self, conn)) as tx:
-            yield tx
+    def submit(self, subs: Sequence[JobSubmission], *,
+               placing: bool = True) -> Iterator[Submitted]:
+        """The unit of work of a submit: ``subs`` inserted, all or nothing, and — with
+        ``placing`` — the scheduling cycle in the same commit (seed 000 runs schedule() on
+        job creation: a job reaches its worker with one commit). The caller runs the
+        cycle's steps in :attr:`Submitted.cycle` when it is given: a live worker may take
+        the jobs and the cycle's lock was free. With the lock held elsewhere, the
+        scheduler is woken; with no live worker, nobody (a worker runs a cycle when it
+        registers). Without ``placing``, the scheduler is woken to place them."""
+        with self.write() as tx:
+            if not placing:
+                yield Submitted(tx.jobs.submit(subs), None)
+                return
+            added = tx.jobs.add(subs, placing=True)
+            if not added.live_worker:
+                yield Submitted(added.ids, None)
+                return
+            with tx.cycle(added.cycle) as cycle:
+                if cycle is None:
+                    tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+                yield Submitted(added.ids, cycle)
 
     @contextlib.contextmanager
     def joined(self, connection: Any) -> Iterator[Tx]:
@@ -138,7 +127,7 @@ class Store:
         with self.driver.join(connection, self.clock) as conn, contextlib.closing(
                 Tx(self, conn, joined=True)) as tx:
             yield tx
-            tx.finish()
+            tx.finish(commit=False)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
@@ -168,7 +157,7 @@ class Store:
                 if not held:
                     yield None
                     return
-                with self.write() as tx, tx.cycle(locked=True) as cycle:
+                with self.write() as tx, tx.cycle(CycleStart(held=True)) as cycle:
                     yield cycle
             return
         with self.write() as tx, tx.cycle() as cycle:
@@ -203,7 +192,7 @@ class Store:
 
     def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
         """The jobs that wake-ups carried to a worker (None: it must read them)."""
-        return self.driver.jobs_in_wakeups(payloads)
+        return jobs_in_wakeups(payloads)
 
     def close(self) -> None:
         """Release every pooled connection and the dialect's locks."""
@@ -263,6 +252,15 @@ class Store:
     @property
     def workers(self) -> Workers:
         return cast("Workers", OneShot(self, "workers"))
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """What :meth:`Store.submit` wrote, and the cycle its caller runs next (None: none
+    to run here)."""
+
+    ids: list[int]
+    cycle: CycleTx | None
 
 
 class OneShot:

@@ -49,22 +49,19 @@ def named(raw: Cursor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]
 
 
 def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
-              transaction: bool = False) -> list[list[tuple[Any, ...]]]:
+              commit: bool = False) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline (with the transaction's
     ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
-    each once the one before has ended. Each one's rows. ``transaction``: the
-    statements are a transaction of their own, ``BEGIN`` before and ``COMMIT`` after
-    them in the same round trip (on a connection in autocommit); an error in one ends
-    it with nothing written (the server skips the rest, ``COMMIT`` included)."""
+    each once the one before has ended. Each one's rows. ``commit``: the transaction's
+    ``COMMIT`` follows them in the same round trip; an error in one ends it with nothing
+    written (the server skips the rest, ``COMMIT`` included)."""
     cursors = (raw.cursor, *(raw.spare(n) for n in range(1, len(statements))))
     with raw.dbapi.pipeline():
-        if transaction:
-            raw.spare(len(statements)).execute("BEGIN")
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             text = _named(sql, raw.now_sql)
             cursor.execute(text, {name: params[name] for name in _uses(text)})
-        if transaction:
-            raw.spare(len(statements) + 1).execute("COMMIT")
+        if commit:
+            raw.spare(len(statements)).execute("COMMIT")
     return [list(c.fetchall()) if c.description else [] for c in cursors]
 
 

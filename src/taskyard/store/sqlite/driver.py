@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event
@@ -23,13 +23,12 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver import wakeup_payloads as wakeup_jobs
-from taskyard.store.driver.maintenance import maintenance_checks
-from taskyard.store.sqlite import hot_paths as sqlite_paths
-from taskyard.store.sqlite import rows as sqlite_rows
-from taskyard.store.sqlite import submit as sqlite_submit
+from taskyard.store.driver.params import CycleReads, EndUnit, FinishCycle, InsertedJobs, InsertJobs
+from taskyard.store.driver.type_cache import TypeCache
+from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
 from taskyard.store.sqlite.locks import (
     FileLock,
@@ -38,7 +37,6 @@ from taskyard.store.sqlite.locks import (
     write_lock_path_for,
 )
 
-_MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
 """The database clock as epoch seconds."""
@@ -66,6 +64,7 @@ class SqliteDriver:
         self.database = make_url(url).database
         self._write_lock = WriteLock(write_lock_path_for(self.database))
         self._cycle_lock: FileLock | None = None
+        self._types = TypeCache()
 
     # -- engine and transactions ---------------------------------------------------------
 
@@ -115,11 +114,6 @@ class SqliteDriver:
         finally:
             lock.release()
 
-    def alone(self, engine: Engine,
-              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
-        """Never asked for (``submits_alone`` is False): reads each, as for a worker."""
-        return self.read_each(engine)
-
     def close(self) -> None:
         if self._cycle_lock is not None:
             self._cycle_lock.close()
@@ -137,19 +131,19 @@ class SqliteDriver:
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
         return query
 
-    def notify(self, raw: Cursor, channels: Sequence[str],
-               carried: Mapping[str, str] | None = None) -> None:
-        """Bump each channel's counter (listeners poll it, see sqlite_listen) and set
-        what the wake-up carries (``carried``, by channel: "" when nothing)."""
-        payloads = carried or {}
-        raw.many("INSERT INTO wakeups (channel, n, payload) VALUES (?, 1, ?) "
-                 "ON CONFLICT (channel) DO UPDATE SET n = n + 1, payload = excluded.payload",
-                 [(c, payloads.get(c, "")) for c in channels])
+    def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
+        """Bump each channel's counter (listeners poll it, see sqlite/listen.py)."""
+        cycle.notify(raw, channels)
+
+    def end_unit(self, raw: Cursor, params: EndUnit) -> None:
+        events.end_unit(raw, params)
+
+    def pass_worker_gate(self, raw: Cursor) -> None:
+        """Nothing to wait for: a submit checks for a live worker and commits under the
+        write lock, which the registration takes too."""
 
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
-
-    jobs_in_wakeups = staticmethod(wakeup_jobs.jobs_in_wakeups)
 
     # -- SQL building blocks -------------------------------------------------------------
 
@@ -163,72 +157,65 @@ class SqliteDriver:
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
         return column.in_(ids)
 
-    member = staticmethod(sqlite_rows.member)
-    row_set = staticmethod(sqlite_rows.row_set)
-    insert_rows = staticmethod(sqlite_rows.insert_rows)
+    member = staticmethod(rows.member)
+    row_set = staticmethod(rows.row_set)
+    insert_rows = staticmethod(rows.insert_rows)
 
-    # -- hot paths (see sqlite_paths) ----------------------------------------------------
+    # -- jobs ----------------------------------------------------------------------------
 
-    insert_edges = staticmethod(sqlite_paths.insert_edges)
-    insert_jobs = staticmethod(sqlite_paths.insert_jobs)
-    end_attempts = staticmethod(sqlite_paths.end_attempts)
-    placed_here = staticmethod(sqlite_paths.placed_here)
-    dispatch = staticmethod(sqlite_paths.dispatch)
-    pools_lists = staticmethod(sqlite_paths.pools_lists)
-    insert_events = staticmethod(sqlite_paths.insert_events)
-    events_after = staticmethod(sqlite_paths.events_after)
-    events_last = staticmethod(sqlite_paths.events_last)
-    event_cursor = staticmethod(sqlite_paths.event_cursor)
+    def task_type(self, raw: Cursor, name: str) -> tuple[Any, TaskTypeSpec] | None:
+        """Type ``name`` as the driver keeps it for one-job submits, with its version."""
+        return self._types.get(name, lambda: jobs.read_task_type(raw, name))
 
-    submit_one = staticmethod(sqlite_submit.submit_one)
+    def forget_task_type(self, name: str) -> None:
+        """Type ``name`` changed since it was kept: read it again next time."""
+        self._types.forget(name)
 
-    def submit_foreseen(self, raw: Cursor, sub: Any, cache: Any, build: Any, *, basis: str,
-                        place: Any, maintain: float | None = None) -> None:
-        """Never: no cycle here leaves a basis (Store.basis) behind; a submit and its
-        cycle run under the write lock in one transaction, with no round trips."""
-        return
+    def insert_jobs(self, raw: Cursor, params: InsertJobs) -> InsertedJobs:
+        return jobs.insert_jobs(raw, params)
 
-    def submit_looking(self, raw: Cursor, sub: Any, cache: Any, build: Any, page: int) -> None:
-        """Never: a submit's two statements and its cycle run under the write lock,
-        which the cycle takes first (no round trips to save)."""
-        return
+    live_worker = staticmethod(jobs.live_worker)
+    insert_edges = staticmethod(jobs.insert_edges)
 
-    submits_alone = False
-    """A submit is two statements under the write lock: never in autocommit."""
+    # -- attempts ------------------------------------------------------------------------
 
-    def worth_a_cycle(self, raw: Cursor) -> bool:
-        """Whether a submit's inline cycle could place anything: a live worker exists
-        (one indexed read, less than the cycle's lock and reads, skipped while no worker
-        serves the queue: a worker runs a cycle when it starts)."""
-        return raw.first(sqlite_submit.LIVE_WORKER) is not None
+    end_attempts = staticmethod(attempts.end_attempts)
+    placed_here = staticmethod(attempts.placed_here)
 
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """Nothing to wait for: a submit checks for a live worker and commits under the
-        write lock, which the registration takes too."""
+    # -- the cycle -----------------------------------------------------------------------
 
-    def read_ahead(self, raw: Cursor, held: bool, page: int) -> None:
-        """The cycle's reads are made in the cycle itself."""
-        return
+    def read_cycle(self, raw: Cursor) -> CycleReads:
+        return cycle.read_cycle(raw)
+
+    def read_pools_lists(self, raw: Cursor, page: int) -> tuple[list[str], list[Any] | None]:
+        """The pools lists of pending jobs; no first page read ahead."""
+        return cycle.read_pools_lists(raw), None
 
     def scans_off(self, raw: Cursor) -> bool:
         """No planner settings to change: the statements name their index."""
         return False
 
+    def restore_planner(self, raw: Cursor) -> None:
+        """Nothing was changed (see :meth:`scans_off`)."""
+
     def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
-        """Which maintenance steps have work (see maintenance_sql), in one statement."""
-        row = raw.first(_MAINTENANCE_WORK, (grace,))
+        """Which maintenance steps have work (see driver/maintenance.py), in one statement."""
+        row = raw.first(cycle.MAINTENANCE_WORK, (grace,))
         assert row is not None
         expired, overdue, suspended, due = (bool(v) for v in row)
         return expired, overdue, suspended, due
 
-    def finish_cycle(self, raw: Cursor, channels: Sequence[str], scans_off: bool,
-                     carried: Mapping[str, str]) -> None:
-        """The wake-ups, each with the jobs it carries (``carried``, by channel)."""
-        if channels:
-            self.notify(raw, channels, carried)
+    dispatch = staticmethod(cycle.dispatch)
 
-    def restore_planner(self, raw: Cursor) -> None:
-        """Nothing was changed (see :meth:`scans_off`)."""
+    def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
+        cycle.finish(raw, params)
+
+    # -- the event log -------------------------------------------------------------------
+
+    write_events = staticmethod(events.write_events)
+    events_after = staticmethod(events.events_after)
+    events_last = staticmethod(events.events_last)
+    event_cursor = staticmethod(events.event_cursor)
 
 
 def sqlite_engine(url: str, clock: MovableClock | None = None) -> Engine:

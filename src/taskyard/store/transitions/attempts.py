@@ -22,7 +22,6 @@ from sqlalchemy import select
 
 from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.lifecycle import after_attempt
-from taskyard.core.routing import job_key
 from taskyard.core.states import AttemptState, JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import (
@@ -37,7 +36,7 @@ from taskyard.model.records import (
 from taskyard.store import schema as t
 from taskyard.store.marks import reads, reads_each
 from taskyard.store.transitions.dependents import Ended, chunks
-from taskyard.store.transitions.events import Event
+from taskyard.store.transitions.events import Event, attempt_ended, job_running
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -50,12 +49,6 @@ ENDS = {
     AttemptState.CANCELED: JobState.CANCELED,
 }
 """The job state each attempt end leads to (unless a retry is due)."""
-_TOPIC = {
-    JobState.SUCCEEDED: "job-completed",
-    JobState.FAILED: "job-failed",
-    JobState.ERROR: "job-exception",
-    JobState.CANCELED: "job-exception",
-}
 Key = tuple[int, int]
 FETCH_LIMIT = 10_000
 """Most jobs one fetch returns (placement bounds what is on a worker far below it)."""
@@ -124,10 +117,8 @@ class Attempts:
         raw.rows(_ATTEMPT_START, [(job, attempt, started_at)
                                   for job, attempt, started_at, _, _ in rows],
                  _ATTEMPT_START_TYPES, key="attempts.job_id")
-        self.tx.events.append(
-            ("job-running", job_key(graph, routing),
-             f'{{"job_id":{job},"attempt":{attempt},"worker_id":{worker_id}}}', job, graph)
-            for job, attempt, _, graph, routing in rows)
+        self.tx.events.append(job_running(job, attempt, worker_id, graph, routing)
+                              for job, attempt, _, graph, routing in rows)
         self.tx.resolution.graph_progress(graph for _, _, _, graph, _ in rows
                                           if graph is not None)
         return {(job, attempt) for job, attempt, _, _, _ in rows}
@@ -159,14 +150,11 @@ class Attempts:
                 continue
             _, _, state, graph, routing, schedule = done[(o.job_id, o.attempt)]
             if (o.job_id, o.attempt) in ago:
-                events.append(("job-running", job_key(graph, routing),
-                               f'{{"job_id":{o.job_id},"attempt":{o.attempt},'
-                               f'"worker_id":{worker_id}}}', o.job_id, graph))
+                events.append(job_running(o.job_id, o.attempt, worker_id, graph, routing))
             end = ENDS[AttemptState(o.state)]
             retry = state == JobState.PENDING
-            events.append((_TOPIC[end], job_key(graph, routing),
-                           f'{{"job_id":{o.job_id},"attempt":{o.attempt},"state":"{o.state}",'
-                           f'"retry":{"true" if retry else "false"}}}', o.job_id, graph))
+            events.append(attempt_ended(o.job_id, o.attempt, o.state, retry=retry, graph_id=graph,
+                                        routing=routing))
             if not retry:
                 ended.append(Ended(o.job_id, end, graph, schedule or ""))
         self.tx.events.append(events)

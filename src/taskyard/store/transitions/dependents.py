@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy import ColumnElement, select, true, update
 
 from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
-from taskyard.core.routing import job_key, routing_key
 from taskyard.core.states import FAILURES, TERMINAL, JobState
+from taskyard.model.records import JSON
 from taskyard.store import schema as t
+from taskyard.store.transitions.events import graph_changed, job_pending
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -182,15 +183,8 @@ class Resolution:
                 if state in TERMINAL:
                     ended.extend(Ended(job_id, state, graph_id) for job_id, graph_id, _ in rows)
                     continue
-                keys: dict[tuple[int | None, str], str] = {}  # one per graph and routing
-                events = []
-                for job_id, graph_id, routing in rows:
-                    key = keys.get((graph_id, routing))
-                    if key is None:
-                        key = keys[(graph_id, routing)] = job_key(graph_id, routing)
-                    events.append(("job-pending", key, f'{{"job_id":{job_id}}}', job_id,
-                                   graph_id))
-                self.tx.events.append(events)
+                self.tx.events.append(job_pending(job_id, graph_id, routing)
+                                      for job_id, graph_id, routing in rows)
         return ended
 
     def _tallies(self, parents: Sequence[Ended], only: set[int] | None) -> dict[int, _Tally]:
@@ -265,7 +259,7 @@ class Resolution:
         return sorted(set(rows))
 
     def set_graph_state(self, graph_id: int, state: str, routing: str,
-                        extra: dict[str, object]) -> bool:
+                        extra: dict[str, JSON]) -> bool:
         """Move the graph to ``state`` (guarded) and announce it; False if it was not in
         a state it could leave for that one."""
         values: dict[str, object] = {"state": state}
@@ -276,8 +270,6 @@ class Resolution:
             update(_G).where(_G.c.id == graph_id, _G.c.state.in_(sources)).values(**values)
         ).rowcount
         if changed:
-            self.tx.events.append([(f"graph-{state}", routing_key(graph_id, routing, ""),
-                                    {"graph_id": graph_id, "state": state, "routing": routing,
-                                     **extra}, None, graph_id)])
+            self.tx.events.append([graph_changed(graph_id, state, routing, **extra)])
         return bool(changed)
 

@@ -19,35 +19,96 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from taskyard.core.routing import topic_matches
+from taskyard.core.routing import job_key, routing_key, topic_matches
 from taskyard.model.records import JSON, EventRecord, loads
 from taskyard.store import schema as t
+from taskyard.store.driver.params import Event, EventCursor
 from taskyard.store.marks import reads
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
+__all__ = ["EVENTS_CHANNEL", "START", "Event", "EventCursor", "EventPage", "Events",
+           "attempt_ended", "encode_payload", "graph_changed", "graph_stalled",
+           "job_exception", "job_pending", "job_running", "schedule_error"]
+
 _E = t.events
-EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
-"""Column types of an event row as buffered: topic, routing key, payload, job, graph."""
-INSERT_EVENTS = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at)",
-                 "c1, c2, c3, c4, c5, {now}")
 EVENTS_CHANNEL = "events"
 """Woken whenever a transaction that wrote events commits."""
-Event = tuple[str, str, dict[str, JSON] | str, int | None, int | None]
-"""An event to append: topic, routing key, payload (a dict, or its JSON already: the
-hot path writes its own), job id, graph id."""
 
 encode_payload = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 """Event payloads are written by taskyard itself: no key sorting needed (hot path)."""
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class EventCursor:
-    """Where a follower is: after the event ``id`` of transaction ``tx`` (0 on SQLite)."""
+_ENDED_TOPIC = {"succeeded": "job-completed", "failed": "job-failed", "error": "job-exception",
+                "canceled": "job-exception"}
+"""The topic of an attempt's end, by the attempt's state (TaskCluster's task-completed,
+task-failed and task-exception)."""
 
-    tx: int = -1
-    id: int = 0
+
+def job_pending(job_id: int, graph_id: int | None, routing: str, *, type: str | None = None,
+                schedule: str | None = None, retry: str | None = None) -> Event:
+    """A job became pending (submitted, released by its parents, retried, requeued by
+    hand). ``routing``: the job's stored routing."""
+    more = "" if type is None else f',"type":{encode_payload(type)}'
+    if schedule is not None:
+        more += f',"schedule":{encode_payload(schedule)}'
+    if retry is not None:
+        more += f',"retry":{encode_payload(retry)}'
+    return Event("job-pending", job_key(graph_id, routing), f'{{"job_id":{job_id}{more}}}',
+                 job_id, graph_id)
+
+
+def job_running(job_id: int, attempt: int, worker_id: int, graph_id: int | None,
+                routing: str) -> Event:
+    """An attempt started on its worker."""
+    return Event("job-running", job_key(graph_id, routing),
+                 f'{{"job_id":{job_id},"attempt":{attempt},"worker_id":{worker_id}}}',
+                 job_id, graph_id)
+
+
+def attempt_ended(job_id: int, attempt: int, state: str, *, retry: bool,
+                  graph_id: int | None, routing: str, exit_code: int | None = None) -> Event:
+    """An attempt ended in ``state`` (an attempt state); ``retry``: the job runs again."""
+    code = "" if exit_code is None else f',"exit_code":{exit_code}'
+    return Event(_ENDED_TOPIC[state], job_key(graph_id, routing),
+                 f'{{"job_id":{job_id},"attempt":{attempt},"state":"{state}",'
+                 f'"retry":{"true" if retry else "false"}{code}}}', job_id, graph_id)
+
+
+def job_exception(job_id: int, graph_id: int | None, routing: str, reason: str, *,
+                  attempt: int | None = None, state: str | None = None) -> Event:
+    """A job or its attempt ended for a reason not its handler's (canceled, its worker
+    lost, lost too often)."""
+    payload: dict[str, JSON] = {"job_id": job_id}
+    if attempt is not None:
+        payload["attempt"] = attempt
+    if state is not None:
+        payload["state"] = state
+    payload["reason"] = reason
+    return Event("job-exception", job_key(graph_id, routing), encode_payload(payload),
+                 job_id, graph_id)
+
+
+def graph_changed(graph_id: int, state: str, routing: str, **extra: JSON) -> Event:
+    """A graph entered ``state`` (running, blocked, finished, canceled)."""
+    return Event(f"graph-{state}", routing_key(graph_id, routing, ""), encode_payload(
+        {"graph_id": graph_id, "state": state, "routing": routing, **extra}), None, graph_id)
+
+
+def graph_stalled(graph_id: int, routing: str, stall_after: float) -> Event:
+    """A running graph made no progress for ``stall_after`` seconds (seed 003's watchdog)."""
+    return Event("graph-stalled", routing_key(graph_id, routing, ""),
+                 encode_payload({"graph_id": graph_id, "stall_after": stall_after}),
+                 None, graph_id)
+
+
+def schedule_error(schedule: str, tick: float, reason: str) -> Event:
+    """A schedule's tick made no job, or its schedule was paused (its reason is longer
+    than ``last_outcome`` holds)."""
+    return Event("schedule-error", routing_key(None, "", ""),
+                 encode_payload({"schedule": schedule, "tick": tick, "reason": reason}),
+                 None, None)
 
 
 START = EventCursor()
@@ -72,23 +133,28 @@ def _record(row: tuple[Any, ...]) -> EventRecord:
 
 class Events:
     """The event log of one transaction: appended events are buffered and written by
-    one statement at its end (or by a statement that writes them on its way: the
-    cycle's dispatch on PostgreSQL takes :attr:`buffer`)."""
+    the driver with the unit of work's end (or by a statement that writes them on its
+    way: :meth:`take`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
-        self.buffer: list[tuple[Any, ...]] = []
+        self.buffer: list[Event] = []
 
-    def append(self, rows: Iterable[Event]) -> None:
-        self.buffer.extend(
-            (topic, key, payload if isinstance(payload, str) else encode_payload(payload),
-             job, graph) for topic, key, payload, job, graph in rows)
+    def append(self, events: Iterable[Event]) -> None:
+        """Announce ``events`` once this unit of work commits."""
+        self.buffer.extend(events)
 
     def flush(self) -> None:
-        """Write what is buffered (the unit of work calls this before it commits)."""
+        """Write what is buffered now, in this transaction (a large graph's events,
+        while collection is paused)."""
         if self.buffer:
-            self.tx.driver.insert_events(self.tx.raw, self.buffer)
-            self.buffer = []
+            self.tx.driver.write_events(self.tx.raw, self.take())
+
+    def take(self) -> list[Event]:
+        """What is buffered, taken out of the buffer: for a statement that writes it on
+        its way (see the class docstring)."""
+        taken, self.buffer = self.buffer, []
+        return taken
 
     @reads
     def committed(self, after: EventCursor = START, *, topic: str | None = None,

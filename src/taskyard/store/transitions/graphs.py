@@ -16,7 +16,6 @@ from taskyard.core.graph import (
     references,
     substitute_ids,
 )
-from taskyard.core.routing import job_key, routing_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
@@ -25,6 +24,7 @@ from taskyard.store.marks import reads
 from taskyard.store.schema.graph_rows import COLUMNS, definition_hash, gc_paused, graph_rows
 from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
 from taskyard.store.transitions.dependents import Ended, chunks
+from taskyard.store.transitions.events import graph_changed, job_exception, job_pending
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -48,9 +48,7 @@ class Graphs:
                                   last_progress_at=self.tx.now, jobs_total=len(spec.tasks))
                 .returning(_G.c.id)
             ).scalar_one())
-            self.tx.events.append([("graph-running", routing_key(graph_id, spec.routing, ""),
-                                    {"graph_id": graph_id, "state": "running",
-                                     "routing": spec.routing}, None, graph_id)])
+            self.tx.events.append([graph_changed(graph_id, "running", spec.routing)])
             self._write_tasks(graph_id, spec, existing={})
         return graph_id
 
@@ -87,9 +85,7 @@ class Graphs:
             if graph.state == "finished":
                 conn.execute(update(_G).where(_G.c.id == graph_id)
                              .values(state="running", finished_at=None))
-                self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
-                                        {"graph_id": graph_id, "state": "running",
-                                         "routing": graph.routing}, None, graph_id)])
+                self.tx.events.append([graph_changed(graph_id, "running", graph.routing)])
             ids = self._write_tasks(graph_id, GraphSpec(spec.routing, fresh),
                                     existing={k: (v[0], v[1]) for k, v in existing.items()})
         return ids
@@ -135,14 +131,12 @@ class Graphs:
                        for row in graph_rows(graph_id, spec, specs)], plan, specs)
         else:
             ids = tx.jobs.insert_rows(COLUMNS, graph_rows(graph_id, spec, specs),
-                                    len(spec.tasks))
-            self.tx.events.append([
-                ("job-pending", job_key(graph_id, routing), {"job_id": job_id, "type": node.type},
-                 job_id, graph_id)
+                                      len(spec.tasks), announce=False)
+            self.tx.events.append(
+                job_pending(job_id, graph_id, f"{spec.routing or '_'}.{node.routing or '_'}",
+                            type=node.type)
                 for job_id, node in zip(ids, spec.tasks.values(), strict=True)
-                if not node.requires
-                for routing in (f"{spec.routing or '_'}.{node.routing or '_'}",)
-            ])
+                if not node.requires)
         id_of = dict(zip(spec.tasks, ids, strict=True))
         id_of.update({label: pair[0] for label, pair in existing.items()})
         # $subs needs every id, known only now: rewrite the args that use it.
@@ -216,8 +210,7 @@ class Graphs:
                 update(_A).where(_A.c.job_id.in_(part), _A.c.state.in_(ACTIVE))
                 .values(state=AttemptState.CANCELED, finished_at=self.tx.now)
             )
-        self.tx.events.append([("job-exception", job_key(graph_id, r.routing),
-                                {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
+        self.tx.events.append([job_exception(r.id, graph_id, r.routing, "graph canceled")
                                for r in rows])
         # Jobs outside the graph may wait on these (a prerequisite reused by a later
         # launch): they must end too, never wait forever.

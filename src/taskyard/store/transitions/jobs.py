@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, case, func, or_, select, update
 
 from taskyard.core.limits import check_name
-from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound, refused_as_invalid
 from taskyard.model.records import (
@@ -21,19 +21,30 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
-from taskyard.store.driver.results import FIRST_PAGE
+from taskyard.store.driver.params import CycleStart, InsertJobs, TypeVersion
 from taskyard.store.marks import reads, reads_each
 from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
+from taskyard.store.transitions.events import job_exception, job_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
 
 if TYPE_CHECKING:
     from taskyard.core.idle import Unfinished
-    from taskyard.core.placement import Candidate, WorkerSlot
-    from taskyard.store.transitions.cycle import Basis
     from taskyard.store.unit import Tx
 
 _J = t.jobs
 _A = t.attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What :meth:`Jobs.add` inserted: the jobs' ids, in the order of the submissions,
+    and (``placing``) what the cycle to come needs to know."""
+
+    ids: list[int]
+    live_worker: bool
+    """A live worker exists: the cycle may place the jobs (else none is needed)."""
+    cycle: CycleStart | None
+    """PostgreSQL: the cycle's lock, tried with the insert."""
 
 
 class Jobs:
@@ -42,116 +53,44 @@ class Jobs:
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
-    def submit(self, subs: Sequence[JobSubmission], *, cycle_next: bool = False) -> list[int]:
-        """Insert pending jobs atomically; all or nothing. Returns their ids in order.
-
-        The scheduler is woken to place them, unless ``cycle_next``: the caller runs
-        the cycle in this transaction next (seed 000 runs schedule() on job creation,
-        and in one transaction a job reaches its worker with one commit) — and wakes the
-        scheduler itself if the cycle's lock was taken.
+    def submit(self, subs: Sequence[JobSubmission]) -> list[int]:
+        """Insert pending jobs atomically; all or nothing. Returns their ids in order,
+        and wakes the scheduler to place them (:meth:`add` leaves that to its caller).
 
         A submission with a ``unique_key`` whose key a job holds is not inserted: its
         id is the holder's (or Conflict, see :mod:`taskyard.store.transitions.unique_jobs`)."""
-        if any(s.unique_key is not None or s.unique_for is not None for s in subs):
-            return self._submit_unique(subs, cycle_next)
-        return self._submit(subs, cycle_next)
+        ids = self.add(subs).ids
+        self.tx.notify("scheduler")
+        return ids
 
-    def submit_alone(self, sub: JobSubmission) -> int | None:
-        """PostgreSQL, in a unit of work of :meth:`Store.alone` (autocommit): ``sub`` in
-        one statement that commits by itself — while no live worker exists (nothing
-        the inline cycle could place). None when it wrote nothing: a worker is live, or
-        the submission needs the ordinary path; the caller then submits in a
-        transaction. Always None on SQLite."""
-        if sub.unique_key is not None or sub.unique_for is not None:
-            return None  # looks for its key's holder first: the transactional path
-        tx = self.tx
-        job_id, _ = tx.driver.submit_one(
-            tx.raw, sub, tx.store.spec_cache,
-            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), alone=True)
-        if job_id is None:
-            tx.store.no_worker_seen = False
-        return job_id
-
-    def submit_foreseen(self, sub: JobSubmission,
-                        place: Callable[[Basis, Candidate], WorkerSlot | None], *,
-                        maintain: bool = False) -> Any:
-        """PostgreSQL, in a unit of work of :meth:`Store.alone`: ``sub`` dispatched to the
-        worker ``place`` chooses for it from the store's :attr:`~Store.basis` (where a
-        cycle that finds that snapshot, with the job alone pending, places it), in one
-        round trip that checks under the cycle's lock that the basis still holds (and,
-        with ``maintain``, that the cycle's maintenance, due, has nothing to do); else
-        inserted pending (dialects/pg_foreseen.py). The result says which (``placed``;
-        ``held``: the caller runs the cycle). None when nothing was written: no basis,
-        SQLite, or the ordinary path must decide."""
-        from taskyard.store.transitions.candidates import to_candidates  # noqa: PLC0415 - start-up time
-        from taskyard.store.transitions.cycle import TIMEOUT_GRACE  # noqa: PLC0415 - start-up time
-
-        tx, basis = self.tx, self.tx.store.basis
-        if basis is None or sub.unique_key is not None or sub.unique_for is not None:
-            return None
-
-        def chosen(row: list[Any]) -> tuple[int, str] | None:
-            worker = place(basis, to_candidates([row])[0])
-            return None if worker is None else (worker.id, worker.name)
-
-        found = tx.driver.submit_foreseen(
-            tx.raw, sub, tx.store.spec_cache,
-            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits),
-            basis=basis.text, place=chosen, maintain=TIMEOUT_GRACE if maintain else None)
-        if found is not None and not found.placed:
-            tx.store.no_worker_seen = found.held is None
-            if found.held:  # the snapshot changed: the caller's cycle reads a new one
-                tx.store.basis = None
-            if found.backlog:  # see Store.queue_idle_seen
-                tx.store.queue_idle_seen = False
-        return found
-
-    def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
-        from taskyard.store.transitions.unique_jobs import find_duplicates  # noqa: PLC0415 - start-up time
+    def add(self, subs: Sequence[JobSubmission], *, placing: bool = False) -> Added:
+        """:meth:`submit`, without the wake-up. ``placing``: the caller runs the cycle in
+        this unit of work next (Store.submit): the result says whether a live worker may
+        take the jobs and, PostgreSQL, carries the cycle's lock tried with the insert."""
+        if not any(s.unique_key is not None or s.unique_for is not None for s in subs):
+            return self._add(subs, placing)
+        from taskyard.store.transitions.unique_jobs import find_duplicates  # noqa: PLC0415
 
         found = find_duplicates(self.tx, subs)
         fresh = [i for i in range(len(subs))
                  if i not in found.existing and i not in found.earlier]
-        ids = dict(zip(fresh, self._submit([subs[i] for i in fresh], cycle_next),
-                       strict=True))
+        added = self._add([subs[i] for i in fresh], placing)
+        ids = dict(zip(fresh, added.ids, strict=True))
         ids.update(found.existing)
-        return [ids[found.earlier.get(i, i)] for i in range(len(subs))]
+        return Added([ids[found.earlier.get(i, i)] for i in range(len(subs))],
+                     added.live_worker, added.cycle)
 
-    def _submit(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
+    def _add(self, subs: Sequence[JobSubmission], placing: bool) -> Added:
         if not subs:
-            return []
+            return Added([], False, None)
         for name in {s.type for s in subs}:  # before it reaches SQL, the same on both stores
             with refused_as_invalid():
                 check_name(name, "task type name")
-        tx = self.tx
         if len(subs) == 1:
-            sub = subs[0]
-
-            def build(spec: TaskTypeSpec) -> dict[str, Any]:
-                return job_row(sub, spec, 0, limits=tx.store.limits)
-
-            looked = (self._submit_looking(sub, build)
-                      if cycle_next and tx.store.queue_idle_seen else None)
-            if looked is not None:
-                return [looked]
-            # Its type from the store's cache: PostgreSQL in one statement, which may
-            # also try the cycle's lock; SQLite in two (sqlite_submit).
-            job_id, held = tx.driver.submit_one(
-                tx.raw, sub, tx.store.spec_cache, build, lock=cycle_next)
-            if job_id is not None:
-                if held is not None:  # the cycle's first reads, for the cycle to come
-                    tx.ahead = tx.driver.read_ahead(tx.raw, held, FIRST_PAGE)
-                    # PostgreSQL's reads (SQLite reads in its cycle, and never looks first).
-                    tx.store.queue_idle_seen = bool(
-                        held and tx.ahead is not None and tx.ahead.only_job())
-                elif cycle_next:  # no live worker: no cycle, nobody to wake
-                    tx.ahead = tx.driver.read_ahead(tx.raw, False, FIRST_PAGE)
-                    tx.placeable = False
-                if cycle_next:
-                    tx.store.no_worker_seen = held is None
-                if not cycle_next:
-                    tx.notify("scheduler")
-                return [job_id]
+            added = self._add_one(subs[0], placing)
+            if added is not None:
+                return added
+        tx = self.tx
         specs = tx.task_types.by_name({s.type for s in subs})
         rows = []
         for index, sub in enumerate(subs):
@@ -164,31 +103,33 @@ class Jobs:
             ids = self.insert(rows)
         else:
             ids = self.insert_with_prerequisites(rows, plan, specs)
-        if not cycle_next:
-            tx.notify("scheduler")
-        elif tx.store.no_worker_seen is not False and not tx.driver.worth_a_cycle(tx.raw):
-            tx.store.no_worker_seen = True
-            tx.placeable = False  # still no live worker: no cycle, nobody to wake
-        return ids
+        return Added(ids, placing and tx.driver.live_worker(tx.raw), None)
 
-    def _submit_looking(self, sub: JobSubmission,
-                        build: Callable[[TaskTypeSpec], dict[str, Any]]) -> int | None:
-        """PostgreSQL: the cycle's lock, the job's id and the cycle's reads first, then
-        the insert — with the job's dispatch when the cycle places it at once
-        (dialects/pg_placed.py). None where the one-statement path decides (SQLite;
-        an unknown or changed type, a job for later or of a graph): nothing written."""
+    def _add_one(self, sub: JobSubmission, placing: bool) -> Added | None:
+        """One job, its type from the driver's cache, inserted only while the type is as
+        read (with the cycle's lock, ``placing``: see InsertJobs); None when the ordinary
+        path must decide (unknown or changed type, update on launch, invalid input:
+        decided there with the type read afresh): nothing is written then."""
         tx = self.tx
-        looked = tx.driver.submit_looking(tx.raw, sub, tx.store.spec_cache, build,
-                                           FIRST_PAGE)
-        if looked is None:
+        cached = tx.driver.task_type(tx.raw, sub.type)
+        if cached is None or cached[1].prerequisites:
             return None
-        tx.store.no_worker_seen = looked.held is None
-        tx.store.queue_idle_seen = not looked.deferred.written
-        tx.placeable = looked.held is not None  # no live worker: no cycle, nobody to wake
-        tx.ahead = looked.ahead or tx.driver.read_ahead(tx.raw, False, FIRST_PAGE)
-        if not looked.deferred.written:
-            tx.deferred = looked.deferred
-        return int(looked.deferred.job_id)
+        version, spec = cached
+        try:
+            row = job_row(sub, spec, 0, limits=tx.store.limits)
+        except InvalidInput:
+            return None
+        columns = tuple(row)
+        inserted = tx.driver.insert_jobs(tx.raw, InsertJobs(
+            columns, [tuple(row.values())], 1, as_built=TypeVersion(spec.name, version),
+            placing=placing))
+        if not inserted.ids:
+            tx.driver.forget_task_type(sub.type)  # changed since: read it again
+            return None
+        (job_id,) = inserted.ids
+        assert job_id is not None
+        tx.events.append([job_pending(job_id, row["graph_id"], row["routing"], type=spec.name)])
+        return Added([job_id], inserted.live_worker, inserted.cycle)
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,
                                   specs: dict[str, TaskTypeSpec]) -> list[int]:
@@ -236,40 +177,37 @@ class Jobs:
 
     def insert(self, rows: list[dict[str, Any]]) -> list[int]:
         """Insert rows (already validated) and announce the pending ones."""
-        if not rows:  # an empty executemany would run as one bare INSERT
+        if not rows:
             return []
         columns = tuple(rows[0])
         return self.insert_values(columns, list(map(itemgetter(*columns), rows)))
 
-    def insert_values(self, columns: Sequence[str], values: list[tuple[Any, ...]]) -> list[int]:
-        """:meth:`insert` for rows given as tuples in the order of ``columns``."""
-        if not values:
-            return []
-        ids = self.insert_rows(columns, values, len(values))
-        state, graph, routing, type_ = (columns.index(c)
-                                        for c in ("state", "graph_id", "routing", "type"))
-        self.tx.events.append(
-            ("job-pending", job_key(row[graph], row[routing]),
-             {"job_id": job_id, "type": row[type_]}, job_id, row[graph])
-            for job_id, row in zip(ids, values, strict=True) if row[state] == JobState.PENDING)
-        return ids
+    def insert_values(self, columns: tuple[str, ...], values: list[tuple[Any, ...]],
+                      *, announce: bool = True) -> list[int]:
+        """:meth:`insert` for rows given as tuples in the order of ``columns``; ``announce``:
+        the pending ones' ``job-pending`` events (else the caller announces them). A large
+        batch may be streamed: ``values`` may be any iterable of ``count`` rows."""
+        return self.insert_rows(columns, values, len(values), announce=announce)
 
-    def insert_rows(self, columns: Sequence[str], values: Iterable[tuple[Any, ...]],
-                    count: int) -> list[int]:
+    def insert_rows(self, columns: tuple[str, ...], values: Iterable[tuple[Any, ...]],
+                    count: int, *, announce: bool = True) -> list[int]:
         """Insert ``count`` job rows (tuples in the order of ``columns``, which has every
-        key of :func:`job_row`); their ids in order (the order of creation). A large
-        batch may be streamed: the rows may be computed as they go."""
+        key of :func:`job_row`); their ids in order (the order of creation). The rows may
+        be computed as they are written (a large graph)."""
         if count == 0:
             return []
-        raw = self.tx.raw
-        if count == 1:  # one submit: one statement on the driver (the latency path)
-            row = raw.first(
-                f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
-                f"({', '.join('?' for _ in columns)}, {{now}}) RETURNING id",
-                next(iter(values)))
-            assert row is not None
-            return [int(row[0])]
-        return self.tx.driver.insert_jobs(raw, columns, values, count)
+        if announce:
+            values = list(values)
+        found = self.tx.driver.insert_jobs(self.tx.raw, InsertJobs(columns, values, count))
+        ids = [int(i) for i in found.ids if i is not None]
+        if announce:
+            state, graph, routing, type_ = (columns.index(c)
+                                            for c in ("state", "graph_id", "routing", "type"))
+            self.tx.events.append(
+                job_pending(job_id, row[graph], row[routing], type=row[type_])
+                for job_id, row in zip(ids, values, strict=True)
+                if row[state] == JobState.PENDING)
+        return ids
 
     @reads
     def get(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
@@ -375,8 +313,7 @@ class Jobs:
         from taskyard.store.transitions.dependents import Ended  # noqa: PLC0415 - start-up time
 
         self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
-        self.tx.events.append([("job-exception", job_key(graph_id, routing),
-                                {"job_id": job_id, "reason": "canceled"}, job_id, graph_id)])
+        self.tx.events.append([job_exception(job_id, graph_id, routing, "canceled")])
         self.tx.notify("scheduler", *([f"worker.{worker_id}"] if worker_id else []))
         record = self.get(job_id)
         assert record is not None

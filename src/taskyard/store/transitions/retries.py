@@ -12,12 +12,12 @@ from sqlalchemy import func, select, update
 
 from taskyard.core.edges import EdgeOutcome, edge_outcome, failure_is_handled, reopened
 from taskyard.core.retry import RetryPolicy
-from taskyard.core.routing import job_key, routing_key
 from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.model.errors import Conflict, NotFound
 from taskyard.model.records import JobRecord
 from taskyard.store import schema as t
 from taskyard.store.transitions.dependents import chunks
+from taskyard.store.transitions.events import graph_changed, job_pending
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -80,9 +80,8 @@ class Retries:
             raise Conflict(f"job {job_id} changed state while retrying; try again")
         again = self._reopen_dependents([job_id])
         if new is JobState.PENDING:
-            self.tx.events.append([("job-pending", job_key(row.graph_id, row.routing),
-                                    {"job_id": job_id, "retry": "manual"}, job_id,
-                                    row.graph_id)])
+            self.tx.events.append([job_pending(job_id, row.graph_id, row.routing,
+                                               retry="manual")])
         self._reopen_graphs([(job_id, row.graph_id), *again])
         self.tx.notify("scheduler")
         record = self.tx.jobs.get(job_id)
@@ -132,8 +131,7 @@ class Retries:
                             finished_at=None, error=None)
                 )
                 if state is JobState.PENDING:
-                    self.tx.events.append([("job-pending", job_key(child.graph_id, child.routing),
-                                            {"job_id": child.id}, child.id, child.graph_id)])
+                    self.tx.events.append([job_pending(child.id, child.graph_id, child.routing)])
                 reopening.add(child.id)
                 frontier.append(child.id)
                 done.append((child.id, child.graph_id))
@@ -160,10 +158,8 @@ class Retries:
                 continue
             conn.execute(update(_G).where(_G.c.id == graph_id)
                          .values(state="running", finished_at=None))
-            self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
-                                    {"graph_id": graph_id, "state": "running",
-                                     "routing": graph.routing, "reason": "retry"},
-                                    None, graph_id)])
+            self.tx.events.append([graph_changed(graph_id, "running", graph.routing,
+                                                 reason="retry")])
 
     def _still_blocked(self, graph_id: int) -> bool:
         conn = self.tx.conn

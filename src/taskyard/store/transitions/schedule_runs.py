@@ -24,7 +24,6 @@ from taskyard.core.recurrence import (
     plan_ticks,
     tick_key,
 )
-from taskyard.core.routing import routing_key
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec, loads
@@ -33,6 +32,7 @@ from taskyard.store import schema as t
 from taskyard.store.schema.job_rows import job_row
 from taskyard.store.schema.task_type_rows import row_to_spec
 from taskyard.store.transitions.dependents import Ended, chunks
+from taskyard.store.transitions.events import job_pending, schedule_error
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -139,10 +139,8 @@ class ScheduleRuns:
             [{"s_name": n, "s_job": j} for n, j in last.items()],
         )
         self.tx.events.append(
-            ("job-pending", routing_key(None, "", ""),
-             {"job_id": job_id, "type": type_name, "schedule": name}, job_id, None)
-            for job_id, name, type_name, _ in sorted(inserted) if job_id not in waiting
-        )
+            job_pending(job_id, None, "", type=type_name, schedule=name)
+            for job_id, name, type_name, _ in sorted(inserted) if job_id not in waiting)
 
     @staticmethod
     def _plan(m: Any, clock: float) -> TickPlan:
@@ -190,9 +188,7 @@ class ScheduleRuns:
 
     def _schedule_error(self, name: str, tick: float, reason: str) -> None:
         """A ``schedule-error`` event: the reason is longer than ``last_outcome`` holds."""
-        self.tx.events.append([("schedule-error", routing_key(None, "", ""),
-                                {"schedule": name, "tick": tick, "reason": reason},
-                                None, None)])
+        self.tx.events.append([schedule_error(name, tick, reason)])
 
     def record_outcomes(self, ended: Sequence[Ended]) -> None:
         """Record the final state of scheduled jobs; adapt adaptive schedules.

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from taskyard.core.routing import routing_key
 from taskyard.core.states import ACTIVE, JobState
 from taskyard.model.records import loads
 from taskyard.store import schema as t
 from taskyard.store.transitions.cycle import CycleTx
+from taskyard.store.transitions.events import graph_stalled
 
 _G, _J = t.graphs, t.jobs
 MAX_GRAPHS_PER_CYCLE = 100
@@ -42,8 +42,6 @@ def flag_stalled_graphs(cycle: CycleTx, stall_after: float, served_pools: set[st
         if not any(set(loads(p)) & served_pools for p in pools):
             continue  # nothing a live worker could run: waiting for workers, not stalled
         conn.execute(update(_G).where(_G.c.id == graph_id).values(stalled_at=now))
-        cycle.tx.events.append([("graph-stalled", routing_key(graph_id, routing, ""),
-                                 {"graph_id": graph_id, "stall_after": stall_after},
-                                 None, graph_id)])
+        cycle.tx.events.append([graph_stalled(graph_id, routing, stall_after)])
         flagged.append(graph_id)
     return flagged

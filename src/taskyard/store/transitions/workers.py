@@ -10,12 +10,12 @@ from sqlalchemy import and_, func, select, text, update
 
 from taskyard.core.lifecycle import losses_after_suspend
 from taskyard.core.limits import check_name, whole
-from taskyard.core.routing import job_key
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.model.errors import Conflict, InvalidInput, refused_as_invalid
 from taskyard.model.records import LeaseStatus, WorkerRecord, dumps, loads
 from taskyard.store import schema as t
 from taskyard.store.marks import reads
+from taskyard.store.transitions.events import job_exception
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -157,9 +157,8 @@ class Workers:
                 .values(state=AttemptState.LOST, finished_at=self.tx.now, error=why)
             )
         # TaskCluster's task-exception: the attempt ended for a reason not its own.
-        self.tx.events.append([("job-exception", job_key(graph_id, routing),
-                                {"job_id": job_id, "attempt": attempt, "reason": why},
-                                job_id, graph_id) for job_id, attempt, graph_id, routing in rows])
+        self.tx.events.append([job_exception(job_id, graph_id, routing, why, attempt=attempt)
+                               for job_id, attempt, graph_id, routing in rows])
         return len(rows)
 
     def _workers(self, where: object) -> list[WorkerRecord]:

@@ -1,0 +1,199 @@
+"""The values the drivers' transitions take and give back: one params value per call,
+the same shapes on both backends (River's ``riverdriver`` params structs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+FIRST_PAGE = 16
+"""The smallest page of candidates, and the first one a PostgreSQL cycle reads with its
+snapshot, before it knows its room (then: the page its last cycle wanted). Here, not in
+transitions/candidates.py, so that a submit need not import the placement code."""
+
+
+DISPATCH_SLICE = 500
+"""Most jobs one dispatch statement places."""
+
+
+def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]]:
+    """``ids`` cut into consecutive slices of at most ``size``."""
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
+
+
+class Event(NamedTuple):
+    """One row of the event log, as a transition announces it: built by the constructors
+    of :mod:`taskyard.store.transitions.events` (one per topic, so that each payload has
+    one shape), buffered by the unit of work and written by its driver
+    (``Driver.end_unit``, or a statement that writes the buffer on its way: a dispatch)."""
+
+    topic: str
+    routing_key: str
+    payload: str
+    """The payload, as JSON text."""
+    job_id: int | None
+    graph_id: int | None
+
+
+EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
+"""Column types of an :class:`Event` as a row: topic, routing key, payload, job, graph."""
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class EventCursor:
+    """Where a follower is: after the event ``id`` of transaction ``tx`` (0 on SQLite)."""
+
+    tx: int = -1
+    id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EndUnit:
+    """What a unit of work leaves to its end: its buffered events, the channels to wake
+    when it commits, and whether the driver commits it too (a unit of its own; never a
+    caller's transaction)."""
+
+    events: Sequence[Event]
+    channels: Sequence[str]
+    commit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TypeVersion:
+    """A task type as a job's row was built from it: its name and the version of its
+    ``task_types`` row (PostgreSQL: ``xmin``; SQLite: the row itself)."""
+
+    name: str
+    version: Any
+
+
+@dataclass(frozen=True, slots=True)
+class InsertJobs:
+    """Job rows to insert, all or nothing, in the order of creation."""
+
+    columns: tuple[str, ...]
+    """Every key of ``schema/job_rows.py:job_row`` (the rows' values are in this order)."""
+    rows: Iterable[tuple[Any, ...]]
+    """The rows; a bulk may be streamed (computed as it is written)."""
+    count: int
+    as_built: TypeVersion | None = None
+    """Insert only while the rows' task type is still as they were built from it (a
+    type read from the driver's cache): else nothing is written."""
+    placing: bool = False
+    """The caller runs the scheduling cycle next, in the same unit of work: say whether a
+    live worker may take the jobs (and, PostgreSQL, try the cycle's lock with them)."""
+    skip_taken_keys: bool = False
+    """A row whose ``dedup_key`` a job holds already is left out (a schedule's ticks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InsertedJobs:
+    """What :class:`InsertJobs` wrote."""
+
+    ids: list[int | None]
+    """The new jobs' ids, in the order of the rows (None: a row left out); empty when
+    nothing was written (the type was not as built)."""
+    live_worker: bool = False
+    """(``placing``) A live worker exists: the cycle may place the jobs. None exists: no
+    cycle to run and nobody to wake; a worker registering now commits after this unit
+    and runs a cycle that sees them (the worker gate)."""
+    cycle: CycleStart | None = None
+    """(``placing``, PostgreSQL) The cycle's lock, tried with the insert."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What the planner starts from, as read: live workers (id, name, pools, capacity,
+    prefetch), what is dispatched or running (holder, type, worker, cost, locks, count),
+    the task types' limits (name, max queue length, rate limit)."""
+
+    workers: list[Any]
+    active: list[Any]
+    limits: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleReads:
+    """A cycle's first reads: its snapshot and, read with it (PostgreSQL), the pools lists
+    of pending jobs and the first page (``page`` rows at most) of the first list."""
+
+    snapshot: Snapshot
+    lists: list[str] | None = None
+    first: list[Any] | None = None
+    page: int = FIRST_PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class CycleStart:
+    """The cycle's global lock, tried ahead of the cycle in its unit of work, and its
+    first reads when the lock is ours (made in the same round trip)."""
+
+    held: bool
+    reads: CycleReads | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCandidates:
+    """Pending jobs due now of the pools list ``pools``, in placement order, after the
+    keyset ``after`` (priority, id), at most ``limit``; ``skip``: (type, rate key) whose
+    jobs are left out."""
+
+    pools: str
+    after: tuple[int, int] | None
+    limit: int
+    skip: Sequence[tuple[str, str]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Placements to write: pending → dispatched with a new attempt, per worker (ids in
+    placement order)."""
+
+    by_worker: dict[int, list[int]]
+    names: dict[int, str]
+    """Workers' names, for their attempts."""
+    quiet: frozenset[str] = frozenset()
+    """Channels not to wake: their worker takes what is placed there itself."""
+    events: list[Event] = field(default_factory=list)
+    """The unit's buffered events, which the dispatch may write on its way (taken
+    out of the list when it does)."""
+    scans_off: bool = False
+    """PostgreSQL: the planner's scans are off; the last statement turns them on."""
+
+
+@dataclass(slots=True)
+class Dispatched:
+    """What one cycle's dispatch statements placed."""
+
+    placed: list[int] = field(default_factory=list)
+    per_worker: dict[int, list[int]] = field(default_factory=dict)
+    wakeups: dict[int, list[str]] = field(default_factory=dict)
+    """Per worker, what each of its dispatch statements' wake-up carries (the jobs, as
+    driver/wakeup_payloads.py writes them, or "" when the worker must read them)."""
+    woken: set[str] = field(default_factory=set)
+    """Channels the statements woke already."""
+    scans_on: bool = False
+    """The statements turned the planner's scans back on."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishCycle:
+    """The end of a cycle: the channels to wake, with what each wake-up carries, and the
+    page of candidates the cycle wanted (PostgreSQL reads that much ahead next time)."""
+
+    channels: Sequence[str]
+    carried: dict[str, str]
+    scans_off: bool
+    page: int
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """What is placed on a worker: ``rows`` of the jobs it does not know yet (as the
+    details statement reads them), or None with their ``ids`` when it must read them;
+    ``active``: every attempt dispatched to or running on it."""
+
+    rows: list[tuple[Any, ...]] | None
+    ids: list[int]
+    active: frozenset[tuple[int, int]]
