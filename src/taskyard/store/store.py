@@ -101,13 +101,17 @@ class Store:
         cycle's steps in :attr:`Submitted.cycle` when it is given: a live worker may take
         the jobs and the cycle's lock was free. With the lock held elsewhere, the
         scheduler is woken; with no live worker, nobody (a worker runs a cycle when it
-        registers). Without ``placing``, the scheduler is woken to place them."""
+        registers). Without ``placing``, the scheduler is woken to place them.
+
+        On PostgreSQL a lone job's insert may place it itself, as that cycle would from
+        the same state (then there is no cycle to run), or be its own transaction, in
+        autocommit, when no worker is live (postgresql/jobs.py)."""
         with self.write() as tx:
             if not placing:
                 yield Submitted(tx.jobs.submit(subs), None)
                 return
             added = tx.jobs.add(subs, placing=True)
-            if not added.live_worker:
+            if not added.live_worker:  # no worker to take them, or placed already
                 yield Submitted(added.ids, None)
                 return
             with tx.cycle(added.cycle) as cycle:

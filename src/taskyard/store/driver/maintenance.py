@@ -6,6 +6,10 @@ cycle's snapshot checks that there is nothing, as a cycle would have found
 
 from __future__ import annotations
 
+TIMEOUT_GRACE = 10.0
+"""Seconds past an attempt's deadline before the scheduler fails it itself (the
+worker normally kills the child at the deadline; this covers a vanished worker)."""
+
 
 def maintenance_checks(false: str, grace: str) -> tuple[str, str, str, str]:
     """SQL conditions, in CycleTx.maintenance_work's order: a live worker's lease ran

@@ -36,6 +36,9 @@ class Event(NamedTuple):
     graph_id: int | None
 
 
+NO_ID = '{"job_id":0'
+"""How the payload of a job's event template begins (``InsertJobs.announce``): the job
+id 0 stands for the one its insert gives the job."""
 EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
 """Column types of an :class:`Event` as a row: topic, routing key, payload, job, graph."""
 
@@ -78,11 +81,17 @@ class InsertJobs:
     """The rows; a bulk may be streamed (computed as it is written)."""
     count: int
     as_built: TypeVersion | None = None
-    """Insert only while the rows' task type is still as they were built from it (a
-    type read from the driver's cache): else nothing is written."""
+    """(One row) Insert only while the row's task type is still as it was built from it
+    (a type read from the driver's cache): else nothing is written."""
+    announce: Event | None = None
+    """(One row, with ``as_built``) Its ``job-pending`` event, with 0 for the job's id:
+    the insert writes it, with the id it gives the job."""
     placing: bool = False
-    """The caller runs the scheduling cycle next, in the same unit of work: say whether a
-    live worker may take the jobs (and, PostgreSQL, try the cycle's lock with them)."""
+    """The caller runs the scheduling cycle next, in the same unit of work, unless no
+    live worker may take the jobs (say whether one may) or they were placed with their
+    insert (``InsertedJobs.placed``). PostgreSQL tries the cycle's lock with a lone job
+    and, when the unit has run nothing yet, may write it in a transaction of its own
+    (postgresql/jobs.py): the unit must then do nothing more but that cycle."""
     skip_taken_keys: bool = False
     """A row whose ``dedup_key`` a job holds already is left out (a schedule's ticks)."""
 
@@ -100,6 +109,9 @@ class InsertedJobs:
     and runs a cycle that sees them (the worker gate)."""
     cycle: CycleStart | None = None
     """(``placing``, PostgreSQL) The cycle's lock, tried with the insert."""
+    placed: bool = False
+    """(``placing``) The insert placed the jobs itself, as the cycle would have from the
+    same state, with its lock (postgresql/jobs.py): no cycle is needed."""
 
 
 @dataclass(frozen=True, slots=True)

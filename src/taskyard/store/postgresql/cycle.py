@@ -86,7 +86,10 @@ _AHEAD_READS = (
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(p ORDER BY p) FROM lists "
     "WHERE p IS NOT NULL) END, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
-    "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END")
+    "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END, "
+    # Whether the cycle's lock is ours (see HELD_SETTING): what the snapshot read then is
+    # a basis for a submit's decision (postgresql/jobs.py).
+    "current_setting('taskyard.cycle_held', true) = 'on'")
 MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("false", "%(grace)s"))
 """SQL: which maintenance steps have work (named parameter ``grace``)."""
 NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
@@ -140,14 +143,15 @@ def read_pools_lists(raw: Cursor, page: int) -> tuple[list[str], list[Any]]:
     return lists or [], first or []
 
 
-def read_cycle(raw: Cursor, page: int) -> CycleReads:
-    """The cycle's first reads in one statement (the lock is ours: scans are off)."""
-    return reads_of_row(named(raw, _AHEAD_READS, {"n": page})[0], page)
+def read_cycle(raw: Cursor, page: int) -> tuple[Any, ...]:
+    """The cycle's first reads in one statement (with the lock ours, scans are off): the
+    row of :data:`_AHEAD_READS` (see :func:`reads_of_row`)."""
+    return named(raw, _AHEAD_READS, {"n": page})[0]
 
 
 def reads_of_row(row: Sequence[Any], page: int) -> CycleReads:
     """The reads from the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`)."""
-    text, lists, first = row
+    text, lists, first, _ = row
     workers, active, limits = loads(text)
     return CycleReads(Snapshot(workers or [], active or [], limits or []), lists or [],
                       first or [], page)
@@ -202,23 +206,40 @@ DISPATCH_TAIL = (
     "(SELECT count(pg_notify(c, (SELECT COALESCE(body, '') FROM q))) "
     "FROM unnest(%(wake)s::text[]) AS c), (SELECT COALESCE(body, '') FROM q) FROM a")
 """What follows the jobs statement ``d`` of a dispatch (:data:`DISPATCH`)."""
+_AS_DECIDED = (
+    # A submit's own job, dispatched by the statement after its insert (``%(ids)s``
+    # NULL: the id the insert took) only while the decision it was placed by holds: the
+    # lock is ours, the job was inserted by this transaction, no other job is pending,
+    # no maintenance step has work, and the snapshot reads as the text ``%(basis)s``
+    # the decision was made from (see postgresql/jobs.py). A subquery is run once.
+    f"AND (%(basis)s::text IS NULL OR (current_setting('{HELD_SETTING}', true) = 'on' "
+    "AND jobs.xmin = pg_current_xact_id()::xid "
+    "AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.id <> jobs.id) "
+    f"AND {NO_MAINTENANCE} AND {SNAPSHOT_TEXT} = %(basis)s)) ")
+_NEW_JOB = "ARRAY[(SELECT currval(pg_get_serial_sequence('jobs', 'id')))]"
 DISPATCH = (
     "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
-    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
+    f"attempt = attempt + 1 WHERE id = ANY(COALESCE(%(ids)s::bigint[], {_NEW_JOB})) "
+    f"AND (state = 'pending') IS TRUE {_AS_DECIDED}"
     f"RETURNING {DISPATCHED_COLUMNS}), {DISPATCH_TAIL}")
+"""SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
+the worker's wake-up: the one statement that dispatches jobs."""
 
 
-def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[str],
-                    events: list[Any], *, last: bool) -> dict[str, Any]:
-    """Parameters of :data:`DISPATCH`: ``ids`` as ``Cursor.id_array``; jobs are carried in
-    the wake-up only for a few (a batch is read by the worker in one statement).
-    ``events``: the unit's buffered events, written by this statement and so taken out
-    of the list. ``last``: the cycle's last dispatch statement (scans back on)."""
+def dispatch_params(ids: str | None, worker_id: int, name: str | None, wake: Sequence[str],
+                    events: list[Any], *, last: bool, basis: str | None = None,
+                    grace: float | None = None) -> dict[str, Any]:
+    """Parameters of :data:`DISPATCH`: ``ids`` as ``Cursor.id_array`` (None: the job the
+    statement before inserted, placed as decided from ``basis`` — see :data:`_AS_DECIDED`,
+    ``grace`` the timeouts' grace); jobs are carried in the wake-up only for a few (a
+    batch is read by the worker in one statement). ``events``: the unit's buffered
+    events, written by this statement and so taken out of the list. ``last``: the
+    cycle's last dispatch statement (scans back on)."""
     rows = json_rows(events) if events else "[]"
     events.clear()
     return {"ids": ids, "w": worker_id, "name": name, "wake": list(wake),
-            "carry": ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES, "events": rows,
-            "last": last}
+            "carry": ids is None or ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES,
+            "events": rows, "last": last, "basis": basis, "grace": grace}
 
 
 def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:

@@ -66,6 +66,8 @@ class PostgresDriver:
         self._engines: dict[str, Engine] = {}
         """Engines besides the store's: the one over borrowed connections (join.py)."""
         self._types = TypeCache()
+        self._shortcuts = jobs.Shortcuts()
+        """The guesses of a lone submit's shortcuts (see postgresql/jobs.py)."""
         self._page = FIRST_PAGE
         """How many candidates a cycle's first reads take: the page the last cycle here
         wanted (read ahead with the snapshot, before the cycle knows its room). A guess
@@ -179,7 +181,7 @@ class PostgresDriver:
         self._types.forget(name)
 
     def insert_jobs(self, raw: Cursor, params: InsertJobs) -> InsertedJobs:
-        return jobs.insert_jobs(raw, params, self._page)
+        return jobs.insert_jobs(raw, params, self._page, self._shortcuts)
 
     live_worker = staticmethod(jobs.live_worker)
     insert_edges = staticmethod(jobs.insert_edges)
@@ -192,7 +194,11 @@ class PostgresDriver:
     # -- the cycle -----------------------------------------------------------------------
 
     def read_cycle(self, raw: Cursor) -> CycleReads:
-        return cycle.read_cycle(raw, self._page)
+        row = cycle.read_cycle(raw, self._page)
+        reads = cycle.reads_of_row(row, self._page)
+        if row[-1]:  # read under the cycle's lock: a basis for a submit's decision
+            self._shortcuts.learn(reads, row[0])
+        return reads
 
     def read_pools_lists(self, raw: Cursor, page: int) -> tuple[list[str], list[Any] | None]:
         return cycle.read_pools_lists(raw, page)

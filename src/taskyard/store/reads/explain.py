@@ -11,7 +11,7 @@ from sqlalchemy import select
 from taskyard.core.states import TERMINAL
 from taskyard.model.errors import NotFound
 from taskyard.store import schema as t
-from taskyard.store.transitions.candidates import pools_of
+from taskyard.store.driver.planning import pools_of
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx

@@ -18,8 +18,9 @@ from typing import Any
 
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import InsertedJobs, InsertJobs
+from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
+from taskyard.store.sqlite.events import write_events
 from taskyard.store.sqlite.rows import insert_values
 
 EDGE_TYPES = ("bigint", "bigint", "text")
@@ -64,7 +65,11 @@ def insert_jobs(raw: Cursor, params: InsertJobs) -> InsertedJobs:
         found = raw.first(sql, [*row, params.as_built.name, *params.as_built.version])
         if found is None:
             return InsertedJobs([])
-        return InsertedJobs([int(found[0])], bool(found[1]))
+        job_id, event = int(found[0]), params.announce
+        if event is not None:  # its job-pending event, with its id
+            write_events(raw, [event._replace(
+                payload=f'{{"job_id":{job_id}{event.payload[len(NO_ID):]}', job_id=job_id)])
+        return InsertedJobs([job_id], bool(found[1]))
     if params.skip_taken_keys:
         sql, _ = insert_sql(columns, skip_taken_keys=True)
         ids: list[int | None] = []

@@ -4,7 +4,6 @@ step by step, in ``scheduler/cycle.py``; this is the SQL it needs."""
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
@@ -15,14 +14,16 @@ from sqlalchemy import select, update
 from taskyard.core.candidates import merged
 from taskyard.core.lifecycle import after_attempt, after_worker_loss
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
-from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
+from taskyard.core.rate_limits import RateBook
 from taskyard.core.states import ACTIVE, AttemptState, JobState
 from taskyard.model.records import ClaimedJob
 from taskyard.store import schema as t
+from taskyard.store.driver.maintenance import TIMEOUT_GRACE
 from taskyard.store.driver.params import FIRST_PAGE, CycleReads, Dispatch, FinishCycle
+from taskyard.store.driver.planning import TypeLimits, planner_values, to_candidates
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.sql import lit
-from taskyard.store.transitions.candidates import claims, pools_of, streams, to_candidates
+from taskyard.store.transitions.candidates import streams
 from taskyard.store.transitions.dependents import Ended
 from taskyard.store.transitions.events import attempt_ended, job_exception
 
@@ -36,9 +37,6 @@ _W = t.workers
 
 SCAN_LIMIT = 10_000
 """Most pending jobs one cycle examines per pools list; the rest wait for the next."""
-TIMEOUT_GRACE = 10.0
-"""Seconds past an attempt's deadline before the scheduler fails it itself (the
-worker normally kills the child at the deadline; this covers a vanished worker)."""
 
 
 class CycleTx:
@@ -175,12 +173,7 @@ class CycleTx:
         first candidates)."""
         if self._reads is None:
             self._reads = self.tx.driver.read_cycle(self.tx.raw)
-        snap = self._reads.snapshot
-        return ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
-                 for w, name, pools, capacity, prefetch in snap.workers],
-                [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
-                 for holder, type_, worker, cost, locks, count in snap.active],
-                TypeLimits.of(snap.limits))
+        return planner_values(self._reads.snapshot)
 
     def workers(self) -> list[WorkerSlot]:
         """Live workers."""
@@ -324,23 +317,6 @@ class Maintenance:
     """Jobs wait to be requeued."""
     due: bool
     """A schedule is due."""
-
-
-@dataclass(frozen=True, slots=True)
-class TypeLimits:
-    """Per task type, its max queue length and its rate limit (those that have one)."""
-
-    queue: dict[str, int]
-    rates: dict[str, RateLimit]
-
-    @classmethod
-    def of(cls, rows: Sequence[Sequence[Any]]) -> TypeLimits:
-        """From rows of (name, max_queue_length, rate_limit)."""
-        return cls({name: int(n) for name, n, _ in rows if n is not None},
-                   {name: _rate(r) for name, _, r in rows if r is not None})
-
-
-_rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,8 @@ class Added:
 
     ids: list[int]
     live_worker: bool
-    """A live worker exists: the cycle may place the jobs (else none is needed)."""
+    """A live worker exists and the cycle may place the jobs: else none is needed (no
+    worker to take them, or their insert placed them: InsertedJobs.placed)."""
     cycle: CycleStart | None
     """PostgreSQL: the cycle's lock, tried with the insert."""
 
@@ -122,14 +123,14 @@ class Jobs:
         columns = tuple(row)
         inserted = tx.driver.insert_jobs(tx.raw, InsertJobs(
             columns, [tuple(row.values())], 1, as_built=TypeVersion(spec.name, version),
+            announce=job_pending(0, row["graph_id"], row["routing"], type=spec.name),
             placing=placing))
         if not inserted.ids:
             tx.driver.forget_task_type(sub.type)  # changed since: read it again
             return None
         (job_id,) = inserted.ids
         assert job_id is not None
-        tx.events.append([job_pending(job_id, row["graph_id"], row["routing"], type=spec.name)])
-        return Added([job_id], inserted.live_worker, inserted.cycle)
+        return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle)
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,
                                   specs: dict[str, TaskTypeSpec]) -> list[int]:
