@@ -131,24 +131,6 @@ class Cursor:
         """``column`` is one of ``ids``: the SQL and its parameters (``ids`` not empty)."""
         return self.driver.member(column, ids)
 
-    def rows(self, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str],
-             tail: Sequence[Any] = (), *, key: str = "") -> list[tuple[Any, ...]]:
-        """Execute ``sql``, in which ``{rows}`` stands for a row set of ``rows`` (columns
-        typed ``types``), followed by the ``tail`` parameters; returns what the
-        statement returns (RETURNING), if anything.
-
-        ``key``: the indexed column the row set's first column is joined on; ``{key}``
-        in ``sql`` then restricts it to those values where the planner needs telling
-        (PostgreSQL cannot know the row set is small and would hash-join a table)."""
-        return self.driver.row_set(self, sql, rows, types, tail=tail, key=key)
-
-    def insert(self, head: str, columns: str, rows: Sequence[Sequence[Any]],
-               types: Sequence[str]) -> None:
-        """``head`` (``INSERT INTO t (…)``) of ``SELECT columns FROM`` a row set of
-        ``rows`` (the row set's columns are ``c1``, ``c2``… in ``columns``)."""
-        if rows:
-            self.driver.insert_rows(self, head, columns, rows, types)
-
 
 @functools.cache
 def _pg_dialect() -> Any:

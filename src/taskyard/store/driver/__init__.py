@@ -10,7 +10,7 @@ the wake-up payload format, the maintenance checks, the task type cache.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,13 +24,14 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     # Only named for types: SQLite users never load the PostgreSQL dialect.
     from sqlalchemy.dialects import postgresql, sqlite
 
-    from taskyard.model.records import Outcome, TaskTypeSpec
+    from taskyard.model.records import TaskTypeSpec
     from taskyard.store.clock import MovableClock
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.params import (
         CycleReads,
         Dispatch,
         Dispatched,
+        EndAttempts,
         EndUnit,
         Event,
         EventCursor,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
         InsertedJobs,
         InsertJobs,
         Placed,
+        StartAttempts,
     )
 
     Upsert = postgresql.Insert | sqlite.Insert
@@ -109,11 +111,6 @@ class Driver(Protocol):
     def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]: ...
     def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]: ...
     def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]: ...
-    def row_set(self, raw: Cursor, sql: str, rows: Sequence[Sequence[Any]],
-                types: Sequence[str], *, tail: Sequence[Any], key: str,
-                ) -> list[tuple[Any, ...]]: ...
-    def insert_rows(self, raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
-                    types: Sequence[str]) -> None: ...
 
     # jobs
     def task_type(self, raw: Cursor, name: str) -> tuple[Any, TaskTypeSpec] | None: ...
@@ -123,11 +120,13 @@ class Driver(Protocol):
     def insert_edges(self, raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None: ...
 
     # attempts
-    def end_attempts(self, raw: Cursor, worker_id: int, values: Sequence[tuple[Any, ...]],
-                     part: Sequence[Outcome], ago: Mapping[tuple[int, int], float],
-                     ) -> list[tuple[Any, ...]]: ...
+    def start_attempts(self, raw: Cursor, params: StartAttempts) -> list[tuple[Any, ...]]: ...
+    def end_attempts(self, raw: Cursor, params: EndAttempts) -> list[tuple[Any, ...]]: ...
+    def set_prefetch(self, raw: Cursor, worker_id: int, prefetch: int) -> None: ...
     def placed_here(self, raw: Cursor, worker_id: int,
                     known: Iterable[tuple[int, int]]) -> Placed: ...
+    def job_details(self, raw: Cursor, worker_id: int,
+                    ids: Sequence[int]) -> list[tuple[Any, ...]]: ...
 
     # the cycle
     def read_cycle(self, raw: Cursor) -> CycleReads: ...

@@ -200,6 +200,52 @@ class FinishCycle:
     page: int
 
 
+class AttemptStart(NamedTuple):
+    """A worker started an attempt ``ago`` seconds before it reported it."""
+
+    job_id: int
+    attempt: int
+    ago: float
+
+
+@dataclass(frozen=True, slots=True)
+class StartAttempts:
+    """Attempts a worker started: dispatched → running, fenced by the attempt number,
+    the job's state, the worker and its lease."""
+
+    worker_id: int
+    starts: Sequence[AttemptStart]
+
+
+class AttemptEnd(NamedTuple):
+    """An attempt's end as it is written: the job's state after it (the attempt's, or
+    pending again after ``retry_delay`` seconds when a retry is due)."""
+
+    job_id: int
+    attempt: int
+    state: str
+    """The attempt's end state (succeeded, failed, error, canceled)."""
+    exit_code: int | None
+    result: str | None
+    """The handler's result, as JSON text."""
+    error: str | None
+    retry_delay: float | None
+    """A retry is due, after this many seconds (the job goes back to pending)."""
+    started_ago: float | None
+    """Its start is reported with its end (the job ends straight from dispatched)."""
+    stdout_tail: str | None
+    stderr_tail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EndAttempts:
+    """Attempts a worker ended: running (or dispatched, see ``started_ago``) → their end,
+    fenced by the attempt number, the job's state, the worker and its lease."""
+
+    worker_id: int
+    ends: Sequence[AttemptEnd]
+
+
 @dataclass(frozen=True, slots=True)
 class Placed:
     """What is placed on a worker: ``rows`` of the jobs it does not know yet (as the

@@ -167,8 +167,6 @@ class PostgresDriver:
         return column == any_(literal(list(ids), ARRAY(BigInteger)))
 
     member = staticmethod(rows.member)
-    row_set = staticmethod(rows.row_set)
-    insert_rows = staticmethod(rows.insert_rows)
 
     # -- jobs ----------------------------------------------------------------------------
 
@@ -188,8 +186,11 @@ class PostgresDriver:
 
     # -- attempts ------------------------------------------------------------------------
 
+    start_attempts = staticmethod(attempts.start_attempts)
     end_attempts = staticmethod(attempts.end_attempts)
+    set_prefetch = staticmethod(attempts.set_prefetch)
     placed_here = staticmethod(attempts.placed_here)
+    job_details = staticmethod(attempts.job_details)
 
     # -- the cycle -----------------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from taskyard.store.driver.planning import planner_values, to_candidates
 from taskyard.store.postgresql import cycle
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CHECKED_SETTING
-from taskyard.store.postgresql.rows import copy, named, pipelined
+from taskyard.store.postgresql.rows import copy, named, pg_row_set, pipelined
 from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 
 EDGE_TYPES = ("bigint", "bigint", "text")
@@ -250,5 +250,6 @@ def insert_edges(raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None:
     if len(edges) >= BULK_MIN_ROWS:
         copy(raw, "dependencies", ("job_id", "requires_id", "condition"), edges)
         return
-    raw.insert("INSERT INTO dependencies (job_id, requires_id, condition)", "c1, c2, c3",
-               edges, EDGE_TYPES)
+    if edges:
+        named(raw, "INSERT INTO dependencies (job_id, requires_id, condition) "
+              f"{pg_row_set(EDGE_TYPES, 'rows')}", {"rows": json_rows(edges)})

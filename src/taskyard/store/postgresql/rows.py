@@ -12,19 +12,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from taskyard.store.cursor import Cursor, id_array, json_rows
+from taskyard.store.cursor import Cursor, id_array
 
 
 def pg_row_set(types: Sequence[str], param: str) -> str:
     """A row set from the JSON array of arrays in the named parameter ``param``."""
     fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
     return f"SELECT {fields} FROM json_array_elements(%({param})s::json) AS e"
-
-
-@functools.lru_cache(maxsize=64)
-def _rows(types: tuple[str, ...]) -> str:
-    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
-    return f"SELECT {fields} FROM json_array_elements(?::json) AS e"
 
 
 @functools.lru_cache(maxsize=128)
@@ -79,23 +73,3 @@ def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
     if all(isinstance(i, int) for i in ids):  # ids: an array literal is cheapest
         return f"{column} = ANY(?::bigint[])", [id_array(ids)]
     return f"{column} = ANY(?)", [list(ids)]
-
-
-def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
-            tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
-    pk: list[Any] = []
-    if key:
-        sql = sql.replace("{key}", f"{key} = ANY(?::bigint[]) AND")
-        pk = [id_array(r[0] for r in rows)]
-    else:
-        sql = sql.replace("{key}", "")
-    text = raw.sql(sql.replace("{rows}", _rows(tuple(types))))
-    raw.cursor.execute(text, [json_rows(rows), *pk, *tail])
-    return list(raw.cursor.fetchall()) if raw.cursor.description else []
-
-
-def insert_rows(raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
-                types: Sequence[str]) -> None:
-    names = ", ".join(f"c{i + 1}" for i in range(len(types)))
-    row_set(raw, f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types,
-            tail=(), key="")

@@ -21,7 +21,7 @@ from taskyard.store.driver.params import (
     slices,
 )
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, carried
-from taskyard.store.sqlite.rows import member
+from taskyard.store.sqlite.rows import insert_rows, member
 
 MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
 _HINT = "INDEXED BY ix_jobs_pending_pools"
@@ -78,9 +78,8 @@ def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:
                 attempt_rows.append((job_id, attempt, worker_id, params.names.get(worker_id)))
             if rows:
                 done.wakeups.setdefault(worker_id, []).append(carried(rows) if carry else "")
-    raw.insert("INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
-               "dispatched_at)", "c1, c2, c3, c4, 'dispatched', {now}", attempt_rows,
-               ("bigint", "integer", "bigint", "text"))
+    insert_rows(raw, "INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
+                "dispatched_at)", "(?, ?, ?, ?, 'dispatched', {now})", attempt_rows)
     return done
 
 

@@ -158,8 +158,6 @@ class SqliteDriver:
         return column.in_(ids)
 
     member = staticmethod(rows.member)
-    row_set = staticmethod(rows.row_set)
-    insert_rows = staticmethod(rows.insert_rows)
 
     # -- jobs ----------------------------------------------------------------------------
 
@@ -179,8 +177,11 @@ class SqliteDriver:
 
     # -- attempts ------------------------------------------------------------------------
 
+    start_attempts = staticmethod(attempts.start_attempts)
     end_attempts = staticmethod(attempts.end_attempts)
+    set_prefetch = staticmethod(attempts.set_prefetch)
     placed_here = staticmethod(attempts.placed_here)
+    job_details = staticmethod(attempts.job_details)
 
     # -- the cycle -----------------------------------------------------------------------
 

@@ -8,16 +8,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import EVENT_TYPES, EndUnit, Event, EventCursor
+from taskyard.store.driver.params import EndUnit, Event, EventCursor
 from taskyard.store.sqlite.cycle import notify
+from taskyard.store.sqlite.rows import insert_rows
 
 _EVENT_COLUMNS = "id, 0, topic, routing_key, payload, created_at"
 
 
 def write_events(raw: Cursor, events: Sequence[Event]) -> None:
     """Events, in the order given."""
-    raw.insert("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
-               "created_at)", "c1, c2, c3, c4, c5, {now}", events, EVENT_TYPES)
+    insert_rows(raw, "INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
+                "created_at)", "(?, ?, ?, ?, ?, {now})", events)
 
 
 def end_unit(raw: Cursor, params: EndUnit) -> None:

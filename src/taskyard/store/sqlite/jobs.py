@@ -21,9 +21,8 @@ from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 from taskyard.store.sqlite.events import write_events
-from taskyard.store.sqlite.rows import insert_values
+from taskyard.store.sqlite.rows import insert_rows, insert_values
 
-EDGE_TYPES = ("bigint", "bigint", "text")
 LIVE_WORKER = ("SELECT 1 FROM workers WHERE state = 'active' AND lease_expires_at >= {now} "
                "LIMIT 1")
 """One indexed read: whether any worker is live (ix_workers_active_lease)."""
@@ -95,5 +94,5 @@ def live_worker(raw: Cursor) -> bool:
 
 def insert_edges(raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None:
     """Dependency edges (job, the job it requires, condition)."""
-    raw.insert("INSERT INTO dependencies (job_id, requires_id, condition)", "c1, c2, c3",
-               edges, EDGE_TYPES)
+    insert_rows(raw, "INSERT INTO dependencies (job_id, requires_id, condition)", "(?, ?, ?)",
+                edges)

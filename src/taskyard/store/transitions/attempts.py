@@ -34,6 +34,7 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
+from taskyard.store.driver.params import AttemptEnd, AttemptStart, EndAttempts, StartAttempts
 from taskyard.store.marks import reads, reads_each
 from taskyard.store.transitions.dependents import Ended, chunks
 from taskyard.store.transitions.events import Event, attempt_ended, job_running
@@ -52,26 +53,6 @@ ENDS = {
 Key = tuple[int, int]
 FETCH_LIMIT = 10_000
 """Most jobs one fetch returns (placement bounds what is on a worker far below it)."""
-
-_LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = ? AND w.state = 'active' "
-           "AND w.lease_expires_at >= {now})")
-_START = (
-    "WITH v(id, attempt, ago) AS ({rows}) "
-    "UPDATE jobs SET state = 'running', started_at = {now} - v.ago, "
-    "deadline = {now} - v.ago + jobs.timeout FROM v "
-    "WHERE {key} jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.state = 'dispatched' "
-    f"AND jobs.worker_id = ? AND {_LEASED} "
-    "RETURNING jobs.id, jobs.attempt, jobs.started_at, jobs.graph_id, jobs.routing")
-_START_TYPES = ("bigint", "integer", "double precision")
-_ATTEMPT_START = (
-    "WITH v(job, attempt, started) AS ({rows}) "
-    "UPDATE attempts SET state = 'running', started_at = v.started FROM v "
-    "WHERE {key} attempts.job_id = v.job AND attempts.attempt = v.attempt")
-_ATTEMPT_START_TYPES = ("bigint", "integer", "double precision")
-_DETAILS = ("SELECT j.id, j.attempt, j.type, j.args, j.timeout, j.graph_id, j.label, j.cost, "
-            "j.priority, tt.handler FROM jobs j JOIN task_types tt ON tt.name = j.type "
-            "WHERE {which} AND j.state = 'dispatched' AND j.worker_id = ?")
-
 
 class Attempts:
     """Workers' attempts, in one transaction."""
@@ -101,22 +82,17 @@ class Attempts:
         for ends in chunks(ended):
             accepted |= self.end(worker_id, ends, ago)
         if prefetch is not None:
-            self.tx.raw.run("UPDATE workers SET prefetch = ? WHERE id = ?",
-                            (prefetch, worker_id))
+            self.tx.driver.set_prefetch(self.tx.raw, worker_id, prefetch)
         return (count + len(accepted & ago.keys()),
                 [(o.job_id, o.attempt) in accepted for o in ended])
 
     def start(self, worker_id: int, part: Sequence[Started]) -> set[Key]:
         """Dispatched → running for the attempts of ``part`` that are current here;
         returns those (job, attempt) pairs."""
-        raw = self.tx.raw
-        rows = raw.rows(_START, [(s.job_id, s.attempt, max(0.0, s.ago)) for s in part],
-                        _START_TYPES, (worker_id, worker_id), key="jobs.id")
+        rows = self.tx.driver.start_attempts(self.tx.raw, StartAttempts(worker_id, [
+            AttemptStart(s.job_id, s.attempt, max(0.0, s.ago)) for s in part]))
         if not rows:
             return set()
-        raw.rows(_ATTEMPT_START, [(job, attempt, started_at)
-                                  for job, attempt, started_at, _, _ in rows],
-                 _ATTEMPT_START_TYPES, key="attempts.job_id")
         self.tx.events.append(job_running(job, attempt, worker_id, graph, routing)
                               for job, attempt, _, graph, routing in rows)
         self.tx.resolution.graph_progress(graph for _, _, _, graph, _ in rows
@@ -125,21 +101,22 @@ class Attempts:
 
     def end(self, worker_id: int, part: Sequence[Outcome], ago: Mapping[Key, float]) -> set[Key]:
         """Running (or, with its start in ``ago``, dispatched) → the reported end, or
-        pending when a retry is due; returns the (job, attempt) pairs accepted."""
+        pending when a retry is due (core decides: :func:`after_attempt`); returns the
+        (job, attempt) pairs accepted."""
         failing = [o.job_id for o in part if o.state != AttemptState.SUCCEEDED]
         policies = self.tx.retries.policies(failing) if failing else {}
-        values: list[tuple[Any, ...]] = []
+        ends: list[AttemptEnd] = []
         for o in part:
-            end = ENDS[AttemptState(o.state)]
             delay = None
             if o.job_id in policies:  # a failure: a retry may be due
                 policy, failed = policies[o.job_id]
                 then = after_attempt(AttemptState(o.state), policy, failed, random.random())
                 delay = then.delay if then.state is JobState.PENDING else None
-            values.append((o.job_id, o.attempt, end.value, o.exit_code,
-                           None if o.result is None else dumps(o.result), o.error, delay,
-                           ago.get((o.job_id, o.attempt))))
-        rows = self.tx.driver.end_attempts(self.tx.raw, worker_id, values, part, ago)
+            ends.append(AttemptEnd(
+                o.job_id, o.attempt, ENDS[AttemptState(o.state)].value, o.exit_code,
+                None if o.result is None else dumps(o.result), o.error, delay,
+                ago.get((o.job_id, o.attempt)), o.stdout_tail, o.stderr_tail))
+        rows = self.tx.driver.end_attempts(self.tx.raw, EndAttempts(worker_id, ends))
         if not rows:
             return set()
         done = {(r[0], r[1]): r for r in rows}
@@ -151,12 +128,11 @@ class Attempts:
             _, _, state, graph, routing, schedule = done[(o.job_id, o.attempt)]
             if (o.job_id, o.attempt) in ago:
                 events.append(job_running(o.job_id, o.attempt, worker_id, graph, routing))
-            end = ENDS[AttemptState(o.state)]
             retry = state == JobState.PENDING
             events.append(attempt_ended(o.job_id, o.attempt, o.state, retry=retry, graph_id=graph,
                                         routing=routing))
             if not retry:
-                ended.append(Ended(o.job_id, end, graph, schedule or ""))
+                ended.append(Ended(o.job_id, ENDS[AttemptState(o.state)], graph, schedule or ""))
         self.tx.events.append(events)
         if ended:
             self.tx.resolution.jobs_ended(ended)
@@ -194,11 +170,9 @@ class Attempts:
         placement order."""
         if not ids:
             return []
-        raw = self.tx.raw
         rows: list[tuple[Any, ...]] = []
         for part in chunks(list(ids)):
-            which, params = raw.member("j.id", part)
-            rows += raw.all(_DETAILS.replace("{which}", which), (*params, worker_id))
+            rows += self.tx.driver.job_details(self.tx.raw, worker_id, part)
         rows.sort(key=lambda r: (-r[8], r[0]))
         return self._claimed(rows)
 
