@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from taskyard.core.placement import Placement, Planner, Skip, WorkerSlot
 from taskyard.core.rate_limits import RateBook
 from taskyard.store import CycleTx, Store
-from taskyard.store.driver.maintenance import TIMEOUT_GRACE
+from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.transitions.cycle import SCAN_LIMIT
 from taskyard.store.transitions.watchdog import flag_stalled_graphs
 

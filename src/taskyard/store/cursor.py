@@ -59,7 +59,7 @@ class Cursor:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
     __slots__ = ("_info", "_kept", "_percent", "_spares", "cursor", "dbapi", "driver",
-                 "now_sql")
+                 "now_sql", "row_lock")
 
     def __init__(self, conn: Connection, driver: Driver, now_sql: str, *,
                  keep: bool = False) -> None:
@@ -67,6 +67,9 @@ class Cursor:
         :data:`_KEPT`), else open one for this unit of work."""
         self.driver = driver
         self.now_sql = now_sql
+        self.row_lock = driver.row_lock
+        """The lock a read takes on rows it will update (PostgreSQL: ``FOR NO KEY
+        UPDATE``; SQLite: none, its write transactions are serial)."""
         self._percent = driver.percent_params
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None

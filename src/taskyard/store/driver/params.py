@@ -247,6 +247,48 @@ class EndAttempts:
 
 
 @dataclass(frozen=True, slots=True)
+class FailOverdue:
+    """An attempt past its deadline fails with exit code 130 (seed 001): its job is
+    pending again after ``retry_delay`` seconds (None: no retry, it fails)."""
+
+    job_id: int
+    attempt: int
+    retry_delay: float | None
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class SuspendJobs:
+    """Active jobs (dispatched or running) of lost or stopped workers become suspended,
+    their attempts lost (``why``); ``losses``: each job's worker-loss count after this
+    one, by job id (core decides it)."""
+
+    losses: dict[int, int]
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class CancelJob:
+    """Job ``job_id``, found in ``state``, is canceled (guarded by that state)."""
+
+    job_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateDependents:
+    """Waiting jobs whose parents ended: their counters move by ``resolved`` met edges
+    and ``fails`` failed ones, and they enter ``state`` (None: they still wait; pending:
+    released; a final state: ended, with ``why``)."""
+
+    ids: Sequence[int]
+    resolved: int
+    fails: int
+    state: str | None
+    why: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Placed:
     """What is placed on a worker: ``rows`` of the jobs it does not know yet (as the
     details statement reads them), or None with their ``ids`` when it must read them;

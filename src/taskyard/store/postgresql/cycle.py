@@ -10,7 +10,6 @@ from typing import Any
 
 from taskyard.model.records import loads
 from taskyard.store.cursor import Cursor, id_array, json_rows
-from taskyard.store.driver.maintenance import maintenance_checks
 from taskyard.store.driver.params import (
     EVENT_TYPES,
     CycleReads,
@@ -21,6 +20,7 @@ from taskyard.store.driver.params import (
     slices,
 )
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
+from taskyard.store.portable.cycle import maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.rows import named, pg_row_set

@@ -41,13 +41,15 @@ from taskyard.store.driver.params import (
     InsertJobs,
 )
 from taskyard.store.driver.type_cache import TypeCache
+from taskyard.store.portable import SharedTransitions
+from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.postgresql.listen import PgListener, pg_channel
 
 
-class PostgresDriver:
+class PostgresDriver(SharedTransitions):
     """PostgreSQL's side of every difference between the backends."""
 
     name = "postgresql"
@@ -216,11 +218,12 @@ class PostgresDriver:
         raw.run(f"SELECT {cycle.SCANS_ON}")
 
     def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
-        """Which maintenance steps have work (see driver/maintenance.py), in one statement."""
+        """Which maintenance steps have work (see portable/cycle.py), in one statement."""
         expired, overdue, suspended, due = (
             bool(v) for v in rows.named(raw, cycle.MAINTENANCE_WORK, {"grace": grace})[0])
         return expired, overdue, suspended, due
 
+    read_candidates = staticmethod(portable_cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)
 
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:

@@ -40,7 +40,6 @@ from psycopg.pq import TransactionStatus
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema as t
 from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
-from taskyard.store.driver.maintenance import TIMEOUT_GRACE
 from taskyard.store.driver.params import (
     NO_ID,
     CycleReads,
@@ -50,6 +49,7 @@ from taskyard.store.driver.params import (
     Snapshot,
 )
 from taskyard.store.driver.planning import planner_values, to_candidates
+from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CHECKED_SETTING

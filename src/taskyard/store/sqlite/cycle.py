@@ -11,16 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.maintenance import maintenance_checks
 from taskyard.store.driver.params import (
     CycleReads,
     Dispatch,
     Dispatched,
     FinishCycle,
+    ReadCandidates,
     Snapshot,
     slices,
 )
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, carried
+from taskyard.store.portable import cycle as portable
+from taskyard.store.portable.cycle import maintenance_checks
 from taskyard.store.sqlite.rows import insert_rows, member
 
 MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
@@ -40,6 +42,12 @@ def read_cycle(raw: Cursor) -> CycleReads:
     type; jobs with locks one by one: the holder of a lock is shown to the user), the
     types' limits. Three reads in the process: no round trips to fold."""
     return CycleReads(Snapshot(raw.all(_WORKERS), raw.all(_ACTIVE), raw.all(_LIMITS)))
+
+
+def read_candidates(raw: Cursor, params: ReadCandidates) -> list[Any]:
+    """See portable/cycle.py: SQLite must be told the placement index (and see the state
+    as a literal)."""
+    return portable.read_candidates(raw, params, index=_HINT)
 
 
 def read_pools_lists(raw: Cursor) -> list[str]:

@@ -28,6 +28,7 @@ from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import CycleReads, EndUnit, FinishCycle, InsertedJobs, InsertJobs
 from taskyard.store.driver.type_cache import TypeCache
+from taskyard.store.portable import SharedTransitions
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
 from taskyard.store.sqlite.locks import (
@@ -42,7 +43,7 @@ NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
 """The database clock as epoch seconds."""
 
 
-class SqliteDriver:
+class SqliteDriver(SharedTransitions):
     """SQLite's side of every difference between the backends."""
 
     name = "sqlite"
@@ -200,12 +201,13 @@ class SqliteDriver:
         """Nothing was changed (see :meth:`scans_off`)."""
 
     def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
-        """Which maintenance steps have work (see driver/maintenance.py), in one statement."""
+        """Which maintenance steps have work (see portable/cycle.py), in one statement."""
         row = raw.first(cycle.MAINTENANCE_WORK, (grace,))
         assert row is not None
         expired, overdue, suspended, due = (bool(v) for v in row)
         return expired, overdue, suspended, due
 
+    read_candidates = staticmethod(cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)
 
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:

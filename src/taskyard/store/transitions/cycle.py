@@ -7,22 +7,26 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import select, update
+from typing import TYPE_CHECKING
 
 from taskyard.core.candidates import merged
 from taskyard.core.lifecycle import after_attempt, after_worker_loss
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
 from taskyard.core.rate_limits import RateBook
-from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.core.states import AttemptState, JobState
 from taskyard.model.records import ClaimedJob
 from taskyard.store import schema as t
-from taskyard.store.driver.maintenance import TIMEOUT_GRACE
-from taskyard.store.driver.params import FIRST_PAGE, CycleReads, Dispatch, FinishCycle
+from taskyard.store.driver.params import (
+    FIRST_PAGE,
+    CycleReads,
+    Dispatch,
+    FailOverdue,
+    FinishCycle,
+    ReadCandidates,
+)
 from taskyard.store.driver.planning import TypeLimits, planner_values, to_candidates
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
-from taskyard.store.sql import lit
+from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.transitions.candidates import streams
 from taskyard.store.transitions.dependents import Ended
 from taskyard.store.transitions.events import attempt_ended, job_exception
@@ -80,28 +84,18 @@ class CycleTx:
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
-        now = self.tx.now
-        stmt = self.tx.statement("cycle.expel", lambda: (
-            update(_W)
-            .where(_W.c.state == lit("active"), _W.c.lease_expires_at < now)
-            .values(state="expelled", stopped_at=now)
-            .returning(_W.c.id)
-        ))
-        expelled = [int(i) for i in self.tx.conn.execute(stmt).scalars()]
+        expelled = self.tx.driver.expel_expired_workers(self.tx.raw)
         self.tx.workers.suspend_jobs_of(expelled, "worker lease expired")
         return expelled
 
     def time_out_attempts(self, grace: float = TIMEOUT_GRACE) -> list[int]:
         """Fail (exit 130) running attempts well past their deadline whose worker did not
         (it vanished or hangs); the job's retries apply as to any failure."""
-        # Running jobs only (a dispatched job has no deadline yet): read through the
-        # partial index of active jobs; this runs in every maintenance step.
-        rows = [_Overdue(*r) for r in self.tx.raw.all(
-            "SELECT id, attempt, worker_id, graph_id, routing FROM jobs "
-            "WHERE state IN ('dispatched', 'running') AND deadline < {now} - ?", (grace,))]
+        rows = [_Overdue(*r) for r in self.tx.driver.read_overdue(self.tx.raw, grace)]
         if not rows:
             return []
         policies = self.tx.retries.policies([r.id for r in rows])
+        why = "timed out (enforced by the scheduler)"
         ended: list[Ended] = []
         timed_out: list[int] = []
         for r in rows:
@@ -109,63 +103,38 @@ class CycleTx:
             # A timeout is a failure with exit code 130 (seed 001): retries apply.
             then = after_attempt(AttemptState.FAILED, policy, failed, random.random())
             retry = then.state is JobState.PENDING
-            if self._fail_overdue(r, retry, then.delay):
-                timed_out.append(r.id)
-                if not retry:
-                    ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
+            if not self.tx.driver.fail_overdue(self.tx.raw, FailOverdue(
+                    r.id, r.attempt, then.delay if retry else None, why)):
+                continue
+            timed_out.append(r.id)
+            # Its worker (if alive) learns at its next heartbeat and kills the child.
+            self.notify.add(f"worker.{r.worker_id}")
+            self.tx.events.append([attempt_ended(r.id, r.attempt, "failed", retry=retry,
+                                                 graph_id=r.graph_id, routing=r.routing,
+                                                 exit_code=130)])
+            if not retry:
+                ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
         if ended:
             self.tx.resolution.jobs_ended(ended)
         return timed_out
 
-    def _fail_overdue(self, r: _Overdue, retry: bool, delay: float) -> bool:
-        """One overdue attempt fails with exit 130 (guarded by its attempt number)."""
-        why = "timed out (enforced by the scheduler)"
-        now = self.tx.now
-        values: dict[str, Any] = (
-            {"state": JobState.PENDING, "run_after": now + delay} if retry
-            else {"state": JobState.FAILED, "finished_at": now})
-        done = self.tx.conn.execute(
-            update(_J).where(_J.c.id == r.id, _J.c.attempt == r.attempt, _J.c.state.in_(ACTIVE))
-            .values(worker_id=None, deadline=None, exit_code=130, error=why, **values)
-        ).rowcount
-        if not done:
-            return False
-        self.tx.conn.execute(
-            update(_A).where(_A.c.job_id == r.id, _A.c.attempt == r.attempt)
-            .values(state=AttemptState.FAILED, exit_code=130, finished_at=now, error=why))
-        # Its worker (if alive) learns at its next heartbeat and kills the child.
-        self.notify.add(f"worker.{r.worker_id}")
-        self.tx.events.append([attempt_ended(r.id, r.attempt, "failed", retry=retry,
-                                             graph_id=r.graph_id, routing=r.routing,
-                                             exit_code=130)])
-        return True
-
     def requeue_suspended(self, limit: int = 1000) -> int:
         """Suspended jobs go back to pending, or to error when they have lost their worker
-        more than their type's ``max_worker_losses`` times."""
-        found = self.tx.raw.all("SELECT id, worker_losses, max_worker_losses FROM jobs "
-                                "WHERE state = 'suspended' LIMIT ?", (limit,))
+        more than their type's ``max_worker_losses`` times (core decides)."""
+        driver, raw = self.tx.driver, self.tx.raw
+        found = driver.read_suspended(raw, limit)
         if not found:
             return 0
-        ids = [job for job, _, _ in found]
         lost = [job for job, losses, most in found
                 if after_worker_loss(losses, most) is JobState.ERROR]
         why = "lost its worker more times than max_worker_losses allows"
-        conn = self.tx.conn
-        rows = [] if not lost else conn.execute(
-            update(_J)
-            .where(_J.c.id.in_(lost), _J.c.state == JobState.SUSPENDED)
-            .values(state=JobState.ERROR, finished_at=self.tx.now, error=why)
-            .returning(_J.c.id, _J.c.graph_id, _J.c.routing)
-        ).all()
+        rows = driver.error_suspended(raw, lost, why) if lost else []
         if rows:
-            self.tx.events.append([job_exception(r.id, r.graph_id, r.routing, why, state="error")
-                                   for r in rows])
-            self.tx.resolution.jobs_ended([Ended(r.id, JobState.ERROR, r.graph_id)
-                                           for r in rows])
-        return int(conn.execute(
-            update(_J).where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED)
-            .values(state=JobState.PENDING)).rowcount)
+            self.tx.events.append([job_exception(job, graph, routing, why, state="error")
+                                   for job, graph, routing in rows])
+            self.tx.resolution.jobs_ended([Ended(job, JobState.ERROR, graph)
+                                           for job, graph, _ in rows])
+        return driver.requeue_suspended(raw, [job for job, _, _ in found])
 
     def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
         """:meth:`workers`, :meth:`active_jobs` and :meth:`limits`: from the reads made
@@ -221,34 +190,14 @@ class CycleTx:
                    skip: Collection[tuple[str, str]] = ()) -> list[Candidate]:
         """Pending jobs due now whose pools list is ``pools``, in placement order, after
         the keyset ``after``: through the partial index ``ix_jobs_pending_pools``,
-        stopped at ``limit`` — O(limit) whatever the backlog. (SQLite must be told the
-        index, and the state must be a literal for the partial index to apply.)
+        stopped at ``limit`` — O(limit) whatever the backlog.
 
         ``skip``: (type, rate key) out of budget in this cycle; their jobs are left out
         in SQL (the index is walked past them, but they are neither returned nor built
         into candidates: a backlog held by a rate limit costs a fraction, and the jobs
         behind it are reached)."""
-        head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
-                f"{self.tx.driver.pending_index} WHERE state = 'pending' AND pools = ? "
-                "AND (run_after IS NULL OR run_after <= {now}) ")
-        params: list[Any] = [pools]
-        if skip:
-            which, spent = self.tx.raw.member("type || ' ' || COALESCE(rate_key, '')",
-                                              sorted(f"{t} {k}" for t, k in skip))
-            head, params = f"{head}AND NOT ({which}) ", [pools, *spent]
-        if after is None:
-            rows = self.tx.raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (*params, limit))
-        else:
-            # The rest of the last page's priority, then lower priorities: two index
-            # ranges, so a page starts where the last one ended (an OR of the two would
-            # re-read the list from its head).
-            rows = self.tx.raw.all(
-                f"SELECT * FROM (SELECT * FROM ({head} AND priority = ? AND id > ? "
-                f"ORDER BY id LIMIT ?) AS same UNION ALL SELECT * FROM ({head} "
-                "AND priority < ? ORDER BY priority DESC, id LIMIT ?) AS lower) AS page "
-                "ORDER BY priority DESC, id LIMIT ?",
-                (*params, after[0], after[1], limit, *params, after[0], limit, limit))
-        return to_candidates(rows)
+        return to_candidates(self.tx.driver.read_candidates(
+            self.tx.raw, ReadCandidates(pools, after, limit, sorted(skip))))
 
     def ordered_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
                            per_list: int, skip: Callable[[], Collection[tuple[str, str]]]
@@ -294,15 +243,13 @@ class CycleTx:
         return done.placed
 
     def record_cycle(self, holder: str) -> None:
-        self.tx.raw.run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
-                        "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
+        self.tx.driver.record_cycle(self.tx.raw, holder)
 
 
 def cycles_run(store: Store) -> int:
     """How many cycles have completed (for monitoring and tests)."""
     with store.read() as tx:
-        st = t.scheduler_state
-        return int(tx.conn.execute(select(st.c.cycles).where(st.c.id == 1)).scalar_one())
+        return tx.driver.cycles_run(tx.raw)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, case, func, or_, select, update
 
 from taskyard.core.limits import check_name
-from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.core.states import TERMINAL, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound, refused_as_invalid
 from taskyard.model.records import (
     AttemptRecord,
@@ -21,7 +21,7 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
-from taskyard.store.driver.params import CycleStart, InsertJobs, TypeVersion
+from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, TypeVersion
 from taskyard.store.marks import reads, reads_each
 from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
@@ -287,30 +287,21 @@ class Jobs:
 
     def cancel(self, job_id: int) -> JobRecord:
         """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         # A job may change state between the read and the guarded write (its worker
         # reports it started): read it again, a few times (each statement sees what
         # committed before it, on PostgreSQL; SQLite's write transaction excludes it).
         for _ in range(3):
-            row = conn.execute(select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
-                               .where(_J.c.id == job_id)).first()
+            row = driver.read_job_state(raw, job_id)
             if row is None:
                 raise NotFound(f"no job {job_id}")
             state, worker_id, graph_id, routing = row
             if state in TERMINAL:
                 raise Conflict(f"job {job_id} is already {state}")
-            done = conn.execute(
-                update(_J).where(_J.c.id == job_id, _J.c.state == state)
-                .values(state=JobState.CANCELED, worker_id=None, deadline=None,
-                        cancel_requested=state in ACTIVE, finished_at=self.tx.now)
-            ).rowcount
-            if done == 1:
+            if driver.cancel_job(raw, CancelJob(job_id, state)):
                 break
         else:
             raise Conflict(f"job {job_id} changed state while canceling; try again")
-        if state in ACTIVE:
-            conn.execute(update(_A).where(_A.c.job_id == job_id, _A.c.state.in_(ACTIVE))
-                         .values(state=AttemptState.CANCELED, finished_at=self.tx.now))
         from taskyard.store.transitions.dependents import Ended  # noqa: PLC0415 - start-up time
 
         self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])

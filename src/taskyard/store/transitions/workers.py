@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, func, select, text, update
 
 from taskyard.core.lifecycle import losses_after_suspend
 from taskyard.core.limits import check_name, whole
-from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.core.states import ACTIVE, JobState
 from taskyard.model.errors import Conflict, InvalidInput, refused_as_invalid
 from taskyard.model.records import LeaseStatus, WorkerRecord, dumps, loads
 from taskyard.store import schema as t
+from taskyard.store.driver.params import SuspendJobs
 from taskyard.store.marks import reads
 from taskyard.store.transitions.events import job_exception
 
@@ -132,30 +132,12 @@ class Workers:
         ``count_loss``: the running ones use up one of their worker-loss budget."""
         if not worker_ids:
             return 0
-        conn = self.tx.conn
-        # Each job's losses after this one (core.lifecycle decides what counts), the
-        # rows locked as the update below locks them.
-        found = conn.execute(self.tx.driver.lock_rows(
-            select(_J.c.id, _J.c.state, _J.c.worker_losses)
-            .where(_J.c.worker_id.in_(worker_ids), _J.c.state.in_(ACTIVE)))).all()
-        by_losses: dict[int, list[int]] = defaultdict(list)
-        for job_id, state, losses in found:
-            by_losses[losses_after_suspend(losses, state == JobState.RUNNING,
-                                           counts=count_loss)].append(job_id)
-        rows: list[Any] = []
-        for losses, ids in sorted(by_losses.items()):
-            rows += conn.execute(
-                update(_J).where(_J.c.id.in_(ids), _J.c.state.in_(ACTIVE))
-                .values(state=JobState.SUSPENDED, worker_id=None, deadline=None,
-                        worker_losses=losses)
-                .returning(_J.c.id, _J.c.attempt, _J.c.graph_id, _J.c.routing)
-            ).all()
-        for job_id, attempt, _, _ in rows:
-            conn.execute(
-                update(_A)
-                .where(_A.c.job_id == job_id, _A.c.attempt == attempt, _A.c.state.in_(ACTIVE))
-                .values(state=AttemptState.LOST, finished_at=self.tx.now, error=why)
-            )
+        driver, raw = self.tx.driver, self.tx.raw
+        # Each job's losses after this one (core.lifecycle decides what counts).
+        found = driver.read_active_of(raw, worker_ids)
+        rows = driver.suspend_jobs(raw, SuspendJobs({
+            job_id: losses_after_suspend(losses, state == JobState.RUNNING, counts=count_loss)
+            for job_id, state, losses in found}, why)) if found else []
         # TaskCluster's task-exception: the attempt ended for a reason not its own.
         self.tx.events.append([job_exception(job_id, graph_id, routing, why, attempt=attempt)
                                for job_id, attempt, graph_id, routing in rows])
