@@ -138,22 +138,6 @@ class Attempts:
             self.tx.resolution.jobs_ended(ended)
         return set(done)
 
-    def claim(self, worker_id: int, limit: int) -> list[ClaimedJob]:
-        """Move up to ``limit`` jobs dispatched to this worker to running, highest
-        priority first; fenced by the worker's lease (for workers that do not batch)."""
-        if limit <= 0:
-            return []
-        jobs = self.fetch(worker_id, (), limit).jobs
-        if not jobs:
-            return []
-        started = self.start(worker_id, [Started(j.job_id, j.attempt) for j in jobs])
-        return [j for j in jobs if (j.job_id, j.attempt) in started]
-
-    def complete(self, worker_id: int, outcomes: Sequence[Outcome]) -> list[bool]:
-        """End attempts. Each is accepted only if it is the job's current attempt, still
-        running on this worker; otherwise it changes nothing (False)."""
-        return self.record(worker_id, ended=outcomes)[1] if outcomes else []
-
     @reads_each
     def fetch(self, worker_id: int, known: Collection[Key] = (),
               limit: int = FETCH_LIMIT) -> Assignment:
