@@ -16,7 +16,6 @@ unit of work touches its connection once it has ended (:meth:`Tx.close`).
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -226,17 +225,3 @@ class Tx:
         from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
 
         return Workers(self)
-
-
-_MODULES = {"resolution": "dependents", "prereqs": "prerequisites"}
-
-
-def aggregate_class(name: str) -> type:
-    """The class of the aggregate ``name`` on :class:`Tx`, its module imported now: each
-    lives in ``taskyard.store.<name>``, its class named by the property's return type."""
-    prop = Tx.__dict__[name]
-    if not isinstance(prop, cached_property):
-        raise KeyError(name)
-    cls: str = prop.func.__annotations__["return"]
-    module = importlib.import_module(f"taskyard.store.transitions.{_MODULES.get(name, name)}")
-    return getattr(module, cls)  # type: ignore[no-any-return]

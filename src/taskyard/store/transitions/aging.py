@@ -9,7 +9,7 @@ the backlog; the oldest jobs are the ones that starve first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy import Integer, bindparam, case, cast, func, select, update
 
@@ -26,6 +26,10 @@ _J = t.jobs
 
 class Aging:
     """Anti-starvation aging, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.aging.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx

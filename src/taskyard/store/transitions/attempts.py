@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import select
 
@@ -35,7 +35,6 @@ from taskyard.model.records import (
 )
 from taskyard.store import schema as t
 from taskyard.store.driver.params import AttemptEnd, AttemptStart, EndAttempts, StartAttempts
-from taskyard.store.marks import reads, reads_each
 from taskyard.store.transitions.dependents import Ended, chunks
 from taskyard.store.transitions.events import Event, attempt_ended, job_running
 
@@ -56,6 +55,12 @@ FETCH_LIMIT = 10_000
 
 class Attempts:
     """Workers' attempts, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'dispatched_args'})
+    """Methods a call through the store (``store.attempts.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+    READS_EACH: ClassVar[frozenset[str]] = frozenset({'fetch'})
+    """... in autocommit reads that share no snapshot (PostgreSQL: no ``BEGIN``/``COMMIT``)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -138,7 +143,6 @@ class Attempts:
             self.tx.resolution.jobs_ended(ended)
         return set(done)
 
-    @reads_each
     def fetch(self, worker_id: int, known: Collection[Key] = (),
               limit: int = FETCH_LIMIT) -> Assignment:
         """What is placed on this worker: jobs dispatched to it and not in ``known``, and
@@ -176,7 +180,6 @@ class Attempts:
             for j in jobs
         ]
 
-    @reads
     def dispatched_args(self, job: JobRecord) -> dict[str, Any] | None:
         """The args ``job``'s handler received: its ``{$result: LABEL}`` markers filled
         in as at dispatch (:meth:`details`); None while it was never dispatched."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import func, select
 
@@ -23,7 +23,6 @@ from taskyard.core.routing import job_key, routing_key, topic_matches
 from taskyard.model.records import JSON, EventRecord, loads
 from taskyard.store import schema as t
 from taskyard.store.driver.params import Event, EventCursor
-from taskyard.store.marks import reads
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -136,6 +135,11 @@ class Events:
     the driver with the unit of work's end (or by a statement that writes them on its
     way: :meth:`take`)."""
 
+    READS: ClassVar[frozenset[str]] = frozenset({
+        'committed', 'cursor_at', 'cursor_since', 'last', 'list'})
+    """Methods a call through the store (``store.events.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
         self.buffer: list[Event] = []
@@ -156,7 +160,6 @@ class Events:
         taken, self.buffer = self.buffer, []
         return taken
 
-    @reads
     def committed(self, after: EventCursor = START, *, topic: str | None = None,
                   pattern: str | None = None, limit: int = 1000) -> EventPage:
         """The events after ``after`` in commit order, at most ``limit`` rows read;
@@ -167,12 +170,10 @@ class Events:
         cursor = EventCursor(rows[-1][1], rows[-1][0]) if rows else after
         return EventPage(events, cursor, full=len(rows) >= limit)
 
-    @reads
     def cursor_at(self, event_id: int) -> EventCursor:
         """The cursor right after event ``event_id`` (a follower's ``Last-Event-ID``)."""
         return self.tx.driver.event_cursor(self.tx.raw, event_id)
 
-    @reads
     def last(self, count: int, *, topic: str | None = None) -> EventPage:
         """The newest ``count`` committed events (oldest first), and the cursor after
         the newest: what ``--tail N`` shows before it follows."""
@@ -184,7 +185,6 @@ class Events:
         rows = self.tx.driver.events_last(self.tx.raw, 1, None)
         return EventCursor(rows[0][1], rows[0][0]) if rows else START
 
-    @reads
     def cursor_since(self, when: float) -> EventCursor:
         """The cursor before the first event created at or after ``when``."""
         found = self._first_at(when)
@@ -216,7 +216,6 @@ class Events:
                              .order_by(_E.c.id).limit(1)).scalar()
         return None if first is None else int(first)
 
-    @reads
     def list(
         self,
         *,

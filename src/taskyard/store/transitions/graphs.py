@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import bindparam, insert, select, update
 
@@ -20,7 +20,6 @@ from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
 from taskyard.store import schema as t
-from taskyard.store.marks import reads
 from taskyard.store.schema.graph_rows import COLUMNS, definition_hash, gc_paused, graph_rows
 from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
 from taskyard.store.transitions.dependents import Ended, chunks
@@ -34,6 +33,10 @@ _J, _D, _G, _A = t.jobs, t.dependencies, t.graphs, t.attempts
 
 class Graphs:
     """Task graphs in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list'})
+    """Methods a call through the store (``store.graphs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -164,7 +167,6 @@ class Graphs:
         tx.events.flush()
         return ids
 
-    @reads
     def get(self, graph_id: int, *, jobs: bool = True) -> GraphRecord:
         """The graph, with its jobs unless ``jobs`` is False; NotFound if missing."""
         row = self.tx.conn.execute(select(_G).where(_G.c.id == graph_id)).first()
@@ -220,7 +222,6 @@ class Graphs:
         self.tx.notify("scheduler", *(f"worker.{w}" for w in sorted(workers)))
         return self.get(graph_id)
 
-    @reads
     def list(self, *, state: str | None = None, limit: int = 100) -> list[GraphRecord]:
         query = select(_G).order_by(_G.c.id.desc()).limit(limit)
         if state is not None:

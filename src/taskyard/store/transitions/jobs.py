@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import bindparam, case, func, or_, select, update
 
@@ -22,7 +22,6 @@ from taskyard.model.records import (
 )
 from taskyard.store import schema as t
 from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, TypeVersion
-from taskyard.store.marks import reads, reads_each
 from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
@@ -50,6 +49,13 @@ class Added:
 
 class Jobs:
     """Jobs in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({
+        'get', 'list', 'pending', 'unfinished', 'unfinished_count'})
+    """Methods a call through the store (``store.jobs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+    READS_EACH: ClassVar[frozenset[str]] = frozenset({'ended'})
+    """... in autocommit reads that share no snapshot (PostgreSQL: no ``BEGIN``/``COMMIT``)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -210,7 +216,6 @@ class Jobs:
                 if row[state] == JobState.PENDING)
         return ids
 
-    @reads
     def get(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
         """The job, with its attempts and stages unless ``attempts`` is False."""
         conn = self.tx.conn
@@ -231,7 +236,6 @@ class Jobs:
             ]
         return to_record(row, tries, stages)
 
-    @reads_each
     def ended(self, job_id: int) -> JobRecord | None:
         """The job, with its attempts and stages, once it has ended; None while it has
         not: what a waiter reads at each wake-up, its state alone while it runs (one
@@ -241,14 +245,12 @@ class Jobs:
             raise NotFound(f"no job {job_id}")
         return self.get(job_id) if state in TERMINAL else None
 
-    @reads
     def unfinished_count(self) -> int:
         """Jobs not yet in a final state (waiting, pending, dispatched, running, suspended)."""
         return int(self.tx.conn.execute(
             select(func.count()).select_from(_J).where(_J.c.state.not_in(TERMINAL))
         ).scalar_one())
 
-    @reads
     def unfinished(self, horizon: float) -> Unfinished:
         """The unfinished jobs as ``up --until-idle`` weighs them
         (:func:`taskyard.core.idle.idle_verdict`): pending ones grouped by their pools,
@@ -270,7 +272,6 @@ class Jobs:
                      for state, pools, count, n_later, next_due in rows
                      if state == JobState.PENDING])
 
-    @reads
     def pending(self, type: str, limit: int = 100) -> list[JobRecord]:
         """That type's jobs due now: pending, with no ``run_after`` still ahead on the
         database clock; oldest first (swh's ``task list-pending``). NotFound for an
@@ -311,7 +312,6 @@ class Jobs:
         assert record is not None
         return record
 
-    @reads
     def list(self, *, state: str | None = None, type: str | None = None,
              limit: int = 100) -> list[JobRecord]:
         """Jobs, newest first, optionally of one state and/or type."""

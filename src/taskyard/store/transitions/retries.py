@@ -6,7 +6,7 @@ as a failed task stays failed)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy import func, select, update
 
@@ -28,6 +28,10 @@ _UNDONE = (JobState.DEPENDENCY_FAILED, JobState.SKIPPED)
 
 class Retries:
     """Retry policies, and running a failed job once more, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.retries.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx

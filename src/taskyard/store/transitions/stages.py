@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import bindparam, exists, func, insert, select, update
 
@@ -28,6 +28,10 @@ _S, _J, _W = t.stages, t.jobs, t.workers
 
 class Stages:
     """Stages of attempts, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.stages.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy import select
 
@@ -11,7 +11,6 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.model.task_types import validate_task_type
 from taskyard.store import schema as t
-from taskyard.store.marks import reads
 from taskyard.store.schema.task_type_rows import SELECT_SPECS, cached_spec, row_to_spec, spec_to_row
 
 if TYPE_CHECKING:
@@ -22,6 +21,10 @@ _T = t.task_types
 
 class TaskTypes:
     """Task types and the pools they name, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list', 'pools'})
+    """Methods a call through the store (``store.task_types.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -79,17 +82,14 @@ class TaskTypes:
         rows = raw.all(SELECT_SPECS.replace("{which}", which), params)
         return {spec.name: spec for spec in map(cached_spec, rows)}
 
-    @reads
     def get(self, name: str) -> TaskTypeSpec | None:
         row = self.tx.conn.execute(select(_T).where(_T.c.name == name)).first()
         return None if row is None else row_to_spec(row)
 
-    @reads
     def pools(self) -> list[str]:
         """Every pool named by a worker or a task type."""
         return list(self.tx.conn.execute(select(t.pools.c.name).order_by(t.pools.c.name))
                     .scalars())
 
-    @reads
     def list(self) -> list[TaskTypeSpec]:
         return [row_to_spec(r) for r in self.tx.conn.execute(select(_T).order_by(_T.c.name))]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy import and_, func, select, text, update
 
@@ -14,7 +14,6 @@ from taskyard.model.errors import Conflict, InvalidInput, refused_as_invalid
 from taskyard.model.records import LeaseStatus, WorkerRecord, dumps, loads
 from taskyard.store import schema as t
 from taskyard.store.driver.params import SuspendJobs
-from taskyard.store.marks import reads
 from taskyard.store.transitions.events import job_exception
 
 if TYPE_CHECKING:
@@ -27,6 +26,10 @@ _A = t.attempts
 
 class Workers:
     """Workers and their leases, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'list'})
+    """Methods a call through the store (``store.workers.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -180,7 +183,6 @@ class Workers:
             for r in rows
         ]
 
-    @reads
     def list(self, *, include_gone: bool = False) -> list[WorkerRecord]:
         """Live workers (and stopped/expelled ones with ``include_gone``), by name."""
         return self._workers(None if include_gone else _W.c.state == "active")
