@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.sql import Select
 
 from taskyard.model.errors import UnsupportedDatabase
+from taskyard.store.portable import SharedTransitions
 
 if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     # Only named for types: SQLite users never load the PostgreSQL dialect.
@@ -28,7 +29,6 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     from taskyard.store.clock import MovableClock
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.params import (
-        CancelJob,
         CycleReads,
         Dispatch,
         Dispatched,
@@ -36,15 +36,12 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
         EndUnit,
         Event,
         EventCursor,
-        FailOverdue,
         FinishCycle,
         InsertedJobs,
         InsertJobs,
         Placed,
         ReadCandidates,
         StartAttempts,
-        SuspendJobs,
-        UpdateDependents,
     )
 
     Upsert = postgresql.Insert | sqlite.Insert
@@ -77,8 +74,9 @@ class Listener(Protocol):
     def close(self) -> None: ...
 
 
-class Driver(Protocol):
-    """What a backend provides to the store (see the module docstring)."""
+class Driver(SharedTransitions, Protocol):
+    """What a backend provides to the store (see the module docstring): the transitions
+    it writes itself, below, and those both backends write alike (SharedTransitions)."""
 
     name: str
     percent_params: bool
@@ -143,26 +141,6 @@ class Driver(Protocol):
     def read_candidates(self, raw: Cursor, params: ReadCandidates) -> list[Any]: ...
     def dispatch(self, raw: Cursor, params: Dispatch) -> Dispatched: ...
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None: ...
-
-    # what the cycle's maintenance and a job's end do
-    def expel_expired_workers(self, raw: Cursor) -> list[int]: ...
-    def read_overdue(self, raw: Cursor, grace: float) -> list[tuple[Any, ...]]: ...
-    def fail_overdue(self, raw: Cursor, params: FailOverdue) -> bool: ...
-    def read_suspended(self, raw: Cursor, limit: int) -> list[tuple[Any, ...]]: ...
-    def error_suspended(self, raw: Cursor, ids: Sequence[int],
-                        why: str) -> list[tuple[Any, ...]]: ...
-    def requeue_suspended(self, raw: Cursor, ids: Sequence[int]) -> int: ...
-    def record_cycle(self, raw: Cursor, holder: str) -> None: ...
-    def cycles_run(self, raw: Cursor) -> int: ...
-    def read_active_of(self, raw: Cursor, worker_ids: Sequence[int]) -> list[tuple[Any, ...]]: ...
-    def suspend_jobs(self, raw: Cursor, params: SuspendJobs) -> list[tuple[Any, ...]]: ...
-    def read_job_state(self, raw: Cursor, job_id: int) -> tuple[Any, ...] | None: ...
-    def cancel_job(self, raw: Cursor, params: CancelJob) -> bool: ...
-    def read_edges_from(self, raw: Cursor, parents: Sequence[int]) -> list[tuple[Any, ...]]: ...
-    def lock_waiting(self, raw: Cursor, ids: Sequence[int]) -> list[tuple[Any, ...]]: ...
-    def update_dependents(self, raw: Cursor,
-                          params: UpdateDependents) -> list[tuple[Any, ...]]: ...
-    def graphs_progressed(self, raw: Cursor, graph_ids: Sequence[int]) -> None: ...
 
     # the event log
     def write_events(self, raw: Cursor, events: Sequence[Event]) -> None: ...

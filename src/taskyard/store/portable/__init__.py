@@ -7,26 +7,50 @@ clock, the cursor's membership test (``Cursor.member``) for id lists and its row
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from taskyard.store.cursor import Cursor
+    from taskyard.store.driver.params import (
+        CancelJob,
+        FailOverdue,
+        SuspendJobs,
+        UpdateDependents,
+    )
+
 from taskyard.store.portable import cycle, dependents, graphs, jobs, workers
 
 
-class SharedTransitions:
-    """The transitions both drivers run as written (each driver's class derives from
-    this one, and writes the rest itself)."""
+class SharedTransitions(Protocol):
+    """The transitions both drivers run as written: part of the driver interface
+    (store/driver/__init__.py:Driver) with their implementation, which each driver's
+    class takes on by deriving from this one; it writes the rest itself."""
 
-    expel_expired_workers = staticmethod(cycle.expel_expired_workers)
-    read_overdue = staticmethod(cycle.read_overdue)
-    fail_overdue = staticmethod(cycle.fail_overdue)
-    read_suspended = staticmethod(cycle.read_suspended)
-    error_suspended = staticmethod(cycle.error_suspended)
-    requeue_suspended = staticmethod(cycle.requeue_suspended)
-    record_cycle = staticmethod(cycle.record_cycle)
-    cycles_run = staticmethod(cycle.cycles_run)
-    read_active_of = staticmethod(workers.read_active_of)
-    suspend_jobs = staticmethod(workers.suspend_jobs)
-    read_job_state = staticmethod(jobs.read_job_state)
-    cancel_job = staticmethod(jobs.cancel_job)
-    read_edges_from = staticmethod(dependents.read_edges_from)
-    lock_waiting = staticmethod(dependents.lock_waiting)
-    update_dependents = staticmethod(dependents.update_dependents)
-    graphs_progressed = staticmethod(graphs.graphs_progressed)
+    expel_expired_workers: Callable[[Cursor], list[int]] = staticmethod(cycle.expel_expired_workers)
+    read_overdue: Callable[[Cursor, float], list[tuple[Any, ...]]] = staticmethod(
+        cycle.read_overdue)
+    fail_overdue: Callable[[Cursor, FailOverdue], bool] = staticmethod(cycle.fail_overdue)
+    read_suspended: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
+        cycle.read_suspended)
+    error_suspended: Callable[[Cursor, Sequence[int], str], list[tuple[Any, ...]]] = staticmethod(
+        cycle.error_suspended)
+    requeue_suspended: Callable[[Cursor, Sequence[int]], int] = staticmethod(
+        cycle.requeue_suspended)
+    record_cycle: Callable[[Cursor, str], None] = staticmethod(cycle.record_cycle)
+    cycles_run: Callable[[Cursor], int] = staticmethod(cycle.cycles_run)
+    read_active_of: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        workers.read_active_of)
+    suspend_jobs: Callable[[Cursor, SuspendJobs], list[tuple[Any, ...]]] = staticmethod(
+        workers.suspend_jobs)
+    read_job_state: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(
+        jobs.read_job_state)
+    cancel_job: Callable[[Cursor, CancelJob], bool] = staticmethod(jobs.cancel_job)
+    read_edges_from: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        dependents.read_edges_from)
+    lock_waiting: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        dependents.lock_waiting)
+    update_dependents: Callable[[Cursor, UpdateDependents], list[tuple[Any, ...]]] = staticmethod(
+        dependents.update_dependents)
+    graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
+        graphs.graphs_progressed)
