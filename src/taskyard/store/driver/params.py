@@ -258,6 +258,38 @@ class FailOverdue:
 
 
 @dataclass(frozen=True, slots=True)
+class RegisterWorker:
+    """A worker joins with a lease of ``lease_seconds`` (``pools``: its JSON list)."""
+
+    name: str
+    hostname: str
+    pid: int | None
+    pools: str
+    capacity: int
+    lease_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReadWorkers:
+    """Workers to read: one (``worker_id``), the live ones, or all (``include_gone``)."""
+
+    worker_id: int | None = None
+    include_gone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReportStage:
+    """A stage of an attempt began (``running``) or ended; ``result``: JSON text."""
+
+    worker_id: int
+    job_id: int
+    attempt: int
+    name: str
+    state: str
+    result: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

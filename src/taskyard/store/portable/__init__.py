@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from taskyard.store.driver.params import (
         CancelJob,
         FailOverdue,
+        ReadWorkers,
+        ReportStage,
         SuspendJobs,
         UpdateDependents,
     )
 
-from taskyard.store.portable import cycle, dependents, graphs, jobs, workers
+from taskyard.store.portable import cycle, dependents, graphs, jobs, stages, workers
 
 
 class SharedTransitions(Protocol):
@@ -52,5 +54,14 @@ class SharedTransitions(Protocol):
         dependents.lock_waiting)
     update_dependents: Callable[[Cursor, UpdateDependents], list[tuple[Any, ...]]] = staticmethod(
         dependents.update_dependents)
+    current_attempts: Callable[[Cursor, int, Sequence[int]], set[tuple[int, int]]] = (
+        staticmethod(workers.current_attempts))
+    renew_lease: Callable[[Cursor, int, float], bool] = staticmethod(workers.renew_lease)
+    leave: Callable[[Cursor, int, str], bool] = staticmethod(workers.leave)
+    read_workers: Callable[[Cursor, ReadWorkers], list[tuple[Any, ...]]] = staticmethod(
+        workers.read_workers)
+    report_stage: Callable[[Cursor, ReportStage], bool] = staticmethod(stages.report_stage)
+    finished_stages: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = (
+        staticmethod(stages.finished_stages))
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)

@@ -39,10 +39,12 @@ from taskyard.store.driver.params import (
     FinishCycle,
     InsertedJobs,
     InsertJobs,
+    RegisterWorker,
 )
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions
 from taskyard.store.portable import cycle as portable_cycle
+from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
@@ -148,11 +150,13 @@ class PostgresDriver(SharedTransitions):
     def listener(self, channel: str) -> PgListener:
         return PgListener(self.url, channel)
 
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """A registering worker, first in its transaction: wait for the submits that
-        may have found no live worker to commit, and hold later ones until ours has
-        (see schema/services.py:worker_gate)."""
+    def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None:
+        """The worker joins (portable/workers.py), first waiting at the worker gate, before
+        anything is written: for the submits that may have found no live worker to commit,
+        and holding later ones until it has (see schema/services.py:worker_gate). They
+        never wait for what it holds (no deadlock)."""
         raw.run(cycle.PASS_GATE)
+        return portable_workers.insert_worker(raw, params)
 
     # -- SQL building blocks -------------------------------------------------------------
 

@@ -26,9 +26,17 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import CycleReads, EndUnit, FinishCycle, InsertedJobs, InsertJobs
+from taskyard.store.driver.params import (
+    CycleReads,
+    EndUnit,
+    FinishCycle,
+    InsertedJobs,
+    InsertJobs,
+    RegisterWorker,
+)
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions
+from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
 from taskyard.store.sqlite.locks import (
@@ -139,9 +147,10 @@ class SqliteDriver(SharedTransitions):
     def end_unit(self, raw: Cursor, params: EndUnit) -> None:
         events.end_unit(raw, params)
 
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """Nothing to wait for: a submit checks for a live worker and commits under the
-        write lock, which the registration takes too."""
+    def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None:
+        """The worker joins (portable/workers.py): under the write lock, which a submit
+        that checks for a live worker holds too."""
+        return portable_workers.insert_worker(raw, params)
 
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
