@@ -290,6 +290,14 @@ class ReportStage:
 
 
 @dataclass(frozen=True, slots=True)
+class SetGraphState:
+    """Graph ``graph_id`` enters ``state`` (finished, blocked, canceled, running)."""
+
+    graph_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

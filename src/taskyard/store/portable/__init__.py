@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         FailOverdue,
         ReadWorkers,
         ReportStage,
+        SetGraphState,
         SuspendJobs,
         UpdateDependents,
     )
@@ -63,5 +64,13 @@ class SharedTransitions(Protocol):
     report_stage: Callable[[Cursor, ReportStage], bool] = staticmethod(stages.report_stage)
     finished_stages: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = (
         staticmethod(stages.finished_stages))
+    count_done: Callable[[Cursor, int, int], tuple[Any, ...] | None] = staticmethod(
+        graphs.count_done)
+    edge_conditions: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        graphs.edge_conditions)
+    failed_from_outside: Callable[[Cursor, int, Sequence[int]], list[int]] = staticmethod(
+        graphs.failed_from_outside)
+    set_graph_state: Callable[[Cursor, SetGraphState], bool] = staticmethod(
+        graphs.set_graph_state)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
