@@ -298,6 +298,25 @@ class SetGraphState:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadKeyHolders:
+    """Unique keys a submit looks up: (type, key, window in seconds; 0: none)."""
+
+    keys: Sequence[tuple[str, str, float]]
+    joined: bool = False
+    """The unit of work runs in a caller's transaction (Store.joined)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPriorRuns:
+    """A prerequisite's runs a launch may reuse: its type, its args (as stored) and how
+    old a success may be (``cache``, seconds)."""
+
+    type: str
+    args: str
+    cache: float
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

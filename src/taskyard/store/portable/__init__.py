@@ -22,7 +22,15 @@ if TYPE_CHECKING:
         UpdateDependents,
     )
 
-from taskyard.store.portable import cycle, dependents, graphs, jobs, stages, workers
+from taskyard.store.portable import (
+    cycle,
+    dependents,
+    graphs,
+    jobs,
+    stages,
+    submissions,
+    workers,
+)
 
 
 class SharedTransitions(Protocol):
@@ -72,5 +80,6 @@ class SharedTransitions(Protocol):
         graphs.failed_from_outside)
     set_graph_state: Callable[[Cursor, SetGraphState], bool] = staticmethod(
         graphs.set_graph_state)
+    read_now: Callable[[Cursor], float] = staticmethod(submissions.read_now)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)

@@ -10,6 +10,7 @@ the hot paths fold round trips into single statements (jobs, cycle, attempts, ev
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql import Select
 
+from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
@@ -39,10 +41,12 @@ from taskyard.store.driver.params import (
     FinishCycle,
     InsertedJobs,
     InsertJobs,
+    ReadKeyHolders,
+    ReadPriorRuns,
     RegisterWorker,
 )
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions
+from taskyard.store.portable import SharedTransitions, submissions
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
@@ -127,15 +131,33 @@ class PostgresDriver(SharedTransitions):
         assert raw is not None
         yield cycle.take_lock(raw)
 
-    def serialize_on(self, raw: Cursor, key: str) -> None:
+    def read_key_holders(self, raw: Cursor,
+                         params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:
+        """The holders of unique keys (portable/submissions.py), read once every key is
+        locked for the transaction (an advisory lock each, in sorted order: two batches
+        never wait for each other), so that of two concurrent submitters one commits its
+        job before the other looks. In a caller's own transaction the reads must see what
+        committed after the locks were taken: READ COMMITTED."""
+        if params.joined:
+            row = raw.first("SELECT current_setting('transaction_isolation')")
+            if row is None or row[0] != "read committed":
+                raise InvalidInput("unique_key: the transaction must be READ COMMITTED (a "
+                                   "snapshot taken before the key's lock would not see its "
+                                   "holder)")
+        for type_name, key in sorted({(t, k) for t, k, _ in params.keys}):
+            self._serialize(raw, json.dumps(["taskyard.unique", type_name, key]))
+        return submissions.key_holders(raw, params)
+
+    def read_prior_runs(self, raw: Cursor, params: ReadPriorRuns) -> list[tuple[Any, ...]]:
+        """A prerequisite's runs (portable/submissions.py), once concurrent launches that
+        need the same one serialise on it."""
+        self._serialize(raw, f"prereq:{params.type}:{params.args}")
+        return submissions.prior_runs(raw, params)
+
+    @staticmethod
+    def _serialize(raw: Cursor, key: str) -> None:
         """Transactions serialising on ``key`` run one after the other (until commit)."""
         raw.all("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
-
-    def sees_commits_after_lock(self, raw: Cursor) -> bool:
-        """Does each statement see what committed before it (READ COMMITTED), so that a
-        read made after :meth:`serialize_on` sees what the lock's last holder wrote?"""
-        row = raw.first("SELECT current_setting('transaction_isolation')")
-        return row is not None and row[0] == "read committed"
 
     def lock_rows(self, query: Select[Any], *, shared: bool = False,
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:

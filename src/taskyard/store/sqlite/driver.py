@@ -32,10 +32,12 @@ from taskyard.store.driver.params import (
     FinishCycle,
     InsertedJobs,
     InsertJobs,
+    ReadKeyHolders,
+    ReadPriorRuns,
     RegisterWorker,
 )
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions
+from taskyard.store.portable import SharedTransitions, submissions
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
@@ -129,12 +131,15 @@ class SqliteDriver(SharedTransitions):
 
     # -- locks and wake-ups --------------------------------------------------------------
 
-    def serialize_on(self, raw: Cursor, key: str) -> None:
-        """Nothing to do: write transactions are serial already."""
+    def read_key_holders(self, raw: Cursor,
+                         params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:
+        """The holders of unique keys (portable/submissions.py): write transactions are
+        serial, so of two concurrent submitters one commits before the other looks."""
+        return submissions.key_holders(raw, params)
 
-    def sees_commits_after_lock(self, raw: Cursor) -> bool:
-        """Write transactions are serial: each sees every commit before it."""
-        return True
+    def read_prior_runs(self, raw: Cursor, params: ReadPriorRuns) -> list[tuple[Any, ...]]:
+        """A prerequisite's runs (portable/submissions.py), under the write lock."""
+        return submissions.prior_runs(raw, params)
 
     def lock_rows(self, query: Select[Any], *, shared: bool = False,
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
