@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     from taskyard.store.clock import MovableClock
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.params import (
+        AgePending,
         CycleReads,
         Dispatch,
         Dispatched,
@@ -145,6 +146,8 @@ class Driver(SharedTransitions, Protocol):
     def read_candidates(self, raw: Cursor, params: ReadCandidates) -> list[Any]: ...
     def dispatch(self, raw: Cursor, params: Dispatch) -> Dispatched: ...
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None: ...
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int: ...
 
     # the event log
     def write_events(self, raw: Cursor, events: Sequence[Event]) -> None: ...

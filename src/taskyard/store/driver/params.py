@@ -317,6 +317,15 @@ class ReadPriorRuns:
 
 
 @dataclass(frozen=True, slots=True)
+class AgePending:
+    """Anti-starvation aging: +1 priority per full ``period`` (seconds) a pending job
+    waited, for the ``limit`` oldest pending jobs."""
+
+    period: float
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

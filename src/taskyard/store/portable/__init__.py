@@ -29,6 +29,7 @@ from taskyard.store.portable import (
     jobs,
     stages,
     submissions,
+    upkeep,
     workers,
 )
 
@@ -81,5 +82,15 @@ class SharedTransitions(Protocol):
     set_graph_state: Callable[[Cursor, SetGraphState], bool] = staticmethod(
         graphs.set_graph_state)
     read_now: Callable[[Cursor], float] = staticmethod(submissions.read_now)
+    recent_starts: Callable[[Cursor, str, str, float, int], list[float]] = staticmethod(
+        upkeep.recent_starts)
+    record_starts: Callable[[Cursor, Sequence[tuple[str, str]]], None] = staticmethod(
+        upkeep.record_starts)
+    forget_starts: Callable[[Cursor, float], int] = staticmethod(upkeep.forget_starts)
+    stale_graphs: Callable[[Cursor, float, int], list[tuple[Any, ...]]] = staticmethod(
+        upkeep.stale_graphs)
+    graph_activity: Callable[[Cursor, int], tuple[bool, list[str]]] = staticmethod(
+        upkeep.graph_activity)
+    flag_stalled: Callable[[Cursor, int], None] = staticmethod(upkeep.flag_stalled)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)

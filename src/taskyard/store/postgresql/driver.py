@@ -36,6 +36,7 @@ from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import (
     FIRST_PAGE,
+    AgePending,
     CycleReads,
     EndUnit,
     FinishCycle,
@@ -46,7 +47,7 @@ from taskyard.store.driver.params import (
     RegisterWorker,
 )
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions, submissions
+from taskyard.store.portable import SharedTransitions, submissions, upkeep
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
@@ -255,6 +256,10 @@ class PostgresDriver(SharedTransitions):
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
         cycle.finish(raw, params)
         self._page = params.page
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int:
+        """Anti-starvation aging (portable/upkeep.py); PostgreSQL rounds on CAST: floor first."""
+        return upkeep.age_pending(raw, params, floor="floor({})")
 
     # -- the event log -------------------------------------------------------------------
 

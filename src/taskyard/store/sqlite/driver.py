@@ -27,6 +27,7 @@ from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import (
+    AgePending,
     CycleReads,
     EndUnit,
     FinishCycle,
@@ -37,7 +38,7 @@ from taskyard.store.driver.params import (
     RegisterWorker,
 )
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions, submissions
+from taskyard.store.portable import SharedTransitions, submissions, upkeep
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
@@ -226,6 +227,11 @@ class SqliteDriver(SharedTransitions):
 
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
         cycle.finish(raw, params)
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int:
+        """Anti-starvation aging (portable/upkeep.py); SQLite truncates on CAST: the
+        floor, for the waits >= 0 that raise a priority."""
+        return upkeep.age_pending(raw, params, floor="{}")
 
     # -- the event log -------------------------------------------------------------------
 
