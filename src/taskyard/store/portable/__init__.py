@@ -92,5 +92,15 @@ class SharedTransitions(Protocol):
     graph_activity: Callable[[Cursor, int], tuple[bool, list[str]]] = staticmethod(
         upkeep.graph_activity)
     flag_stalled: Callable[[Cursor, int], None] = staticmethod(upkeep.flag_stalled)
+    retry_policies: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        jobs.retry_policies)
+    task_types: Callable[[Cursor, Sequence[str]], list[tuple[Any, ...]]] = staticmethod(
+        jobs.task_types)
+    results_of: Callable[[Cursor, int, Sequence[str]], list[tuple[Any, ...]]] = staticmethod(
+        jobs.results_of)
+    make_waiting: Callable[[Cursor, Sequence[tuple[int, int]]], None] = staticmethod(
+        jobs.make_waiting)
+    rewrite_args: Callable[[Cursor, Sequence[tuple[int, str]]], None] = staticmethod(
+        jobs.rewrite_args)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)

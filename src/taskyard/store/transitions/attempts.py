@@ -18,8 +18,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import select
-
 from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.lifecycle import after_attempt
 from taskyard.core.states import AttemptState, JobState
@@ -198,9 +196,8 @@ class Attempts:
             if graph_id is not None and '"$result"' in args:
                 wanted.setdefault(graph_id, set()).update(result_references(loads(args)))
         return {
-            graph_id: {label: loads(result) for label, result in self.tx.conn.execute(
-                select(_J.c.label, _J.c.result).where(_J.c.graph_id == graph_id,
-                                                      _J.c.label.in_(labels)))}
+            graph_id: {label: loads(result) for label, result in self.tx.driver.results_of(
+                self.tx.raw, graph_id, sorted(labels))}
             for graph_id, labels in wanted.items()
         }
 

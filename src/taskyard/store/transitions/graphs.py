@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import insert, select, update
 
 from taskyard.core.graph import (
     GraphError,
@@ -144,14 +144,13 @@ class Graphs:
         id_of.update({label: pair[0] for label, pair in existing.items()})
         # $subs needs every id, known only now: rewrite the args that use it.
         rewrites = [
-            {"jid": id_of[label], "new_args": json.dumps(
-                substitute_ids(node.args, id_of), sort_keys=True, separators=(",", ":"))}
+            (id_of[label], json.dumps(substitute_ids(node.args, id_of), sort_keys=True,
+                                      separators=(",", ":")))
             for label, node in spec.tasks.items()
             if '"$' in node.args_text and references(node.args)
         ]
         if rewrites:
-            tx.conn.execute(update(_J).where(_J.c.id == bindparam("jid"))
-                         .values(args=bindparam("new_args")), rewrites)
+            tx.driver.rewrite_args(tx.raw, rewrites)
         tx.driver.insert_edges(tx.raw, [(id_of[label], id_of[e.label], e.on)
                             for label, node in spec.tasks.items() for e in node.requires])
         # Edges to tasks that already ended (add-tasks) resolve now.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import bindparam, case, func, or_, select, update
+from sqlalchemy import case, func, or_, select
 
 from taskyard.core.limits import check_name
 from taskyard.core.states import TERMINAL, JobState
@@ -160,10 +160,8 @@ class Jobs:
         if not plan.spawn and not plan.waits:
             return set()
         waits = self._spawn(plan, specs)
-        self.tx.conn.execute(
-            update(_J).where(_J.c.id == bindparam("jid"), _J.c.state == JobState.PENDING)
-            .values(state=JobState.WAITING, unmet_deps=_J.c.unmet_deps + bindparam("n")),
-            [{"jid": jobs[index][0], "n": len(ids)} for index, ids in waits.items()])
+        self.tx.driver.make_waiting(self.tx.raw, [(jobs[index][0], len(ids))
+                                                  for index, ids in waits.items()])
         self.tx.driver.insert_edges(self.tx.raw, [
             (jobs[index][0], prereq, "success") for index, ids in waits.items()
             for prereq in ids])

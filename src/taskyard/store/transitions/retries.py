@@ -40,14 +40,9 @@ class Retries:
         """Per job: its retry policy and how many times its handler failed before (the
         attempts that ended failed or error; lost ones are the worker's, not its)."""
         found: dict[int, tuple[RetryPolicy, int]] = {}
-        raw = self.tx.raw
         for part in chunks(job_ids):
-            which, params = raw.member("j.id", part)
-            for job, retries, delay, backoff, cap, failed in raw.all(
-                "SELECT j.id, j.retries, j.retry_delay, j.retry_backoff, j.retry_max_delay, "
-                "(SELECT COUNT(*) FROM attempts a WHERE a.job_id = j.id "
-                "AND a.state IN ('failed', 'error')) FROM jobs j "
-                f"WHERE {which}", params):
+            for job, retries, delay, backoff, cap, failed in self.tx.driver.retry_policies(
+                    self.tx.raw, part):
                 found[job] = (RetryPolicy(retries, delay, backoff, cap), int(failed))
         return found
 

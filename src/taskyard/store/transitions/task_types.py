@@ -11,7 +11,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.model.task_types import validate_task_type
 from taskyard.store import schema as t
-from taskyard.store.schema.task_type_rows import SELECT_SPECS, cached_spec, row_to_spec, spec_to_row
+from taskyard.store.schema.task_type_rows import cached_spec, row_to_spec, spec_to_row
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -77,10 +77,8 @@ class TaskTypes:
         wanted = sorted(set(names))
         if not wanted:
             return {}
-        raw = self.tx.raw
-        which, params = raw.member("name", wanted)
-        rows = raw.all(SELECT_SPECS.replace("{which}", which), params)
-        return {spec.name: spec for spec in map(cached_spec, rows)}
+        return {spec.name: spec
+                for spec in map(cached_spec, self.tx.driver.task_types(self.tx.raw, wanted))}
 
     def get(self, name: str) -> TaskTypeSpec | None:
         row = self.tx.conn.execute(select(_T).where(_T.c.name == name)).first()
