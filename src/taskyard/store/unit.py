@@ -4,7 +4,7 @@ Callers own the transaction: ``Yard``, the worker and the scheduler open one
 (``with store.write() as tx:``), hand it down (``tx.jobs.submit(…)``,
 ``run_cycle(cycle)``) and it commits when their block ends. The aggregates —
 jobs, graphs, attempts, workers, schedules, events… — are small objects composed
-over the unit of work; they reach each other through it (``self.tx.resolution``),
+over the unit of work; they reach each other through it (``self.tx.dependents``),
 never through inheritance, and the store never calls back into the layers above.
 
 What a transaction leaves to its end is explicit: steps registered with
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
     from taskyard.store.transitions.cycle import CycleTx
-    from taskyard.store.transitions.dependents import Resolution
+    from taskyard.store.transitions.dependents import Dependents
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
     from taskyard.store.transitions.jobs import Jobs
@@ -173,7 +173,7 @@ class Tx:
         return Outbox(self)
 
     @cached_property
-    def prereqs(self) -> Prerequisites:
+    def prerequisites(self) -> Prerequisites:
         from taskyard.store.transitions.prerequisites import Prerequisites  # noqa: PLC0415 - start-up time
 
         return Prerequisites(self)
@@ -185,10 +185,10 @@ class Tx:
         return RateStarts(self)
 
     @cached_property
-    def resolution(self) -> Resolution:
-        from taskyard.store.transitions.dependents import Resolution  # noqa: PLC0415 - start-up time
+    def dependents(self) -> Dependents:
+        from taskyard.store.transitions.dependents import Dependents  # noqa: PLC0415 - start-up time
 
-        return Resolution(self)
+        return Dependents(self)
 
     @cached_property
     def retries(self) -> Retries:

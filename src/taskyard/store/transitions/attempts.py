@@ -70,11 +70,11 @@ class Attempts:
         (running → their end, or pending again when a retry is due), and set the
         worker's prefetch window. Returns how many starts were recorded and, per ended
         attempt, whether its end was accepted (False: fenced off). Graph bookkeeping
-        waits for the end of the transaction (see Resolution.defer_graph_writes)."""
+        waits for the end of the transaction (see Dependents.defer_graph_writes)."""
         for o in ended:
             if o.state not in ENDS:
                 raise InvalidInput(f"outcome of job {o.job_id}: unknown state {o.state!r}")
-        self.tx.resolution.defer_graph_writes()
+        self.tx.dependents.defer_graph_writes()
         ending = {(o.job_id, o.attempt) for o in ended}
         ago = {(s.job_id, s.attempt): max(0.0, s.ago) for s in started
                if (s.job_id, s.attempt) in ending}
@@ -98,7 +98,7 @@ class Attempts:
             return set()
         self.tx.events.append(job_running(job, attempt, worker_id, graph, routing)
                               for job, attempt, _, graph, routing in rows)
-        self.tx.resolution.graph_progress(graph for _, _, _, graph, _ in rows
+        self.tx.dependents.graph_progress(graph for _, _, _, graph, _ in rows
                                           if graph is not None)
         return {(job, attempt) for job, attempt, _, _, _ in rows}
 
@@ -138,7 +138,7 @@ class Attempts:
                 ended.append(Ended(o.job_id, ENDS[AttemptState(o.state)], graph, schedule or ""))
         self.tx.events.append(events)
         if ended:
-            self.tx.resolution.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended)
         return set(done)
 
     def fetch(self, worker_id: int, known: Collection[Key] = (),

@@ -66,7 +66,7 @@ class _Tally:
     fails: int = 0
 
 
-class Resolution:
+class Dependents:
     """What jobs' ends mean for their dependents and graphs, in one transaction."""
 
     def __init__(self, tx: Tx) -> None:

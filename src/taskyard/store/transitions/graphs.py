@@ -124,7 +124,7 @@ class Graphs:
         if any(ts.prerequisites for ts in specs.values()):
             # Update on launch applies to graph tasks too: a prerequisite is one more
             # parent of the task (outside the graph), spawned or reused as for a submit.
-            plan = tx.prereqs.plan([
+            plan = tx.prerequisites.plan([
                 JobSubmission(type=node.type, args=node.args, priority=node.priority,
                               label=label, graph_id=graph_id, launch_type="graph")
                 for label, node in spec.tasks.items()], specs)
@@ -158,9 +158,9 @@ class Graphs:
                 for job_id, state in existing.values() if state in TERMINAL]
         if done:
             fresh_ids = set(ids)
-            ended = tx.resolution.propagate(done, only=fresh_ids)
+            ended = tx.dependents.propagate(done, only=fresh_ids)
             if ended:
-                tx.resolution.jobs_ended(ended)
+                tx.dependents.jobs_ended(ended)
         tx.notify("scheduler")
         # The events now, while collection is paused (a large graph has many).
         tx.events.flush()
@@ -194,7 +194,7 @@ class Graphs:
             raise NotFound(f"no graph {graph_id}")
         if graph.state in ("canceled", "finished"):
             raise Conflict(f"graph {graph_id} is already {graph.state}")
-        self.tx.resolution.set_graph_state(graph_id, "canceled", graph.routing, {})
+        self.tx.dependents.set_graph_state(graph_id, "canceled", graph.routing, {})
         workers = set(conn.execute(
             select(_J.c.worker_id).where(_J.c.graph_id == graph_id, _J.c.state.in_(ACTIVE))
         ).scalars())
@@ -215,7 +215,7 @@ class Graphs:
                                for r in rows])
         # Jobs outside the graph may wait on these (a prerequisite reused by a later
         # launch): they must end too, never wait forever.
-        self.tx.resolution.jobs_ended([Ended(r.id, JobState.CANCELED, graph_id) for r in rows])
+        self.tx.dependents.jobs_ended([Ended(r.id, JobState.CANCELED, graph_id) for r in rows])
         conn.execute(update(_G).where(_G.c.id == graph_id)
                      .values(jobs_done=_G.c.jobs_total))
         self.tx.notify("scheduler", *(f"worker.{w}" for w in sorted(workers)))

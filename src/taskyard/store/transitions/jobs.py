@@ -105,7 +105,7 @@ class Jobs:
             if spec is None:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
             rows.append(job_row(sub, spec, index, limits=tx.store.limits))
-        plan = tx.prereqs.plan(subs, specs)
+        plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
             ids = self.insert(rows)
         else:
@@ -156,7 +156,7 @@ class Jobs:
                               specs: dict[str, TaskTypeSpec]) -> set[int]:
         """Update on launch for jobs just inserted pending (a schedule's tick jobs): spawn
         or reuse their prerequisites and make them wait; returns the ids now waiting."""
-        plan = self.tx.prereqs.plan([sub for _, sub in jobs], specs)
+        plan = self.tx.prerequisites.plan([sub for _, sub in jobs], specs)
         if not plan.spawn and not plan.waits:
             return set()
         waits = self._spawn(plan, specs)
@@ -303,7 +303,7 @@ class Jobs:
             raise Conflict(f"job {job_id} changed state while canceling; try again")
         from taskyard.store.transitions.dependents import Ended  # noqa: PLC0415 - start-up time
 
-        self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
+        self.tx.dependents.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
         self.tx.events.append([job_exception(job_id, graph_id, routing, "canceled")])
         self.tx.notify("scheduler", *([f"worker.{worker_id}"] if worker_id else []))
         record = self.get(job_id)
