@@ -326,6 +326,20 @@ class AgePending:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadJobs:
+    """Jobs to read: by id, graph, state, type; ``due``: pending ones due now; oldest
+    first unless ``newest_first``; at most ``limit``."""
+
+    job_id: int | None = None
+    graph_id: int | None = None
+    state: str | None = None
+    type: str | None = None
+    due: bool = False
+    newest_first: bool = False
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from taskyard.store.driver.params import (
         CancelJob,
         FailOverdue,
+        ReadJobs,
         ReadWorkers,
         ReportStage,
         SetGraphState,
@@ -26,6 +27,7 @@ from taskyard.store.portable import (
     cycle,
     dependents,
     graphs,
+    job_reads,
     jobs,
     stages,
     submissions,
@@ -102,5 +104,14 @@ class SharedTransitions(Protocol):
         jobs.make_waiting)
     rewrite_args: Callable[[Cursor, Sequence[tuple[int, str]]], None] = staticmethod(
         jobs.rewrite_args)
+    read_jobs: Callable[[Cursor, ReadJobs], list[dict[str, Any]]] = staticmethod(
+        job_reads.read_jobs)
+    read_job_attempts: Callable[..., list[dict[str, Any]]] = staticmethod(
+        job_reads.read_job_attempts)
+    read_job_stages: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
+        job_reads.read_job_stages)
+    count_unfinished: Callable[[Cursor], int] = staticmethod(job_reads.count_unfinished)
+    unfinished_groups: Callable[[Cursor, float], list[tuple[Any, ...]]] = staticmethod(
+        job_reads.unfinished_groups)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
