@@ -340,6 +340,15 @@ class ReadJobs:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadGraphs:
+    """Graphs to read: one (``graph_id``), or the newest ``limit`` (of ``state``)."""
+
+    graph_id: int | None = None
+    state: str | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from taskyard.store.driver.params import (
         CancelJob,
         FailOverdue,
+        ReadGraphs,
         ReadJobs,
         ReadWorkers,
         ReportStage,
@@ -113,5 +114,15 @@ class SharedTransitions(Protocol):
     count_unfinished: Callable[[Cursor], int] = staticmethod(job_reads.count_unfinished)
     unfinished_groups: Callable[[Cursor, float], list[tuple[Any, ...]]] = staticmethod(
         job_reads.unfinished_groups)
+    insert_graph: Callable[[Cursor, str, int], int] = staticmethod(graphs.insert_graph)
+    read_graphs: Callable[[Cursor, ReadGraphs], list[dict[str, Any]]] = staticmethod(
+        graphs.read_graphs)
+    lock_graph_jobs: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
+        graphs.lock_graph_jobs)
+    grow_graph: Callable[[Cursor, int, int, bool], None] = staticmethod(graphs.grow_graph)
+    task_type_names: Callable[[Cursor, Sequence[str]], set[str]] = staticmethod(
+        graphs.task_type_names)
+    cancel_graph_jobs: Callable[[Cursor, int], tuple[list[int], list[tuple[Any, ...]]]] = (
+        staticmethod(graphs.cancel_graph_jobs))
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
