@@ -7,7 +7,7 @@ clock, the cursor's membership test (``Cursor.member``) for id lists and its row
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 from taskyard.store.portable import (
     cycle,
+    definitions,
     dependents,
     graphs,
     job_reads,
@@ -124,5 +125,13 @@ class SharedTransitions(Protocol):
         graphs.task_type_names)
     cancel_graph_jobs: Callable[[Cursor, int], tuple[list[int], list[tuple[Any, ...]]]] = (
         staticmethod(graphs.cancel_graph_jobs))
+    put_task_type: Callable[[Cursor, Mapping[str, Any]], None] = staticmethod(
+        definitions.put_task_type)
+    ensure_pools: Callable[[Cursor, Iterable[str]], None] = staticmethod(
+        definitions.ensure_pools)
+    put_pool: Callable[[Cursor, str, str], None] = staticmethod(definitions.put_pool)
+    read_task_types: Callable[..., list[tuple[Any, ...]]] = staticmethod(
+        definitions.read_task_types)
+    pool_names: Callable[[Cursor], list[str]] = staticmethod(definitions.pool_names)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
