@@ -349,6 +349,29 @@ class ReadGraphs:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadEvents:
+    """Stored events to read, in id order: after an id, of a topic, graph or job."""
+
+    after_id: int | None = None
+    topic: str | None = None
+    graph_id: int | None = None
+    job_id: int | None = None
+    limit: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenJob:
+    """A job that ended runs (or waits) again: its new ``state``, its unmet edges and
+    failed ones; ``was``: the state it was read in (the guard)."""
+
+    job_id: int
+    state: str
+    unmet: int
+    fails: int = 0
+    was: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

@@ -15,9 +15,11 @@ if TYPE_CHECKING:
     from taskyard.store.driver.params import (
         CancelJob,
         FailOverdue,
+        ReadEvents,
         ReadGraphs,
         ReadJobs,
         ReadWorkers,
+        ReopenJob,
         ReportStage,
         SetGraphState,
         SuspendJobs,
@@ -28,9 +30,11 @@ from taskyard.store.portable import (
     cycle,
     definitions,
     dependents,
+    events,
     graphs,
     job_reads,
     jobs,
+    retries,
     stages,
     submissions,
     upkeep,
@@ -133,5 +137,22 @@ class SharedTransitions(Protocol):
     read_task_types: Callable[..., list[tuple[Any, ...]]] = staticmethod(
         definitions.read_task_types)
     pool_names: Callable[[Cursor], list[str]] = staticmethod(definitions.pool_names)
+    event_id_range: Callable[[Cursor], tuple[Any, Any]] = staticmethod(events.id_range)
+    event_from: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(
+        events.event_from)
+    read_events: Callable[[Cursor, ReadEvents], list[tuple[Any, ...]]] = staticmethod(
+        events.read_events)
+    parent_edges: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
+        retries.parent_edges)
+    count_failures: Callable[[Cursor, int], int] = staticmethod(retries.count_failures)
+    reset_job: Callable[[Cursor, ReopenJob, int], bool] = staticmethod(retries.reset_job)
+    undone_children: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        retries.undone_children)
+    reopen_child: Callable[[Cursor, ReopenJob], None] = staticmethod(retries.reopen_child)
+    uncount_done: Callable[[Cursor, int, int], tuple[Any, ...] | None] = staticmethod(
+        retries.uncount_done)
+    run_graph_again: Callable[[Cursor, int], None] = staticmethod(retries.run_graph_again)
+    failed_jobs_of: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
+        retries.failed_jobs_of)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)

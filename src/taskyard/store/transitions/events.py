@@ -17,12 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import func, select
-
 from taskyard.core.routing import job_key, routing_key, topic_matches
 from taskyard.model.records import JSON, EventRecord, loads
-from taskyard.store import schema as t
-from taskyard.store.driver.params import Event, EventCursor
+from taskyard.store.driver.params import Event, EventCursor, ReadEvents
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -31,7 +28,6 @@ __all__ = ["EVENTS_CHANNEL", "START", "Event", "EventCursor", "EventPage", "Even
            "attempt_ended", "encode_payload", "graph_changed", "graph_stalled",
            "job_exception", "job_pending", "job_running", "schedule_error"]
 
-_E = t.events
 EVENTS_CHANNEL = "events"
 """Woken whenever a transaction that wrote events commits."""
 
@@ -197,8 +193,8 @@ class Events:
         """The first event id created at or after ``when``. Events are indexed by id
         only, and ids grow with creation time: a binary search over ids, a few dozen
         indexed reads whatever the size of the log."""
-        conn = self.tx.conn
-        low, high = conn.execute(select(func.min(_E.c.id), func.max(_E.c.id))).one()
+        driver, raw = self.tx.driver, self.tx.raw
+        low, high = driver.event_id_range(raw)
         if low is None:
             return None
         # The smallest m in [low, high + 1] such that the first event at or after id m
@@ -206,15 +202,13 @@ class Events:
         low, high = int(low), int(high) + 1
         while low < high:
             middle = (low + high) // 2
-            row = conn.execute(select(_E.c.id, _E.c.created_at).where(_E.c.id >= middle)
-                               .order_by(_E.c.id).limit(1)).first()
-            if row is None or row.created_at >= when:
+            row = driver.event_from(raw, middle)
+            if row is None or row[1] >= when:
                 high = middle
             else:
-                low = int(row.id) + 1  # ids between middle and row.id do not exist
-        first = conn.execute(select(_E.c.id).where(_E.c.id >= low)
-                             .order_by(_E.c.id).limit(1)).scalar()
-        return None if first is None else int(first)
+                low = int(row[0]) + 1  # ids between middle and row.id do not exist
+        first = driver.event_from(raw, low)
+        return None if first is None else int(first[0])
 
     def list(
         self,
@@ -226,14 +220,6 @@ class Events:
         limit: int = 1000,
     ) -> list[EventRecord]:
         """Stored events in order, optionally after an id (for following) and filtered."""
-        query = select(_E).order_by(_E.c.id).limit(limit)
-        if after_id is not None:
-            query = query.where(_E.c.id > after_id)
-        if topic is not None:
-            query = query.where(_E.c.topic == topic)
-        if graph_id is not None:
-            query = query.where(_E.c.graph_id == graph_id)
-        if job_id is not None:
-            query = query.where(_E.c.job_id == job_id)
-        return [EventRecord(r.id, r.topic, r.routing_key, loads(r.payload), r.created_at)
-                for r in self.tx.conn.execute(query)]
+        return [EventRecord(event_id, topic_, key, loads(payload), created)
+                for event_id, topic_, key, payload, created in self.tx.driver.read_events(
+                    self.tx.raw, ReadEvents(after_id, topic, graph_id, job_id, limit))]
