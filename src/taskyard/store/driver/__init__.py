@@ -149,6 +149,9 @@ class Driver(SharedTransitions, Protocol):
 
     def age_pending(self, raw: Cursor, params: AgePending) -> int: ...
 
+    def read_due_schedules(self, raw: Cursor, limit: int,
+                           at: float | None) -> list[dict[str, Any]]: ...
+
     # the event log
     def write_events(self, raw: Cursor, events: Sequence[Event]) -> None: ...
     def events_after(self, raw: Cursor, after: EventCursor, topic: str | None,

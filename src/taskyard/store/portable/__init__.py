@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from taskyard.store.driver.params import (
         CancelJob,
         FailOverdue,
+        PutSchedule,
         ReadEvents,
         ReadGraphs,
         ReadJobs,
         ReadWorkers,
+        RecordRun,
         ReopenJob,
         ReportStage,
         SetGraphState,
@@ -35,6 +37,7 @@ from taskyard.store.portable import (
     job_reads,
     jobs,
     retries,
+    schedules,
     stages,
     submissions,
     upkeep,
@@ -154,5 +157,24 @@ class SharedTransitions(Protocol):
     run_graph_again: Callable[[Cursor, int], None] = staticmethod(retries.run_graph_again)
     failed_jobs_of: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
         retries.failed_jobs_of)
+    read_schedules: Callable[..., list[dict[str, Any]]] = staticmethod(
+        schedules.read_schedules)
+    put_schedule: Callable[[Cursor, PutSchedule], None] = staticmethod(schedules.put_schedule)
+    pause_schedule: Callable[[Cursor, str], bool] = staticmethod(schedules.pause_schedule)
+    resume_schedule: Callable[[Cursor, str, float], bool] = staticmethod(
+        schedules.resume_schedule)
+    delete_schedule: Callable[[Cursor, str], bool] = staticmethod(schedules.delete_schedule)
+    advance_schedule: Callable[[Cursor, str, float, float], bool] = staticmethod(
+        schedules.advance_schedule)
+    pause_on_error: Callable[[Cursor, str, float, str], None] = staticmethod(
+        schedules.pause_on_error)
+    note_outcome: Callable[[Cursor, str, str], None] = staticmethod(schedules.note_outcome)
+    set_last_jobs: Callable[[Cursor, Sequence[tuple[str, int]]], None] = staticmethod(
+        schedules.set_last_jobs)
+    scheduled_ends: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        schedules.scheduled_ends)
+    schedule_timing: Callable[[Cursor, str], dict[str, Any] | None] = staticmethod(
+        schedules.schedule_timing)
+    record_run: Callable[[Cursor, RecordRun], None] = staticmethod(schedules.record_run)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
