@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.params import (
         CancelJob,
+        EventCursor,
         FailOverdue,
         PutSchedule,
         ReadEvents,
@@ -36,6 +37,7 @@ from taskyard.store.portable import (
     graphs,
     job_reads,
     jobs,
+    outbox,
     retries,
     schedules,
     stages,
@@ -176,5 +178,12 @@ class SharedTransitions(Protocol):
     schedule_timing: Callable[[Cursor, str], dict[str, Any] | None] = staticmethod(
         schedules.schedule_timing)
     record_run: Callable[[Cursor, RecordRun], None] = staticmethod(schedules.record_run)
+    read_positions: Callable[..., list[tuple[Any, ...]]] = staticmethod(outbox.read_positions)
+    advance_position: Callable[[Cursor, str, EventCursor], bool] = staticmethod(
+        outbox.advance_position)
+    job_types: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        outbox.job_types)
+    attempt_workers: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        outbox.attempt_workers)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
