@@ -38,6 +38,7 @@ from taskyard.store.portable import (
     job_reads,
     jobs,
     outbox,
+    retention,
     retries,
     schedules,
     stages,
@@ -185,5 +186,12 @@ class SharedTransitions(Protocol):
         outbox.job_types)
     attempt_workers: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
         outbox.attempt_workers)
+    old_jobs: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_jobs)
+    old_events: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_events)
+    empty_graphs: Callable[[Cursor, float, int], list[int]] = staticmethod(
+        retention.empty_graphs)
+    delete_jobs: Callable[[Cursor, Sequence[int]], None] = staticmethod(retention.delete_jobs)
+    delete_rows: Callable[[Cursor, str, Sequence[int]], None] = staticmethod(
+        retention.delete_rows)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
