@@ -65,22 +65,12 @@ class Store:
         self.now_sql = self.driver.now_sql(clock)
         self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
         self.engine = engine or self.driver.make_engine(normalize_url(url), clock)
-        self._statements: dict[str, Any] = {}
         self._pools: dict[str, ListenerPool] = {}
         self._pools_lock = threading.Lock()
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:
             raise InvalidInput(str(exc)) from None
-
-    def statement(self, key: str, build: Callable[[], Any]) -> Any:
-        """A statement built once per store and reused: building SQLAlchemy statements
-        costs ~5x executing them, which dominates the hot path (claim, complete, cycle).
-        Statements embed this store's clock expression, hence per store, not global."""
-        stmt = self._statements.get(key)
-        if stmt is None:
-            stmt = self._statements[key] = build()
-        return stmt
 
     # -- units of work -------------------------------------------------------------------
 

@@ -328,7 +328,8 @@ class AgePending:
 @dataclass(frozen=True, slots=True)
 class ReadJobs:
     """Jobs to read: by id, graph, state, type; ``due``: pending ones due now; oldest
-    first unless ``newest_first``; at most ``limit``."""
+    first unless ``newest_first``; at most ``limit``, from after the id ``after`` in
+    that order (a keyset page)."""
 
     job_id: int | None = None
     graph_id: int | None = None
@@ -337,6 +338,7 @@ class ReadJobs:
     due: bool = False
     newest_first: bool = False
     limit: int | None = None
+    after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

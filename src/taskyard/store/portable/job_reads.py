@@ -40,6 +40,9 @@ def read_jobs(raw: Cursor, params: ReadJobs) -> list[dict[str, Any]]:
             values.append(value)
     if params.due:
         where.append("(j.run_after IS NULL OR j.run_after <= {now})")
+    if params.after is not None:
+        where.append("j.id < ?" if params.newest_first else "j.id > ?")
+        values.append(params.after)
     sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "")
     sql += " ORDER BY j.id DESC" if params.newest_first else " ORDER BY j.id"
     if params.limit is not None:

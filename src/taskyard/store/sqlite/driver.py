@@ -15,12 +15,9 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event
-from sqlalchemy.dialects.sqlite import Insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
-from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
@@ -143,10 +140,6 @@ class SqliteDriver(SharedTransitions):
         """A prerequisite's runs (portable/submissions.py), under the write lock."""
         return submissions.prior_runs(raw, params)
 
-    def lock_rows(self, query: Select[Any], *, shared: bool = False,
-                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
-        return query
-
     def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
         """Bump each channel's counter (listeners poll it, see sqlite/listen.py)."""
         cycle.notify(raw, channels)
@@ -162,17 +155,7 @@ class SqliteDriver(SharedTransitions):
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
 
-    # -- SQL building blocks -------------------------------------------------------------
-
-    def upsert(self, table: Table) -> Insert:
-        return sqlite_insert(table)
-
-    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]:
-        """SQLite truncates on CAST: the floor, for the values >= 0 this is used on."""
-        return value
-
-    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
-        return column.in_(ids)
+    # -- what the unit's cursor renders for this backend --------------------------------
 
     member = staticmethod(rows.member)
 
