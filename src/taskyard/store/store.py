@@ -93,20 +93,30 @@ class Store:
         registers). Without ``placing``, the scheduler is woken to place them.
 
         On PostgreSQL a lone job's insert may place it itself, as that cycle would from
-        the same state (then there is no cycle to run), or be its own transaction, in
-        autocommit, when no worker is live (postgresql/jobs.py)."""
+        the same state (then there is no cycle to run), and may be the unit's whole
+        transaction: then the cycle, if one is needed, runs in a unit of its own
+        (postgresql/jobs.py)."""
         with self.write() as tx:
             if not placing:
                 yield Submitted(tx.jobs.submit(subs), None)
                 return
             added = tx.jobs.add(subs, placing=True)
-            if not added.live_worker:  # no worker to take them, or placed already
-                yield Submitted(added.ids, None)
+            if not added.committed:
+                if not added.live_worker:  # no worker to take them, or placed already
+                    yield Submitted(added.ids, None)
+                    return
+                with tx.cycle(added.cycle) as cycle:
+                    if cycle is None:
+                        tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+                    yield Submitted(added.ids, cycle)
                 return
-            with tx.cycle(added.cycle) as cycle:
-                if cycle is None:
-                    tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+        # The insert committed the unit itself (a PostgreSQL shortcut): the cycle it leaves
+        # to its caller, when the lock was ours, runs in a unit of its own.
+        if added.live_worker and added.cycle is not None and added.cycle.held:
+            with self.cycle() as cycle:
                 yield Submitted(added.ids, cycle)
+            return
+        yield Submitted(added.ids, None)
 
     @contextlib.contextmanager
     def joined(self, connection: Any) -> Iterator[Tx]:

@@ -112,6 +112,10 @@ class InsertedJobs:
     placed: bool = False
     """(``placing``) The insert placed the jobs itself, as the cycle would have from the
     same state, with its lock (postgresql/jobs.py): no cycle is needed."""
+    committed: bool = False
+    """(``placing``, PostgreSQL) The insert was the unit's whole transaction and
+    committed it (postgresql/jobs.py): the unit writes nothing more, and the cycle it
+    asks for (``cycle.held``) runs in a unit of its own."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,8 @@ class Added:
     worker to take them, or their insert placed them: InsertedJobs.placed)."""
     cycle: CycleStart | None
     """PostgreSQL: the cycle's lock, tried with the insert."""
+    committed: bool = False
+    """PostgreSQL: the insert committed the unit itself (see InsertedJobs.committed)."""
 
 
 class Jobs:
@@ -81,7 +83,7 @@ class Jobs:
         ids = dict(zip(fresh, added.ids, strict=True))
         ids.update(found.existing)
         return Added([ids[found.earlier.get(i, i)] for i in range(len(subs))],
-                     added.live_worker, added.cycle)
+                     added.live_worker, added.cycle, added.committed)
 
     def _add(self, subs: Sequence[JobSubmission], placing: bool) -> Added:
         if not subs:
@@ -132,7 +134,8 @@ class Jobs:
             return None
         (job_id,) = inserted.ids
         assert job_id is not None
-        return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle)
+        return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle,
+                     inserted.committed)
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,
                                   specs: dict[str, TaskTypeSpec]) -> list[int]:
