@@ -27,8 +27,9 @@ from bench import rss
 from bench.graphs import build
 from bench.throughput import HERE, fresh
 from taskyard.api.yard import Yard
-from taskyard.model.records import Outcome
+from taskyard.model.records import Outcome, Started
 from taskyard.scheduler.cycle import schedule
+from taskyard.worker.reports import report_batch
 
 
 def setup(url: str, jobs: int) -> tuple[Yard, int, float]:
@@ -72,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         yard, worker_id, submit_s = setup(args.db, args.jobs)
     store = yard.store
-    (root,) = store.attempts.claim(worker_id, 1)
+    (root,) = store.attempts.fetch(worker_id).jobs
+    report_batch(store, worker_id, [Started(root.job_id, root.attempt)])
     statements: Counter[str] = Counter()
 
     @event.listens_for(store.engine, "before_cursor_execute")
@@ -84,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     profile = cProfile.Profile()
     started = time.perf_counter()
     with profile if args.profile else contextlib.nullcontext():
-        store.attempts.complete(worker_id, [Outcome(root.job_id, root.attempt, "succeeded", 0)])
+        report_batch(store, worker_id,
+                     ended=[Outcome(root.job_id, root.attempt, "succeeded", 0)])
     release_s = time.perf_counter() - started
     row: dict[str, Any] = {"jobs": args.jobs, "submit_s": round(submit_s, 3),
                            "release_s": round(release_s, 3),
