@@ -310,22 +310,27 @@ def pg_cluster(given: str | None) -> Iterator[str]:
 
 def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     profile = Path(args.profile) if args.profile else None
-    return {"submit": submit_rate(url, args.jobs, args.clients, workers=args.workers,
-                                  profile=profile),
+    return {**({"submit": submit_rate(url, args.jobs, args.clients, workers=args.workers,
+                                      profile=profile)} if args.jobs else {}),
             **({"batch": batch_rate(url, args.batch_jobs, workers=args.workers)}
                if args.batch_jobs else {}),
             **({"latency": latency(url, args.latency)} if args.latency else {})}
 
 
 def line(store: str, found: dict[str, Any]) -> str:
-    s = found["submit"]
-    db = f", database {s['db_cpu_ms']:.2f}" if "db_cpu_ms" in s else ""
-    text = (f"{store:<7} submit {s['jobs_per_second']:>7.1f} jobs/s p50 {s['p50_ms']:.1f} ms "
-            f"p99 {s['p99_ms']:.1f} ms ({s['clients']} connections, workers {s['workers']}, "
-            f"{s['errors']} errors; CPU ms a request: server {s['server_cpu_ms']:.2f}{db}, "
-            f"client {s['client_cpu_ms']:.2f})")
+    text = f"{store:<7}"
+    if "submit" in found:
+        s = found["submit"]
+        db = f", database {s['db_cpu_ms']:.2f}" if "db_cpu_ms" in s else ""
+        text += (f" submit {s['jobs_per_second']:>7.1f} jobs/s p50 {s['p50_ms']:.1f} ms "
+                 f"p99 {s['p99_ms']:.1f} ms ({s['clients']} connections, workers "
+                 f"{s['workers']}, {s['errors']} errors; CPU ms a request: server "
+                 f"{s['server_cpu_ms']:.2f}{db}, client {s['client_cpu_ms']:.2f})")
     if "batch" in found:
-        text += f"   batch {found['batch']['jobs_per_second']:>8.1f} jobs/s"
+        b = found["batch"]
+        db = f", database {b['db_cpu_ms_per_batch']:.0f}" if "db_cpu_ms_per_batch" in b else ""
+        text += (f"   batch {b['jobs_per_second']:>8.1f} jobs/s (CPU ms a batch of "
+                 f"{b['batch']}: server {b['server_cpu_ms_per_batch']:.0f}{db})")
     if "latency" in found:
         lat = found["latency"]
         text += (f"   submit→start p50 {lat['p50_ms']:.1f} ms p99 {lat['p99_ms']:.1f} ms "
