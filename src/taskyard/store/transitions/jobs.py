@@ -102,7 +102,8 @@ class Jobs:
             spec = specs.get(sub.type)
             if spec is None:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
-            rows.append(job_row(sub, spec, index, limits=tx.store.limits))
+            rows.append(job_row(sub, spec, index if len(subs) > 1 else None,
+                                limits=tx.store.limits))
         plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
             ids = self.insert(rows)
@@ -121,7 +122,7 @@ class Jobs:
             return None
         version, spec = cached
         try:
-            row = job_row(sub, spec, 0, limits=tx.store.limits)
+            row = job_row(sub, spec, None, limits=tx.store.limits)
         except InvalidInput:
             return None
         columns = tuple(row)
