@@ -30,7 +30,7 @@ from taskyard.model.records import ClaimedJob, JobSubmission
 from taskyard.store.clock import MovableClock
 from taskyard.store.diagnosis import schema_missing
 from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
-from taskyard.store.driver.params import CycleStart
+from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.unit import Tx

@@ -18,7 +18,8 @@ from taskyard.model.records import (
     TaskTypeSpec,
     loads,
 )
-from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.job_rows import attempt_record, job_row, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
