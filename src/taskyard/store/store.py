@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import ColumnElement, Engine, literal_column
 
 from taskyard.core.limits import LimitError, Limits, limits_from_env
-from taskyard.model.errors import InvalidInput
+from taskyard.model.errors import InvalidInput, SchemaMissing, StoreError
 from taskyard.model.records import ClaimedJob, JobSubmission
 from taskyard.store.clock import MovableClock
+from taskyard.store.diagnosis import schema_missing
 from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
-from taskyard.store.driver.params import CycleStart
+from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.unit import Tx
@@ -77,9 +78,16 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
-        with self.driver.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
-            tx.finish(commit=True)
+        try:
+            with self.driver.write(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+                tx.finish(commit=True)
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
 
     @contextlib.contextmanager
     def submit(self, subs: Sequence[JobSubmission], *,
@@ -135,14 +143,33 @@ class Store:
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction (one snapshot for its statements)."""
-        with self.driver.read(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
+        try:
+            with self.driver.read(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
 
     @contextlib.contextmanager
     def read_each(self) -> Iterator[Tx]:
         """Reads that need no snapshot shared between them (a worker's wake-up path)."""
-        with self.driver.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
+        try:
+            with self.driver.read_each(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
+
+    def _schema_missing(self, exc: Exception) -> SchemaMissing | None:
+        """:class:`SchemaMissing` when ``exc`` failed for want of the schema (a user who
+        never ran ``init`` gets that, not "no such table"), else None."""
+        return None if isinstance(exc, StoreError) else schema_missing(exc, self.url)
 
     def transaction(self, kind: str) -> contextlib.AbstractContextManager[Tx]:
         """:meth:`write`, :meth:`read` or :meth:`read_each` by name."""

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import CycleStart, EndUnit
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import EndUnit
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store

@@ -3,7 +3,8 @@
 Everything the store's aggregates (``store/transitions``) write or read goes through a
 :class:`Driver`: SQLite's (``store/sqlite``) or PostgreSQL's (``store/postgresql``).
 Each method is a transition or a read, named after it, taking one params value
-(``driver/params.py``) where it takes more than a key; each backend writes its own SQL.
+(``driver/params.py``, the cycle's ``driver/cycle_params.py``) where it takes more
+than a key; each backend writes its own SQL.
 This package holds the interface and what both drivers share: the params and results,
 the wake-up payload format, the maintenance checks, the task type cache.
 """
@@ -24,20 +25,22 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     from taskyard.model.records import TaskTypeSpec
     from taskyard.store.clock import MovableClock
     from taskyard.store.cursor import Cursor
+    from taskyard.store.driver.cycle_params import (
+        CycleReads,
+        Dispatched,
+        FinishCycle,
+        ReadCandidates,
+    )
     from taskyard.store.driver.params import (
         AgePending,
-        CycleReads,
         Dispatch,
-        Dispatched,
         EndAttempts,
         EndUnit,
         Event,
         EventCursor,
-        FinishCycle,
         InsertedJobs,
         InsertJobs,
         Placed,
-        ReadCandidates,
         ReadKeyHolders,
         ReadPriorRuns,
         RegisterWorker,

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import FailOverdue, ReadCandidates
+from taskyard.store.driver.cycle_params import ReadCandidates
+from taskyard.store.driver.params import FailOverdue
 
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the

@@ -24,12 +24,10 @@ from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
+from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle
 from taskyard.store.driver.params import (
-    FIRST_PAGE,
     AgePending,
-    CycleReads,
     EndUnit,
-    FinishCycle,
     InsertedJobs,
     InsertJobs,
     ReadKeyHolders,

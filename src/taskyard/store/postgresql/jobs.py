@@ -43,14 +43,8 @@ from psycopg.pq import TransactionStatus
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema as t
 from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
-from taskyard.store.driver.params import (
-    NO_ID,
-    CycleReads,
-    CycleStart,
-    InsertedJobs,
-    InsertJobs,
-    Snapshot,
-)
+from taskyard.store.driver.cycle_params import CycleReads, CycleStart, Snapshot
+from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.driver.planning import planner_values, to_candidates
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle

@@ -24,11 +24,10 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
+from taskyard.store.driver.cycle_params import CycleReads, FinishCycle
 from taskyard.store.driver.params import (
     AgePending,
-    CycleReads,
     EndUnit,
-    FinishCycle,
     InsertedJobs,
     InsertJobs,
     ReadKeyHolders,

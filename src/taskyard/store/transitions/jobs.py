@@ -18,7 +18,8 @@ from taskyard.model.records import (
     TaskTypeSpec,
     loads,
 )
-from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.job_rows import attempt_record, job_row, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
@@ -102,7 +103,8 @@ class Jobs:
             spec = specs.get(sub.type)
             if spec is None:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
-            rows.append(job_row(sub, spec, index, limits=tx.store.limits))
+            rows.append(job_row(sub, spec, index if len(subs) > 1 else None,
+                                limits=tx.store.limits))
         plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
             ids = self.insert(rows)
@@ -121,7 +123,7 @@ class Jobs:
             return None
         version, spec = cached
         try:
-            row = job_row(sub, spec, 0, limits=tx.store.limits)
+            row = job_row(sub, spec, None, limits=tx.store.limits)
         except InvalidInput:
             return None
         columns = tuple(row)
