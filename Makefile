@@ -73,13 +73,15 @@ demo: $(VENV)/.runtime
 ui: $(VENV)/.runtime
 	$(PY) examples/demo/ui.py --port $(UI_PORT)
 
-test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS) $(PGBOUNCER)
+# CI (.ci/run) runs this: lint first, so that a ruff or mypy error fails the run.
+test: lint $(CHROMIUM) $(RABBITMQ) $(REDIS) $(PGBOUNCER)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
 # taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: bench/results/latest.md and the plots.
 bench: $(BENCH_VENV)/.installed $(AIRFLOW_VENV)/.installed
 	BENCH_VENV=$(abspath $(BENCH_VENV)) AIRFLOW_VENV=$(abspath $(AIRFLOW_VENV)) scripts/bench
 
+# ruff and mypy (strict, src/taskyard): any finding fails `make lint`, so `make test`.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy

@@ -3,19 +3,17 @@ end means for them (seed 003's readiness counters, decided by core.edges/lifecyc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from random import Random
-from typing import TYPE_CHECKING
 
 from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
 from taskyard.core.graph import GraphSpec
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.prerequisites import PrerequisiteError, PriorRun, Reuse, decide, render_args
 from taskyard.core.states import TERMINAL, JobState
+from taskyard.sim.context import SimContext
 from taskyard.sim.fields import ScenarioError
 from taskyard.sim.model import SimGraph, SimJob
-
-if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
 
 _WAITING, _PENDING = JobState.WAITING, JobState.PENDING
 _FAILED_ITSELF = (JobState.FAILED, JobState.ERROR, JobState.CANCELED)
@@ -25,8 +23,11 @@ _RunKey = tuple[str, str]
 class Dependents:
     """Graphs and prerequisites of one simulation."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimContext, schedule_ended: Callable[[SimJob], None]) -> None:
+        """``schedule_ended``: told of each job of a schedule that ended (after its
+        dependents), for the schedule's next tick."""
         self.sim = sim
+        self.schedule_ended = schedule_ended
         self._graphs = 0
         prereq_types = {p.type for spec in sim.scenario.types.values()
                         for p in spec.prerequisites}
@@ -149,7 +150,7 @@ class Dependents:
                     if job.state is JobState.SUCCEEDED:
                         self._success[key] = (job.id, sim.now)
                 if job.schedule is not None:
-                    sim.arrivals.ended(job)
+                    self.schedule_ended(job)
 
     def _propagate(self, batch: list[SimJob]) -> None:
         tallies: dict[SimJob, list[int]] = {}

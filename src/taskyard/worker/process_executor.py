@@ -1,0 +1,399 @@
+"""Runs the jobs placed on a worker in child processes; no database here (the
+:class:`~taskyard.worker.executors.Executor` of ``taskyard worker``).
+
+Jobs wait in a local queue in placement order; a slot thread starts the head job as
+soon as the running jobs leave room for its cost (an idle executor always takes
+one job, whatever its cost). Each slot owns (lazily) one reusable Python child, so a
+job reaches a warm interpreter with one pipe message; a child that is killed
+(timeout, cancel, crash) is replaced. Every started attempt produces exactly one
+:class:`Outcome` through ``on_done``; starts are collected for the worker to
+record in its next batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from taskyard.core.handlers import HandlerSpecError
+from taskyard.core.lifecycle import may_start
+from taskyard.core.stages import StageReport
+from taskyard.model.records import ClaimedJob, Outcome
+from taskyard.worker.executors import Key, StageSink
+from taskyard.worker.guardian import Guardian
+from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
+from taskyard.worker.processes import PythonChild, Stopped, run_shell
+
+log = logging.getLogger("taskyard.worker")
+jobs_log = logging.getLogger("taskyard.jobs")
+"""One line per job started and ended (shown from ``-v`` on)."""
+PIPELINE = 16
+"""Most jobs sent to a child in one message (a pipeline: see :meth:`ProcessExecutor._next`)."""
+PIPELINE_WINDOW = 0.005
+"""Seconds of work (at the recent pace) a pipeline may hold: only short jobs are
+pipelined, so a pipeline never keeps a job waiting behind a long one."""
+PACE_ALPHA = 0.2  # weight of the newest duration in the moving average
+
+
+def _no_stages(_job: int, _attempt: int, _report: StageReport) -> bool:
+    return True
+
+
+class ProcessExecutor:
+    """Handlers in child processes: ``python:`` ones in a warm interpreter per slot,
+    ``shell:`` ones through ``/bin/sh`` (see the module docstring)."""
+
+    def __init__(self, capacity: int, *, on_done: Callable[[Outcome, float], None],
+                 on_start: Callable[[], None] = lambda: None,
+                 on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
+                 kill_grace: float = 5.0, prewarm: bool = True,
+                 worker_name: str = "", guard: bool = True,
+                 pipeline_window: float = PIPELINE_WINDOW) -> None:
+        """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
+        ``on_start`` is called when a job starts (see :meth:`take_started`);
+        ``worker_name``: what handlers see as ``TASKYARD_WORKER``;
+        ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
+        self.capacity = capacity
+        self.pipeline_window = pipeline_window
+        self.slots = max(1, capacity)
+        self.prewarm = prewarm
+        self.on_done = on_done
+        self.on_start = on_start
+        self.on_stage = on_stage
+        self.tail_bytes = tail_bytes
+        self.kill_grace = kill_grace
+        self.worker_name = worker_name
+        self.guardian = Guardian() if guard else None
+        self._cond = threading.Condition()
+        # Queued jobs in placement order (highest priority, then oldest): a job placed
+        # here later but more urgent starts before the ones already queued.
+        self._queue: list[tuple[int, int, ClaimedJob]] = []
+        self._held: dict[Key, str | None] = {}
+        """Every attempt handed to us and not yet released: → None, or the state to
+        report once it is stopped."""
+        self._used = 0
+        self._executing = 0
+        self._piped = 0
+        """Jobs sent to a child behind the one it runs: not started yet."""
+        self._pace: float | None = None
+        """Moving average of job durations (seconds), for the pipeline depth."""
+        self._started: list[tuple[int, int, float]] = []
+        self._closing = False
+        self._refusing = False
+        """Set by :meth:`stop_all`: no job is queued any more (the worker is leaving)."""
+        self._children: list[PythonChild | None] = [None] * self.slots
+        self._threads = [threading.Thread(target=self._slot, name=f"slot-{i}", daemon=True)
+                         for i in range(self.slots)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, jobs: Iterable[ClaimedJob]) -> None:
+        """Queue jobs (in placement order); each starts when there is room for it.
+        Ignored once :meth:`stop_all` ran (jobs may come from more than one thread)."""
+        with self._cond:
+            if self._refusing or self._closing:
+                return
+            for job in jobs:
+                key = (job.job_id, job.attempt)
+                if key not in self._held:
+                    self._held[key] = None
+                    heapq.heappush(self._queue, (-job.priority, job.job_id, job))
+            self._cond.notify_all()
+
+    def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> bool:
+        """Stop that attempt: drop it if queued, else terminate its child and report its
+        outcome with ``state``. False when it is not held (ended and released)."""
+        key = (job_id, attempt)
+        with self._cond:
+            if key not in self._held:
+                return False
+            queued = next((q for q in self._queue if (q[2].job_id, q[2].attempt) == key), None)
+            if queued is not None:
+                self._queue.remove(queued)
+                heapq.heapify(self._queue)
+                del self._held[key]
+            else:
+                self._held[key] = state
+        return True
+
+    def stop_all(self, state: str = "error", *, grace: float | None = None) -> None:
+        """Stop every attempt held (see :meth:`stop`) and accept no more: for a worker
+        that leaves or is fenced. ``grace`` shortens :attr:`kill_grace` (a fenced
+        worker's children must be gone before its lease runs out)."""
+        if grace is not None:
+            self.kill_grace = min(self.kill_grace, grace)
+        with self._cond:
+            self._refusing = True
+            for _, _, job in self._queue:
+                self._held.pop((job.job_id, job.attempt), None)
+            self._queue.clear()
+            for key in self._held:
+                self._held[key] = state
+
+    def release(self, keys: Iterable[Key]) -> None:
+        """Forget attempts whose outcome the worker has reported."""
+        with self._cond:
+            for key in keys:
+                self._held.pop(key, None)
+
+    def take_started(self) -> list[tuple[int, int, float]]:
+        """(job, attempt, monotonic start) of the jobs started since the last call."""
+        with self._cond:
+            started, self._started = self._started, []
+        return started
+
+    def running(self) -> list[Key]:
+        """Every attempt held: queued, executing, or ended but not yet released."""
+        with self._cond:
+            return list(self._held)
+
+    def busy(self) -> int:
+        """Attempts held (queued, executing, or ended and not yet released)."""
+        with self._cond:
+            return len(self._held)
+
+    def queued(self) -> int:
+        """Jobs not started yet: in the queue, or pipelined behind a running one."""
+        with self._cond:
+            return len(self._queue) + self._piped
+
+    def shutdown(self, *, kill: bool = False, timeout: float = 10.0) -> None:
+        """Stop the slots (killing running children with ``kill``) and wait for them."""
+        if kill:
+            self.stop_all("error")
+        with self._cond:
+            self._closing = True
+            self._queue.clear()
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        for child in self._children:
+            if child is not None:
+                child.close()
+        if self.guardian is not None:
+            self.guardian.close()
+
+    def _fits(self, job: ClaimedJob) -> bool:
+        # A slot asks only while it is free: the rule's bound on handlers at once
+        # (max(1, capacity), the number of slots) always holds here.
+        return may_start(self._executing, self._used, job.cost, self.capacity)
+
+    def _next(self) -> list[ClaimedJob] | None:
+        """Wait for the head job to fit, take it, and account for it (None: closing).
+
+        While jobs are short, a few more queued Python jobs of the same cost follow it
+        in a pipeline: sent to the child in the same message, so that the child goes
+        from one to the next without waiting for a round trip through this process.
+        They start one by one (see :meth:`_finish`): the room the head took passes to
+        each in turn. The depth is bounded by ``PIPELINE_WINDOW`` of work at the recent
+        pace, and by a fair share of the queue among the slots."""
+        with self._cond:
+            while not self._closing and not (self._queue and self._fits(self._queue[0][2])):
+                self._cond.wait()
+            if self._closing:
+                return None
+            job = heapq.heappop(self._queue)[2]
+            self._used += job.cost
+            self._executing += 1
+            self._began(job)
+            batch = [job]
+            depth = self._depth(job)
+            while len(batch) < depth and self._queue:
+                follower = self._queue[0][2]
+                if follower.cost != job.cost or not is_python(follower.handler):
+                    break
+                batch.append(heapq.heappop(self._queue)[2])
+            self._piped += len(batch) - 1
+        self.on_start()
+        return batch
+
+    def _depth(self, head: ClaimedJob) -> int:
+        if self._pace is None or not self._queue or not is_python(head.handler):
+            return 1
+        share = -(-len(self._queue) // self.slots)  # ceil: keep every slot fed
+        return 1 + min(PIPELINE - 1, share, int(self.pipeline_window / max(self._pace, 1e-6)))
+
+    def _slot(self) -> None:
+        index = int(threading.current_thread().name.split("-")[1])
+        if self.prewarm:
+            # Start the interpreter now, so that even the first job finds it warm.
+            try:
+                self._children[index] = PythonChild(self.guardian)
+            except OSError:
+                log.exception("event=prewarm-failed slot=%d", index)
+        while True:
+            batch = self._next()
+            if batch is None:
+                return
+            if len(batch) > 1:
+                self._pipeline(index, batch)
+                continue
+            job = batch[0]
+            started = time.monotonic()
+            try:
+                outcome = self._run(index, job)
+            except Exception as exc:  # never lose an attempt's outcome
+                outcome = self._crashed(job, exc)
+            self._finish(job, outcome, time.monotonic() - started)
+
+    @staticmethod
+    def _crashed(job: ClaimedJob, exc: Exception) -> Outcome:
+        log.exception("event=executor-error job=%s", job.job_id)
+        return Outcome(job.job_id, job.attempt, "error", error=f"worker error: {exc}")
+
+    def _finish(self, job: ClaimedJob, outcome: Outcome, seconds: float,
+                then: ClaimedJob | None = None) -> None:
+        """Hand ``outcome`` in, then free its room — or pass the room to ``then``, the
+        next job of a pipeline, which the child started as it sent this outcome."""
+        jobs_log.info("event=job-ended job=%s attempt=%s type=%s state=%s ms=%.1f",
+                      job.job_id, job.attempt, job.type, outcome.state, seconds * 1000)
+        # Hand the outcome in before freeing the room: whoever reads the starts and
+        # then the ends (the worker's report) never sees a job take this one's room
+        # without also seeing this one end — the database never shows more running
+        # than the capacity.
+        self.on_done(outcome, seconds)
+        with self._cond:
+            self._pace = seconds if self._pace is None else (
+                self._pace + PACE_ALPHA * (seconds - self._pace))
+            if then is None:
+                self._used -= job.cost
+                self._executing -= 1
+                self._cond.notify_all()
+                return
+            # The same cost (see _next): the room passes on, never free meanwhile.
+            self._piped -= 1
+            self._began(then)
+        self.on_start()
+
+    def _began(self, job: ClaimedJob) -> None:
+        """Record that ``job`` starts now (the worker reports the starts); lock held."""
+        self._started.append((job.job_id, job.attempt, time.monotonic()))
+        jobs_log.info("event=job-started job=%s attempt=%s type=%s", job.job_id,
+                      job.attempt, job.type)
+
+    def _pipeline(self, index: int, batch: list[ClaimedJob]) -> None:
+        """Run a pipeline (see :meth:`_next`) in slot ``index``'s child. When an attempt
+        ends the child (timeout, stop, crash), the jobs behind it never started: they
+        go back to the queue, or are dropped if they were stopped meanwhile."""
+        rest = list(batch)
+        try:
+            self._child(index).send_pipeline([self._message(job) for job in batch])
+        except Exception as exc:  # never lose an attempt's outcome
+            self._drop_child(index)
+            self._finish(rest[0], self._crashed(rest[0], exc), 0.0)
+            self._requeue(rest[1:])
+            return
+        while rest:
+            job = rest.pop(0)
+            started = time.monotonic()
+            try:
+                outcome = outcome_of(job, functools.partial(
+                    self._wait_python, index, job, follower=job is not batch[0]),
+                    self._stop_state)
+            except Exception as exc:  # the child was ended (see _wait_python)
+                outcome = self._crashed(job, exc)
+            if self._children[index] is None:  # the child was ended: the rest never ran
+                self._finish(job, outcome, time.monotonic() - started)
+                self._requeue(rest)
+                return
+            self._finish(job, outcome, time.monotonic() - started, rest[0] if rest else None)
+
+    def _requeue(self, jobs: list[ClaimedJob]) -> None:
+        if not jobs:
+            return
+        with self._cond:
+            self._piped -= len(jobs)
+            for job in jobs:
+                key = (job.job_id, job.attempt)
+                if key in self._held and self._held[key] is None and not self._closing:
+                    heapq.heappush(self._queue, (-job.priority, job.job_id, job))
+                else:  # stopped before it started: nothing to report
+                    self._held.pop(key, None)
+            self._cond.notify_all()
+
+    def _stop_state(self, key: Key) -> str | None:
+        with self._cond:
+            return self._held.get(key)
+
+    def _run(self, index: int, job: ClaimedJob) -> Outcome:
+        try:
+            spec = parse_handler(job.handler)
+        except HandlerSpecError as exc:
+            return Outcome(job.job_id, job.attempt, "error", error=str(exc))
+        if spec.kind == "python":
+            return outcome_of(job, lambda: self._run_python(index, job), self._stop_state)
+        if spec.kind == "celery":
+            return Outcome(job.job_id, job.attempt, "error",
+                           error=CELERY_ELSEWHERE.format(handler=job.handler))
+        deadline = None if job.timeout is None else time.monotonic() + job.timeout
+        return outcome_of(job, lambda: run_shell(
+            spec.target, job.args, self._env(job), deadline=deadline,
+            stop_requested=self._stop_check(job), grace=lambda: self.kill_grace,
+            tail=self.tail_bytes, stages=job.stages, on_stage=self._stage_sink(job),
+            guardian=self.guardian), self._stop_state)
+
+    def _env(self, job: ClaimedJob) -> dict[str, str]:
+        # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
+        args = json.dumps(job.args, separators=(",", ":"))
+        return {"TASKYARD_WORKER": self.worker_name, "TASKYARD_JOB_ID": str(job.job_id),
+                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
+
+    def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
+        key = (job.job_id, job.attempt)
+        return lambda: self._stop_state(key) is not None
+
+    def _stage_sink(self, job: ClaimedJob) -> Callable[[StageReport], bool]:
+        def on_stage(report: StageReport) -> bool:
+            if self.on_stage(job.job_id, job.attempt, report):
+                return True
+            # Refused: this attempt is no longer current; end it like a fenced one.
+            self.stop(job.job_id, job.attempt, state="error")
+            return False
+        return on_stage
+
+    def _message(self, job: ClaimedJob) -> dict[str, Any]:
+        """What the Python child needs to run ``job`` (its handler spec parses: see
+        :func:`is_python`)."""
+        return {"target": parse_handler(job.handler).target, "args": job.args,
+                "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
+                "attempt": job.attempt, "stages": job.stages}
+
+    def _child(self, index: int) -> PythonChild:
+        child = self._children[index]
+        if child is None or not child.is_alive():
+            child = self._children[index] = PythonChild(self.guardian)
+        return child
+
+    def _run_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
+        self._child(index).send_pipeline([self._message(job)])
+        return self._wait_python(index, job)
+
+    def _wait_python(self, index: int, job: ClaimedJob, *,
+                     follower: bool = False) -> dict[str, Any]:
+        """The outcome of ``job``, which slot ``index``'s child runs now: it started it
+        as it sent the previous outcome (a ``follower`` in a pipeline: if it was
+        stopped before that, it is stopped at once), or as it received it."""
+        child = self._children[index]
+        assert child is not None
+        deadline = None if job.timeout is None else time.monotonic() + job.timeout
+        stop_requested = self._stop_check(job)
+        try:
+            if follower and stop_requested():
+                raise Stopped
+            return child.wait(deadline, stop_requested, self._stage_sink(job))
+        except BaseException:
+            # The child is in an unknown state: end it and start afresh next time.
+            self._drop_child(index)
+            raise
+
+    def _drop_child(self, index: int) -> None:
+        child, self._children[index] = self._children[index], None
+        if child is not None:
+            child.kill(self.kill_grace)
