@@ -24,6 +24,7 @@ from taskyard.core.limits import (
     quoted,
     whole,
 )
+from taskyard.core.substitution import SubstitutionError, references, result_references
 
 CONDITIONS = ("success", "failure", "always")
 REQUIRES_MODES = {"all-completed": "success", "all-resolved": "always"}
@@ -123,7 +124,11 @@ def parse_graph(
                 ordered = False
         if '"$' not in node.args_text:
             continue  # no substitution marker anywhere in its args
-        for ref in references(node.args):
+        try:
+            named = references(node.args)
+        except SubstitutionError as exc:
+            raise GraphError(str(exc)) from None
+        for ref in named:
             if ref not in position and ref not in outside:
                 raise GraphError(f"task {node.label!r}: refers to unknown label {quoted(ref)}")
         for ref in result_references(node.args):
@@ -312,89 +317,3 @@ def find_cycle(requires: Mapping[str, list[str]]) -> list[str] | None:
                 stack.pop()
                 path.pop()
     return None
-
-
-def _walk(value: Any, visit: Callable[[Mapping[str, Any]], Any]) -> Any:
-    """Rebuild ``value`` without recursion. ``visit`` gets each mapping and returns it
-    unchanged (keep and descend) or any other object (the replacement, not descended)."""
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
-    while stack:
-        item, parent, key = stack.pop()
-        if isinstance(item, Mapping):
-            replaced = visit(item)
-            if replaced is not item:
-                parent[key] = replaced
-                continue
-            new: dict[str, Any] = {}
-            parent[key] = new
-            stack.extend((v, new, k) for k, v in item.items())
-        elif isinstance(item, list):
-            new_list: list[Any] = [None] * len(item)
-            parent[key] = new_list
-            stack.extend((v, new_list, i) for i, v in enumerate(item))
-        else:
-            parent[key] = item
-    return root[0]
-
-
-def _marker(item: Mapping[str, Any], name: str) -> Any:
-    if len(item) == 1 and name in item:
-        return item[name]
-    return None
-
-
-def references(args: Any) -> set[str]:
-    """Labels named by ``{$subs: "taskId:LABEL"}`` markers."""
-    found: set[str] = set()
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$subs")
-        if isinstance(target, str) and target.startswith("taskId:"):
-            found.add(target[len("taskId:"):])
-            return 0
-        if target is not None:
-            raise GraphError(f"$subs {target!r}: expected 'taskId:LABEL'")
-        return item
-
-    _walk(args, visit)
-    return found
-
-
-def result_references(args: Any) -> set[str]:
-    """Labels named by ``{$result: LABEL}`` markers."""
-    found: set[str] = set()
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$result")
-        if isinstance(target, str):
-            found.add(target)
-            return 0
-        return item
-
-    _walk(args, visit)
-    return found
-
-
-def substitute_ids(args: Any, ids: Mapping[str, int]) -> Any:
-    """Replace ``{$subs: "taskId:LABEL"}`` with that label's job id (at submission)."""
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$subs")
-        if isinstance(target, str) and target.startswith("taskId:"):
-            return ids[target[len("taskId:"):]]
-        return item
-
-    return _walk(args, visit)
-
-
-def substitute_results(args: Any, results: Mapping[str, Any]) -> Any:
-    """Replace ``{$result: LABEL}`` with that label's job result (at dispatch)."""
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$result")
-        if isinstance(target, str) and target in results:
-            return results[target]
-        return item
-
-    return _walk(args, visit)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.lifecycle import after_attempt
 from taskyard.core.states import AttemptState, JobState
+from taskyard.core.substitution import result_references, substitute_results
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import (
     Assignment,

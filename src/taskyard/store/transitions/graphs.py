@@ -8,15 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, insert, select, update
 
-from taskyard.core.graph import (
-    GraphError,
-    GraphSpec,
-    TaskNode,
-    parse_graph,
-    references,
-    substitute_ids,
-)
+from taskyard.core.graph import GraphError, GraphSpec, TaskNode, parse_graph
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.core.substitution import references, substitute_ids
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
 from taskyard.store import schema as t
