@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
+import getpass
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
+from taskyard.api.handler_import import verify_handler
 from taskyard.api.handles import JobHandle, wait_until
 from taskyard.api.submissions import SubmitOptions
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
-from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import (
     EventRecord,
@@ -41,31 +40,12 @@ EVENT_MAINTENANCE = 0.25
 _POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
 
 
-def verify_handler(handler: str) -> None:
-    """Check that a ``python:`` handler imports here; InvalidInput names what is missing."""
+def user() -> str:
+    """Who acts, when the caller does not say: the operating system's user name."""
     try:
-        spec = parse_handler(handler)
-    except HandlerSpecError as exc:
-        raise InvalidInput(str(exc)) from None
-    if spec.kind != "python":
-        return
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        # Workers import handlers relative to their working directory; so do we.
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(spec.module)
-    except Exception as exc:
-        raise InvalidInput(
-            f"handler {handler!r}: module {spec.module!r} cannot be imported "
-            f"({type(exc).__name__}: {exc})"
-        ) from None
-    target: Any = module
-    for part in spec.function.split("."):
-        target = getattr(target, part, None)
-    if not callable(target):
-        raise InvalidInput(
-            f"handler {handler!r}: module {spec.module!r} has no function {spec.function!r}"
-        )
+        return getpass.getuser()
+    except (OSError, KeyError):  # no user name in the environment nor the password file
+        return f"uid {os.getuid()}"
 
 
 class Yard:
@@ -261,6 +241,30 @@ class Yard:
         job = self.store.retries.retry(job_id)
         self._cycle()
         return job
+
+    def approve(self, job_id: int, *, note: str | None = None, by: str | None = None) -> JobRecord:
+        """Approve an awaiting approval (it succeeds); ``by``: who (default: the user)."""
+        return self._decide(job_id, "approved", note, by)
+
+    def deny(self, job_id: int, *, note: str | None = None, by: str | None = None) -> JobRecord:
+        """Deny an awaiting approval (it fails; its failure edges apply)."""
+        return self._decide(job_id, "denied", note, by)
+
+    def _decide(self, job_id: int, decision: str, note: str | None, by: str | None) -> JobRecord:
+        from taskyard.core.waits import Decision  # noqa: PLC0415 - start-up time
+
+        job = self.store.waits.decide(job_id, Decision(decision), note=note, by=by or user())
+        self._cycle()
+        return job
+
+    def signal(self, name: str, key: str | None = None, payload: Any = None, *,
+               by: str | None = None) -> list[int]:
+        """Send a signal: every wait it matches succeeds with ``payload`` as its result,
+        and it is kept for the waits of graphs submitted before it that await it later.
+        Returns the ids of the jobs it completed."""
+        completed = self.store.waits.signal(name, key, payload, by=by or user())
+        self._cycle()
+        return completed
 
     def submit_graph(self, doc: Mapping[str, Any] | Graph) -> int:
         """Submit a task graph — a :class:`Graph` built in Python, or TaskCluster's

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from taskyard.core.durations import iso
 from taskyard.core.placement import Placement, Skip, SkipReason
+from taskyard.core.waits import Kind, awaits_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +48,22 @@ def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[
         return Reason("no_worker", f"no live worker serves its pools ({d})", detail=d)
     return Reason("no_capacity", f"no worker in its pools ({d}) has room for it; "
                   f"{ahead} job(s) ahead in line", detail=d)
+
+
+def awaiting(job_id: int, kind: str, signal: str | None, key: str | None, *,
+             deadline: float | None, now: float) -> Reason:
+    """What an awaiting job (an approval, a wait, a sleep) awaits, how to give it, and
+    when it times out."""
+    if kind == Kind.SLEEP:
+        assert deadline is not None  # a sleep always has its end
+        return Reason("sleeping", f"sleeps until {iso(deadline)} "
+                      f"(in {max(0.0, deadline - now):.0f}s)", detail=iso(deadline) or "")
+    if kind == Kind.APPROVAL:
+        how = f"taskyard job approve {job_id} or taskyard job deny {job_id}"
+    else:
+        how = f"taskyard signal {shlex.quote(signal or '')}" + (
+            "" if key is None else f" --key {shlex.quote(key)}")
+    limit = "no timeout" if deadline is None else \
+        f"times out at {iso(deadline)} (in {max(0.0, deadline - now):.0f}s)"
+    return Reason(f"awaiting_{kind}", f"awaits {awaits_text(kind, signal, key)} ({how}); "
+                  f"{limit}", detail=signal or "")

@@ -25,15 +25,18 @@ from taskyard.core.limits import (
     whole,
 )
 from taskyard.core.substitution import SubstitutionError, references, result_references
+from taskyard.core.waits import WAIT_KINDS, Kind, WaitError, parse_wait
 
 CONDITIONS = ("success", "failure", "always")
 REQUIRES_MODES = {"all-completed": "success", "all-resolved": "always"}
 MAX_ROUTING = 99  # graph + job routing are stored together in a 200-character column
 _TASK_KEYS = {
     "type", "args", "requires", "reruns", "priority", "pools", "routing", "requires_mode",
-    "convergence", "locks", "timeout",
+    "convergence", "locks", "timeout", *WAIT_KINDS,
 }
 _PLAIN_KEYS = {"type", "args", "requires", "requires_mode"}
+_WAIT_KEYS = {"requires", "requires_mode", "convergence", "routing"}
+"""What an approval, a wait or a sleep takes besides its own key (it runs no handler)."""
 
 
 class GraphError(ValueError):
@@ -62,8 +65,14 @@ class TaskNode:
     convergence: str = "all"
     locks: tuple[str, ...] = ()
     timeout: float | None = None
+    """Per attempt; an approval's or a wait's timeout; a sleep's duration."""
     args_text: str = "{}"
     """``args`` as stored: checked against the limits and encoded once."""
+    kind: str = Kind.TASK
+    """``task`` (``type`` names its task type), or approval, wait, sleep (``type`` is "")."""
+    signal: str | None = None
+    key: str | None = None
+    """The signal a ``wait`` waits for, and its key (None: any key)."""
 
     def definition(self) -> dict[str, Any]:
         """A canonical form, to tell an identical re-added task from a changed one."""
@@ -72,6 +81,7 @@ class TaskNode:
             "requires": [(e.label, e.on) for e in self.requires], "reruns": self.reruns,
             "priority": self.priority, "pools": self.pools, "routing": self.routing,
             "convergence": self.convergence, "locks": self.locks, "timeout": self.timeout,
+            **({} if self.kind == Kind.TASK else {"wait": [self.kind, self.signal, self.key]}),
         }
 
 
@@ -107,7 +117,8 @@ def parse_graph(
     for raw_label, body in tasks.items():
         label = raw_label if type(raw_label) is str else str(raw_label)
         nodes[label] = _parse_task(label, body, limits)
-    unknown_types = {n for n in {node.type for node in nodes.values()} if not known_types(n)}
+    unknown_types = {n for n in {node.type for node in nodes.values() if node.type}
+                     if not known_types(n)}
     position = {label: index for index, label in enumerate(nodes)}
     outside = set(existing)
     ordered = True  # every parent comes before its child: then there is no cycle
@@ -160,6 +171,8 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
         raise GraphError(f"task {label!r}: unknown keys {sorted(set(body) - _TASK_KEYS)}")
     get = body.get
     type_ = get("type")
+    if type_ is None or not body.keys().isdisjoint(WAIT_KINDS):
+        return _parse_wait_task(label, body)
     if not isinstance(type_, str) or not type_:
         raise GraphError(f"task {label!r}: 'type' must name a task type")
     _check(check_name, type_, f"task {label!r}: type")
@@ -171,18 +184,54 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
             args_text = encode_args(args, where=f"task {label!r}", limits=limits)
         except LimitError as exc:
             raise GraphError(str(exc)) from None
-    requires: tuple[Edge, ...] = ()
-    mode = get("requires_mode")
-    raw_requires = get("requires")
-    if mode is not None or raw_requires:
-        if mode is not None and mode not in REQUIRES_MODES:
-            raise GraphError(
-                f"task {label!r}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
-        requires = _parse_requires(f"task {label!r}", raw_requires or [], mode)
+    requires = _requires_of(label, body)
     if _PLAIN_KEYS.issuperset(body):  # every other field takes its default
         return TaskNode(label, type_, dict(args), requires, args_text=args_text)
     return _parse_options(label, body, type_=type_, args=dict(args), requires=requires,
                           args_text=args_text)
+
+
+def _requires_of(label: str, body: Mapping[str, Any]) -> tuple[Edge, ...]:
+    mode = body.get("requires_mode")
+    raw_requires = body.get("requires")
+    if mode is None and not raw_requires:
+        return ()
+    if mode is not None and mode not in REQUIRES_MODES:
+        raise GraphError(
+            f"task {label!r}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
+    return _parse_requires(f"task {label!r}", raw_requires or [], mode)
+
+
+def _parse_wait_task(label: str, body: Mapping[str, Any]) -> TaskNode:
+    """An approval, a wait or a sleep: exactly one of them (and no type); besides, only
+    requires, requires_mode, convergence and routing apply (it runs no handler)."""
+    where = f"task {label!r}"
+    kinds = [kind for kind in (*WAIT_KINDS, "type") if kind in body]
+    if not kinds:
+        raise GraphError(f"{where}: 'type' must name a task type (or give approval, wait "
+                         "or sleep instead)")
+    if len(kinds) != 1:
+        raise GraphError(f"{where}: give exactly one of type, approval, wait or sleep "
+                         f"(it has {', '.join(kinds)})")
+    kind = Kind(kinds[0])
+    extra = set(body) - _WAIT_KEYS - {kind}
+    if extra:
+        raise GraphError(f"{where}: {', '.join(sorted(extra))} do not apply to "
+                         f"{'an' if kind is Kind.APPROVAL else 'a'} {kind} "
+                         "(it runs no handler); it takes requires, requires_mode, "
+                         "convergence and routing")
+    try:
+        spec = parse_wait(where, kind, body[kind])
+    except WaitError as exc:
+        raise GraphError(str(exc)) from None
+    routing = body.get("routing", "") or ""
+    _check_routing(routing, f"{where} routing")
+    convergence = body.get("convergence", "all")
+    if convergence not in ("all", "any"):
+        raise GraphError(f"{where}: convergence must be 'all' or 'any'")
+    return TaskNode(label, "", {}, _requires_of(label, body), routing=routing,
+                    convergence=convergence, timeout=spec.timeout, kind=kind,
+                    signal=spec.signal, key=spec.key)
 
 
 def _parse_options(label: str, body: Mapping[str, Any], *, type_: str, args: dict[str, Any],

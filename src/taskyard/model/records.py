@@ -166,7 +166,8 @@ class JobRecord:
     """A job as stored, with its attempts when asked for."""
 
     id: int
-    type: str
+    type: str | None
+    """Its task type; None for an approval, a wait or a sleep (see ``kind``)."""
     state: str
     attempt: int
     args: dict[str, JSON]
@@ -198,6 +199,13 @@ class JobRecord:
     """Its rate-limit key, rendered from its args when it was submitted."""
     schedule_name: str | None = None
     """The schedule that created it (a recurring job), else None (a one-shot job)."""
+    kind: str = "task"
+    """``task`` (work for a worker), ``approval``, ``wait`` or ``sleep``."""
+    signal: str | None = None
+    signal_key: str | None = None
+    """The signal a ``wait`` expects, and its key (None: any key)."""
+    deadline: float | None = None
+    """When its running attempt times out; when an awaiting job times out (a sleep ends)."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -230,6 +238,10 @@ class JobRecord:
             "unique_key": self.unique_key,
             "rate_key": self.rate_key,
             "schedule": self.schedule_name,
+            "kind": self.kind,
+            "signal": None if self.signal is None else {"name": self.signal,
+                                                        "key": self.signal_key},
+            "deadline": iso(self.deadline),
         }
 
 

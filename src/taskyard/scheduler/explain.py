@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from taskyard.core.durations import iso
-from taskyard.core.explain import Reason, from_decision
+from taskyard.core.explain import Reason, awaiting, from_decision
 from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
-from taskyard.store.reads.explain import job_place, open_parents
+from taskyard.store.reads.explain import OpenParent, job_place, open_parents
 from taskyard.store.transitions.cycle import SCAN_LIMIT
 
 EXPLAIN_PAGE = 1000
+
+
+def _what(parent: OpenParent) -> str:
+    if parent.type is not None:
+        return f"of type {parent.type}"
+    return "an approval" if parent.kind == "approval" else f"a {parent.kind}"
 
 
 def explain_job(store: Store, job_id: int) -> list[Reason]:
@@ -24,9 +30,12 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
             return [Reason("suspended", "its worker was lost; the next cycle requeues it")]
         if state is JobState.WAITING:
             return [Reason("dependency", f"waits for job {p.id}"
-                           f"{f' ({p.label})' if p.label else ''} of type {p.type}, "
+                           f"{f' ({p.label})' if p.label else ''} {_what(p)}, "
                            f"which is {p.state}", p.id, p.condition)
                     for p in open_parents(tx, job_id)]
+        if state is JobState.AWAITING:
+            return [awaiting(job_id, job.kind, job.signal, job.signal_key,
+                             deadline=job.deadline, now=job.now)]
         if job.run_after is not None and job.run_after > job.now:
             return [Reason("run_after", f"not due before {iso(job.run_after)} "
                            f"(in {job.run_after - job.now:.0f}s)")]

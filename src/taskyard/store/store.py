@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.schedules import Schedules
     from taskyard.store.transitions.stages import Stages
     from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.waits import Waits
     from taskyard.store.transitions.workers import Workers
 
 
@@ -252,6 +253,10 @@ class Store:
     @property
     def task_types(self) -> TaskTypes:
         return cast("TaskTypes", OneShot(self, "task_types"))
+
+    @property
+    def waits(self) -> Waits:
+        return cast("Waits", OneShot(self, "waits"))
 
     @property
     def workers(self) -> Workers:

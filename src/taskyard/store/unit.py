@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.schedules import Schedules
     from taskyard.store.transitions.stages import Stages
     from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.waits import Waits
     from taskyard.store.transitions.workers import Workers
 
 
@@ -220,6 +221,12 @@ class Tx:
         from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
 
         return TaskTypes(self)
+
+    @cached_property
+    def waits(self) -> Waits:
+        from taskyard.store.transitions.waits import Waits  # noqa: PLC0415 - start-up time
+
+        return Waits(self)
 
     @cached_property
     def workers(self) -> Workers:

@@ -122,7 +122,9 @@ class StageOut(_Out):
 
 class JobOut(_Out):
     id: int
-    type: str
+    type: str | None = Field(description="Its task type; null for an approval, a wait or a "
+                             "sleep.")
+    kind: str = Field(description="task, approval, wait or sleep.")
     state: str
     attempt: int
     args: Json

@@ -297,3 +297,37 @@ class Placed:
     rows: list[tuple[Any, ...]] | None
     ids: list[int]
     active: frozenset[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class StartAwaiting:
+    """Jobs of ``ids`` just made awaiting (at submit, released by their parents, retried):
+    their deadline is set ``timeout`` seconds from now (none without one) and, ``anew``
+    (a retry), signals count from now on instead of from their creation."""
+
+    ids: Sequence[int]
+    anew: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EndAwaiting:
+    """Awaiting jobs of ``ids`` whose kind is one of ``kinds`` end in ``state`` with
+    ``result`` (JSON text), guarded by their state; ``due``: only those whose deadline
+    has passed on the database clock (a timeout)."""
+
+    ids: Sequence[int]
+    state: str
+    result: str | None
+    kinds: Sequence[str]
+    due: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SendSignal:
+    """A signal sent: its name, key (None: none), payload (JSON text) and sender. Stored,
+    and every awaiting wait it matches succeeds with the payload as its result."""
+
+    name: str
+    key: str | None
+    payload: str | None
+    by: str | None

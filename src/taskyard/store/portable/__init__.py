@@ -7,7 +7,7 @@ clock, the cursor's membership test (``Cursor.member``) for id lists and its row
 
 from __future__ import annotations
 
-from taskyard.store.portable import cycle, dependents, graphs, jobs, workers
+from taskyard.store.portable import cycle, dependents, graphs, jobs, waits, workers
 
 
 class SharedTransitions:
@@ -30,3 +30,8 @@ class SharedTransitions:
     lock_waiting = staticmethod(dependents.lock_waiting)
     update_dependents = staticmethod(dependents.update_dependents)
     graphs_progressed = staticmethod(graphs.graphs_progressed)
+    start_awaiting = staticmethod(waits.start_awaiting)
+    first_signal = staticmethod(waits.first_signal)
+    end_awaiting = staticmethod(waits.end_awaiting)
+    send_signal = staticmethod(waits.send_signal)
+    read_kind = staticmethod(waits.read_kind)

@@ -9,25 +9,30 @@ from typing import Any
 
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import FailOverdue, ReadCandidates
+from taskyard.store.portable.waits import DUE_AWAITING
 
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the
 worker normally kills the child at the deadline; this covers a vanished worker)."""
 
 
-def maintenance_checks(false: str, grace: str) -> tuple[str, str, str, str]:
+def maintenance_checks(false: str, grace: str,
+                       timers: str = "") -> tuple[str, str, str, str, str]:
     """SQL conditions, in CycleTx.maintenance_work's order: a live worker's lease ran
     out; an attempt is past its deadline and ``grace`` (a parameter marker); jobs are
-    suspended; a schedule is due. ``false``: the backend's false, as the schedules'
-    partial index is written (its planner must see it to use the index). A cycle reads
-    them in one statement; a submit placing its job from the last cycle's snapshot
-    checks that none has work, as a cycle would have found (postgresql/jobs.py)."""
+    suspended; a schedule is due; an awaiting job's timeout passed (through the timer
+    index, ``timers``: how a backend must be told to use it). ``false``: the backend's
+    false, as the schedules' partial index is written (its planner must see it to use
+    the index). A cycle reads them in one statement; a submit placing its job from the
+    last cycle's snapshot checks that none has work, as a cycle would have found
+    (postgresql/jobs.py)."""
     return ("EXISTS (SELECT 1 FROM workers WHERE state = 'active' "
             "AND lease_expires_at < {now})",
             "EXISTS (SELECT 1 FROM jobs WHERE state IN ('dispatched', 'running') "
             f"AND deadline < {{now}} - {grace})",
             "EXISTS (SELECT 1 FROM jobs WHERE state = 'suspended')",
-            f"EXISTS (SELECT 1 FROM schedules WHERE paused = {false} AND next_run <= {{now}})")
+            f"EXISTS (SELECT 1 FROM schedules WHERE paused = {false} AND next_run <= {{now}})",
+            f"EXISTS (SELECT 1 FROM jobs {timers} WHERE {DUE_AWAITING})")
 
 
 def expel_expired_workers(raw: Cursor) -> list[int]:

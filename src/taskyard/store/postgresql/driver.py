@@ -43,6 +43,7 @@ from taskyard.store.driver.params import (
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions
 from taskyard.store.portable import cycle as portable_cycle
+from taskyard.store.portable import waits as portable_waits
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
@@ -217,11 +218,12 @@ class PostgresDriver(SharedTransitions):
     def restore_planner(self, raw: Cursor) -> None:
         raw.run(f"SELECT {cycle.SCANS_ON}")
 
-    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
+    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, ...]:
         """Which maintenance steps have work (see portable/cycle.py), in one statement."""
-        expired, overdue, suspended, due = (
+        return tuple(
             bool(v) for v in rows.named(raw, cycle.MAINTENANCE_WORK, {"grace": grace})[0])
-        return expired, overdue, suspended, due
+
+    read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
 
     read_candidates = staticmethod(portable_cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)

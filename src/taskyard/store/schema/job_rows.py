@@ -154,6 +154,10 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         unique_key=m["unique_key"],
         rate_key=m["rate_key"],
         schedule_name=m["schedule_name"],
+        kind=m["kind"],
+        signal=m["signal_name"],
+        signal_key=m["signal_key"],
+        deadline=m["deadline"],
     )
 
 

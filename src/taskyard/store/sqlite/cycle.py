@@ -25,7 +25,10 @@ from taskyard.store.portable import cycle as portable
 from taskyard.store.portable.cycle import maintenance_checks
 from taskyard.store.sqlite.rows import insert_rows, member
 
-MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
+TIMERS = "INDEXED BY ix_jobs_awaiting_deadline"
+"""SQLite must be told the timer index: without statistics it may read every awaiting
+job through the state index."""
+MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?", TIMERS))
 _HINT = "INDEXED BY ix_jobs_pending_pools"
 """SQLite must be told the placement index (and see the state as a literal)."""
 _WORKERS = ("SELECT id, name, pools, capacity, prefetch FROM workers "

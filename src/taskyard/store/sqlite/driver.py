@@ -28,7 +28,7 @@ from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import CycleReads, EndUnit, FinishCycle, InsertedJobs, InsertJobs
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions
+from taskyard.store.portable import SharedTransitions, waits
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
 from taskyard.store.sqlite.locks import (
@@ -200,12 +200,15 @@ class SqliteDriver(SharedTransitions):
     def restore_planner(self, raw: Cursor) -> None:
         """Nothing was changed (see :meth:`scans_off`)."""
 
-    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
+    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, ...]:
         """Which maintenance steps have work (see portable/cycle.py), in one statement."""
         row = raw.first(cycle.MAINTENANCE_WORK, (grace,))
         assert row is not None
-        expired, overdue, suspended, due = (bool(v) for v in row)
-        return expired, overdue, suspended, due
+        return tuple(bool(v) for v in row)
+
+    def read_due_awaiting(self, raw: Cursor, limit: int) -> list[tuple[Any, ...]]:
+        """See portable/waits.py, through the timer index (SQLite must be told)."""
+        return waits.read_due_awaiting(raw, limit, index=cycle.TIMERS)
 
     read_candidates = staticmethod(cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)

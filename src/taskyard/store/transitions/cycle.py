@@ -264,6 +264,8 @@ class Maintenance:
     """Jobs wait to be requeued."""
     due: bool
     """A schedule is due."""
+    timers: bool = False
+    """An awaiting job's timeout (a sleep's end) has passed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,9 +28,24 @@ from taskyard.store.marks import reads
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-__all__ = ["EVENTS_CHANNEL", "START", "Event", "EventCursor", "EventPage", "Events",
-           "attempt_ended", "encode_payload", "graph_changed", "graph_stalled",
-           "job_exception", "job_pending", "job_running", "schedule_error"]
+__all__ = [
+    "EVENTS_CHANNEL",
+    "START",
+    "Event",
+    "EventCursor",
+    "EventPage",
+    "Events",
+    "attempt_ended",
+    "awaiting_ended",
+    "encode_payload",
+    "graph_changed",
+    "graph_stalled",
+    "job_awaiting",
+    "job_exception",
+    "job_pending",
+    "job_running",
+    "schedule_error",
+]
 
 _E = t.events
 EVENTS_CHANNEL = "events"
@@ -74,6 +89,28 @@ def attempt_ended(job_id: int, attempt: int, state: str, *, retry: bool,
     return Event(_ENDED_TOPIC[state], job_key(graph_id, routing),
                  f'{{"job_id":{job_id},"attempt":{attempt},"state":"{state}",'
                  f'"retry":{"true" if retry else "false"}{code}}}', job_id, graph_id)
+
+
+def job_awaiting(job_id: int, graph_id: int | None, routing: str, kind: str, *,
+                 signal: str | None = None, key: str | None = None,
+                 deadline: float | None = None) -> Event:
+    """An approval, a wait or a sleep became awaiting (its dependencies are met): what it
+    awaits, and when it times out (None: never)."""
+    payload: dict[str, JSON] = {"job_id": job_id, "kind": kind}
+    if signal is not None:
+        payload.update(signal=signal, key=key)
+    payload["deadline"] = deadline
+    return Event("job-awaiting", job_key(graph_id, routing), encode_payload(payload),
+                 job_id, graph_id)
+
+
+def awaiting_ended(job_id: int, graph_id: int | None, routing: str, kind: str, state: str,
+                   **facts: JSON) -> Event:
+    """An awaiting job ended in ``state`` (succeeded: ``job-completed``, failed:
+    ``job-failed``); ``facts`` say how: the decision, its note and who took it, the
+    signal that completed a wait."""
+    return Event(_ENDED_TOPIC[state], job_key(graph_id, routing), encode_payload(
+        {"job_id": job_id, "kind": kind, "state": state, **facts}), job_id, graph_id)
 
 
 def job_exception(job_id: int, graph_id: int | None, routing: str, reason: str, *,

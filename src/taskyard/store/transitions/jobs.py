@@ -261,9 +261,13 @@ class Jobs:
                    func.min(case((later, _J.c.run_after))))
             .where(_J.c.state.not_in(TERMINAL)).group_by(_J.c.state, _J.c.pools)).all()
         counts = {state: sum(r[2] for r in rows if r[0] == state) for state in JobState}
+        timers = self.tx.conn.execute(select(func.count()).where(
+            _J.c.state == JobState.AWAITING,
+            _J.c.deadline <= self.tx.now + horizon)).scalar_one()
         return Unfinished(
             active=counts[JobState.DISPATCHED] + counts[JobState.RUNNING]
             + counts[JobState.SUSPENDED],
+            timers=timers, awaiting=counts[JobState.AWAITING] - timers,
             waiting=counts[JobState.WAITING],
             pending=[PendingGroup(tuple(loads(pools)), count - int(n_later), int(n_later),
                                   next_due)

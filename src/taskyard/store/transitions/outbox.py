@@ -74,8 +74,9 @@ class Outbox:
         workers: dict[tuple[int, int], tuple[str | None, str | None]] = {}
         conn = self.tx.conn
         for part in chunks(job_ids):
-            types.update((int(r.id), str(r.type)) for r in conn.execute(
-                select(_J.c.id, _J.c.type).where(_J.c.id.in_(part))))
+            # An approval, a wait or a sleep has no task type: its kind stands for it.
+            types.update((int(r.id), str(r.type or r.kind)) for r in conn.execute(
+                select(_J.c.id, _J.c.type, _J.c.kind).where(_J.c.id.in_(part))))
             workers.update(((int(r.job_id), int(r.attempt)), (r.hostname, r.worker_name))
                            for r in conn.execute(
                 select(_A.c.job_id, _A.c.attempt, _A.c.worker_name, _W.c.hostname)

@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from taskyard.core.edges import EdgeOutcome, edge_outcome, failure_is_handled, reopened
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import FAILURES, TERMINAL, JobState
+from taskyard.core.waits import ready_state
 from taskyard.model.errors import Conflict, NotFound
 from taskyard.model.records import JobRecord
 from taskyard.store import schema as t
@@ -53,7 +54,7 @@ class Retries:
         it depends on, which reopens it."""
         conn = self.tx.conn
         row = conn.execute(select(_J.c.state, _J.c.graph_id, _J.c.routing,
-                                  _J.c.convergence).where(_J.c.id == job_id)).first()
+                                  _J.c.convergence, _J.c.kind).where(_J.c.id == job_id)).first()
         if row is None:
             raise NotFound(f"no job {job_id}")
         state = JobState(row.state)
@@ -69,7 +70,7 @@ class Retries:
         unmet = sum(1 for _, o in outcomes if o is None)
         failures = conn.execute(select(func.count()).select_from(_A).where(
             _A.c.job_id == job_id, _A.c.state.in_(("failed", "error")))).scalar_one()
-        new = JobState.WAITING if unmet else JobState.PENDING
+        new = JobState.WAITING if unmet else ready_state(row.kind)
         changed = conn.execute(
             update(_J).where(_J.c.id == job_id, _J.c.state == state)
             .values(state=new, retries=failures, run_after=None, finished_at=None,
@@ -83,6 +84,9 @@ class Retries:
             self.tx.events.append([job_pending(job_id, row.graph_id, row.routing,
                                                retry="manual")])
         self._reopen_graphs([(job_id, row.graph_id), *again])
+        # An approval, a wait or a sleep awaits again: its timeout starts over, and only
+        # a signal sent from now on completes a wait (the first one did, or timed out).
+        self._awaiting([job_id] if new is JobState.AWAITING else [], anew=True)
         self.tx.notify("scheduler")
         record = self.tx.jobs.get(job_id)
         assert record is not None
@@ -112,9 +116,11 @@ class Retries:
         reopening = set(roots)
         frontier = list(roots)
         done: list[tuple[int, int | None]] = []
+        awaiting: list[int] = []
         while frontier:
             children = conn.execute(
-                select(_J.c.id, _J.c.graph_id, _J.c.routing, _J.c.convergence).distinct()
+                select(_J.c.id, _J.c.graph_id, _J.c.routing, _J.c.convergence,
+                       _J.c.kind).distinct()
                 .select_from(_D.join(_J, _J.c.id == _D.c.job_id))
                 .where(_D.c.requires_id.in_(frontier), _J.c.state.in_(_UNDONE))
             ).all()
@@ -125,6 +131,8 @@ class Retries:
                 if decision is None:
                     continue  # another of its edges still cannot hold
                 state, unmet, fails = decision
+                if state is JobState.PENDING:
+                    state = ready_state(child.kind)
                 conn.execute(
                     update(_J).where(_J.c.id == child.id, _J.c.state.in_(_UNDONE))
                     .values(state=state, unmet_deps=unmet, dep_failures=fails,
@@ -132,10 +140,20 @@ class Retries:
                 )
                 if state is JobState.PENDING:
                     self.tx.events.append([job_pending(child.id, child.graph_id, child.routing)])
+                elif state is JobState.AWAITING:
+                    awaiting.append(child.id)
                 reopening.add(child.id)
                 frontier.append(child.id)
                 done.append((child.id, child.graph_id))
+        self._awaiting(awaiting, anew=False)
         return done
+
+    def _awaiting(self, ids: Sequence[int], *, anew: bool) -> None:
+        """Jobs that await again (see Waits.started); a wait whose signal came ends now."""
+        if ids:
+            ended = self.tx.waits.started(ids, anew=anew)
+            if ended:
+                self.tx.resolution.jobs_ended(ended)
 
     def _reopen_graphs(self, jobs: Sequence[tuple[int, int | None]]) -> None:
         """Jobs of a graph run again: they are no longer done, and a graph blocked by
