@@ -58,7 +58,7 @@ The cursor is used only by the unit of work that holds the connection."""
 class Cursor:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
-    __slots__ = ("_info", "_kept", "_percent", "_spares", "cursor", "dbapi", "driver",
+    __slots__ = ("_info", "_kept", "_percent", "_pipelined", "cursor", "dbapi", "driver",
                  "now_sql", "row_lock")
 
     def __init__(self, conn: Connection, driver: Driver, now_sql: str, *,
@@ -77,7 +77,7 @@ class Cursor:
         self._kept = keep
         self._info: dict[Any, Any] | None = conn.connection.info if keep else None
         self.cursor: Any = self._cursor(_KEPT)
-        self._spares: list[Any] = []
+        self._pipelined: list[Any] = []
 
     def _cursor(self, key: str) -> Any:
         """The cursor kept under ``key`` with the pooled connection (opened when
@@ -89,18 +89,18 @@ class Cursor:
             cursor = self._info[key] = self.dbapi.cursor()
         return cursor
 
-    def spare(self, n: int) -> Any:
+    def pipelined(self, n: int) -> Any:
         """Another cursor on the connection (the ``n``-th, from 1), for statements sent in
         one pipeline with one of :attr:`cursor` (each one's rows are read after all of
         them): kept as that one is."""
-        while len(self._spares) < n:
-            self._spares.append(self._cursor(f"{_KEPT}.{len(self._spares) + 1}"))
-        return self._spares[n - 1]
+        while len(self._pipelined) < n:
+            self._pipelined.append(self._cursor(f"{_KEPT}.{len(self._pipelined) + 1}"))
+        return self._pipelined[n - 1]
 
     def close(self) -> None:
         """The unit of work that owns the cursor has ended (see Tx.close): close it, or,
         kept, drop its last result (an idle pooled connection holds no rows)."""
-        for cursor in (self.cursor, *self._spares):
+        for cursor in (self.cursor, *self._pipelined):
             if not self._kept:
                 cursor.close()
             else:

@@ -32,8 +32,7 @@ from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
 from taskyard.store.driver.params import CycleStart
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
-from taskyard.store.marks import kind_of
-from taskyard.store.unit import Tx, aggregate_class
+from taskyard.store.unit import Tx
 
 if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
@@ -212,55 +211,83 @@ class Store:
 
     @property
     def aging(self) -> Aging:
-        return cast("Aging", OneShot(self, "aging"))
+        from taskyard.store.transitions.aging import Aging  # noqa: PLC0415 - start-up time
+
+        return cast("Aging", OneShot(self, lambda tx: tx.aging, Aging.READS))
 
     @property
     def attempts(self) -> Attempts:
-        return cast("Attempts", OneShot(self, "attempts"))
+        from taskyard.store.transitions.attempts import Attempts  # noqa: PLC0415 - start-up time
+
+        return cast("Attempts", OneShot(self, lambda tx: tx.attempts, Attempts.READS,
+                                        Attempts.READS_EACH))
 
     @property
     def events(self) -> Events:
-        return cast("Events", OneShot(self, "events"))
+        from taskyard.store.transitions.events import Events  # noqa: PLC0415 - start-up time
+
+        return cast("Events", OneShot(self, lambda tx: tx.events, Events.READS))
 
     @property
     def graphs(self) -> Graphs:
-        return cast("Graphs", OneShot(self, "graphs"))
+        from taskyard.store.transitions.graphs import Graphs  # noqa: PLC0415 - start-up time
+
+        return cast("Graphs", OneShot(self, lambda tx: tx.graphs, Graphs.READS))
 
     @property
     def jobs(self) -> Jobs:
-        return cast("Jobs", OneShot(self, "jobs"))
+        from taskyard.store.transitions.jobs import Jobs  # noqa: PLC0415 - start-up time
+
+        return cast("Jobs", OneShot(self, lambda tx: tx.jobs, Jobs.READS, Jobs.READS_EACH))
 
     @property
     def outbox(self) -> Outbox:
-        return cast("Outbox", OneShot(self, "outbox"))
+        from taskyard.store.transitions.outbox import Outbox  # noqa: PLC0415 - start-up time
+
+        return cast("Outbox", OneShot(self, lambda tx: tx.outbox, Outbox.READS))
 
     @property
     def retries(self) -> Retries:
-        return cast("Retries", OneShot(self, "retries"))
+        from taskyard.store.transitions.retries import Retries  # noqa: PLC0415 - start-up time
+
+        return cast("Retries", OneShot(self, lambda tx: tx.retries, Retries.READS))
 
     @property
     def schedule_runs(self) -> ScheduleRuns:
-        return cast("ScheduleRuns", OneShot(self, "schedule_runs"))
+        from taskyard.store.transitions.schedule_runs import ScheduleRuns  # noqa: PLC0415 - start-up time
+
+        return cast("ScheduleRuns",
+                    OneShot(self, lambda tx: tx.schedule_runs, ScheduleRuns.READS))
 
     @property
     def schedules(self) -> Schedules:
-        return cast("Schedules", OneShot(self, "schedules"))
+        from taskyard.store.transitions.schedules import Schedules  # noqa: PLC0415 - start-up time
+
+        return cast("Schedules", OneShot(self, lambda tx: tx.schedules, Schedules.READS))
 
     @property
     def stages(self) -> Stages:
-        return cast("Stages", OneShot(self, "stages"))
+        from taskyard.store.transitions.stages import Stages  # noqa: PLC0415 - start-up time
+
+        return cast("Stages", OneShot(self, lambda tx: tx.stages, Stages.READS))
 
     @property
     def task_types(self) -> TaskTypes:
-        return cast("TaskTypes", OneShot(self, "task_types"))
+        from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
+
+        return cast("TaskTypes", OneShot(self, lambda tx: tx.task_types, TaskTypes.READS))
 
     @property
     def waits(self) -> Waits:
-        return cast("Waits", OneShot(self, "waits"))
+        from taskyard.store.transitions.waits import Waits  # noqa: PLC0415 - start-up time
+
+        return cast("Waits", OneShot(self, lambda tx: tx.waits, Waits.READS))
 
     @property
     def workers(self) -> Workers:
-        return cast("Workers", OneShot(self, "workers"))
+        from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
+
+        return cast("Workers", OneShot(self, lambda tx: tx.workers, Workers.READS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,22 +300,27 @@ class Submitted:
 
 
 class OneShot:
-    """An aggregate reached through the store: each method call runs in a transaction
-    of its own — the kind its method is marked for (see :mod:`taskyard.store.marks`)."""
+    """An aggregate reached through the store: each method call runs in a transaction of
+    its own — a read one for the methods its class lists in ``READS`` (``READS_EACH``:
+    reads that share no snapshot), a write one for the others."""
 
-    __slots__ = ("_name", "_store")
+    __slots__ = ("_each", "_reads", "_store", "_unit")
 
-    def __init__(self, store: Store, name: str) -> None:
+    def __init__(self, store: Store, unit: Callable[[Tx], object], reads: frozenset[str],
+                 reads_each: frozenset[str] = frozenset()) -> None:
         self._store = store
-        self._name = name
+        self._unit = unit
+        self._reads = reads
+        self._each = reads_each
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
-        kind = kind_of(getattr(aggregate_class(self._name), method))
-        store, name = self._store, self._name
+        kind = ("read_each" if method in self._each else "read" if method in self._reads
+                else "write")
+        store, unit = self._store, self._unit
 
         def call(*args: Any, **kwargs: Any) -> Any:
             with store.transaction(kind) as tx:
-                return getattr(getattr(tx, name), method)(*args, **kwargs)
+                return getattr(unit(tx), method)(*args, **kwargs)
 
         call.__name__ = method
         return call

@@ -4,7 +4,7 @@ Callers own the transaction: ``Yard``, the worker and the scheduler open one
 (``with store.write() as tx:``), hand it down (``tx.jobs.submit(…)``,
 ``run_cycle(cycle)``) and it commits when their block ends. The aggregates —
 jobs, graphs, attempts, workers, schedules, events… — are small objects composed
-over the unit of work; they reach each other through it (``self.tx.resolution``),
+over the unit of work; they reach each other through it (``self.tx.dependents``),
 never through inheritance, and the store never calls back into the layers above.
 
 What a transaction leaves to its end is explicit: steps registered with
@@ -16,7 +16,6 @@ unit of work touches its connection once it has ended (:meth:`Tx.close`).
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
     from taskyard.store.transitions.cycle import CycleTx
-    from taskyard.store.transitions.dependents import Resolution
+    from taskyard.store.transitions.dependents import Dependents
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
     from taskyard.store.transitions.jobs import Jobs
@@ -175,7 +174,7 @@ class Tx:
         return Outbox(self)
 
     @cached_property
-    def prereqs(self) -> Prerequisites:
+    def prerequisites(self) -> Prerequisites:
         from taskyard.store.transitions.prerequisites import Prerequisites  # noqa: PLC0415 - start-up time
 
         return Prerequisites(self)
@@ -187,10 +186,10 @@ class Tx:
         return RateStarts(self)
 
     @cached_property
-    def resolution(self) -> Resolution:
-        from taskyard.store.transitions.dependents import Resolution  # noqa: PLC0415 - start-up time
+    def dependents(self) -> Dependents:
+        from taskyard.store.transitions.dependents import Dependents  # noqa: PLC0415 - start-up time
 
-        return Resolution(self)
+        return Dependents(self)
 
     @cached_property
     def retries(self) -> Retries:
@@ -233,17 +232,3 @@ class Tx:
         from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
 
         return Workers(self)
-
-
-_MODULES = {"resolution": "dependents", "prereqs": "prerequisites"}
-
-
-def aggregate_class(name: str) -> type:
-    """The class of the aggregate ``name`` on :class:`Tx`, its module imported now: each
-    lives in ``taskyard.store.<name>``, its class named by the property's return type."""
-    prop = Tx.__dict__[name]
-    if not isinstance(prop, cached_property):
-        raise KeyError(name)
-    cls: str = prop.func.__annotations__["return"]
-    module = importlib.import_module(f"taskyard.store.transitions.{_MODULES.get(name, name)}")
-    return getattr(module, cls)  # type: ignore[no-any-return]

@@ -258,6 +258,120 @@ class FailOverdue:
 
 
 @dataclass(frozen=True, slots=True)
+class RegisterWorker:
+    """A worker joins with a lease of ``lease_seconds`` (``pools``: its JSON list)."""
+
+    name: str
+    hostname: str
+    pid: int | None
+    pools: str
+    capacity: int
+    lease_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReadWorkers:
+    """Workers to read: one (``worker_id``), the live ones, or all (``include_gone``)."""
+
+    worker_id: int | None = None
+    include_gone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReportStage:
+    """A stage of an attempt began (``running``) or ended; ``result``: JSON text."""
+
+    worker_id: int
+    job_id: int
+    attempt: int
+    name: str
+    state: str
+    result: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetGraphState:
+    """Graph ``graph_id`` enters ``state`` (finished, blocked, canceled, running)."""
+
+    graph_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadKeyHolders:
+    """Unique keys a submit looks up: (type, key, window in seconds; 0: none)."""
+
+    keys: Sequence[tuple[str, str, float]]
+    joined: bool = False
+    """The unit of work runs in a caller's transaction (Store.joined)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPriorRuns:
+    """A prerequisite's runs a launch may reuse: its type, its args (as stored) and how
+    old a success may be (``cache``, seconds)."""
+
+    type: str
+    args: str
+    cache: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgePending:
+    """Anti-starvation aging: +1 priority per full ``period`` (seconds) a pending job
+    waited, for the ``limit`` oldest pending jobs."""
+
+    period: float
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadJobs:
+    """Jobs to read: by id, graph, state, type; ``due``: pending ones due now; oldest
+    first unless ``newest_first``; at most ``limit``."""
+
+    job_id: int | None = None
+    graph_id: int | None = None
+    state: str | None = None
+    type: str | None = None
+    due: bool = False
+    newest_first: bool = False
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadGraphs:
+    """Graphs to read: one (``graph_id``), or the newest ``limit`` (of ``state``)."""
+
+    graph_id: int | None = None
+    state: str | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEvents:
+    """Stored events to read, in id order: after an id, of a topic, graph or job."""
+
+    after_id: int | None = None
+    topic: str | None = None
+    graph_id: int | None = None
+    job_id: int | None = None
+    limit: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenJob:
+    """A job that ended runs (or waits) again: its new ``state``, its unmet edges and
+    failed ones; ``was``: the state it was read in (the guard)."""
+
+    job_id: int
+    state: str
+    unmet: int
+    fails: int = 0
+    was: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this
@@ -320,6 +434,16 @@ class EndAwaiting:
     result: str | None
     kinds: Sequence[str]
     due: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FirstSignals:
+    """Waits just made awaiting, each with the signal it expects: (job, name, key or None
+    for any key, the time from which signals count). PostgreSQL locks each name first
+    (in order), as :class:`SendSignal` does: of a signal and a wait at the same moment,
+    whichever commits second sees the other."""
+
+    waits: Sequence[tuple[int, str, str | None, float]]
 
 
 @dataclass(frozen=True, slots=True)

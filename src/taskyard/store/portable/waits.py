@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import EndAwaiting, SendSignal, StartAwaiting
+from taskyard.store.driver.params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
 
 IS_AWAITING = "(state = 'awaiting') IS TRUE"
 DUE_AWAITING = "state = 'awaiting' AND deadline <= {now}"
@@ -30,14 +30,19 @@ def start_awaiting(raw: Cursor, params: StartAwaiting) -> list[tuple[Any, ...]]:
         "graph_id, routing, deadline", ids)
 
 
-def first_signal(raw: Cursor, name: str, key: str | None,
-                 since: float) -> tuple[Any, ...] | None:
-    """The first signal of ``name`` (with ``key``; None: any key) sent at or after
-    ``since``: (id, payload, sender)."""
-    keyed = "" if key is None else "AND key = ? "
-    return raw.first(f"SELECT id, payload, sent_by FROM signals WHERE name = ? {keyed}"
-                     "AND created_at >= ? ORDER BY created_at, id LIMIT 1",
-                     (name, *(() if key is None else (key,)), since))
+def first_signals(raw: Cursor, params: FirstSignals) -> dict[int, tuple[Any, ...]]:
+    """Per wait of ``params.waits``, the first signal of its name (with its key; None:
+    any key) sent at or after the time given: (id, payload, sender); waits that have
+    none are left out. (PostgreSQL takes each name's lock first: postgresql/driver.py.)"""
+    found: dict[int, tuple[Any, ...]] = {}
+    for job, name, key, since in params.waits:
+        keyed = "" if key is None else "AND key = ? "
+        row = raw.first(f"SELECT id, payload, sent_by FROM signals WHERE name = ? {keyed}"
+                        "AND created_at >= ? ORDER BY created_at, id LIMIT 1",
+                        (name, *(() if key is None else (key,)), since))
+        if row is not None:
+            found[job] = row
+    return found
 
 
 def end_awaiting(raw: Cursor, params: EndAwaiting) -> list[tuple[Any, ...]]:
@@ -56,7 +61,7 @@ def end_awaiting(raw: Cursor, params: EndAwaiting) -> list[tuple[Any, ...]]:
 def send_signal(raw: Cursor, params: SendSignal) -> list[tuple[Any, ...]]:
     """Store the signal, then complete every awaiting wait it matches (its name, and its
     key when the wait has one) with its payload: (id, graph, routing, kind) of those.
-    The caller serialises on the signal's name first (see transitions/waits.py)."""
+    (PostgreSQL takes the name's lock first: postgresql/driver.py.)"""
     raw.run("INSERT INTO signals (name, key, payload, sent_by, created_at) "
             "VALUES (?, ?, ?, ?, {now})", (params.name, params.key, params.payload, params.by))
     keyed = "signal_key IS NULL" if params.key is None else \
@@ -80,5 +85,18 @@ def read_kind(raw: Cursor, job_id: int) -> tuple[Any, ...] | None:
     return raw.first("SELECT kind, state FROM jobs WHERE id = ?", (job_id,))
 
 
-__all__ = ["DUE_AWAITING", "IS_AWAITING", "end_awaiting", "first_signal", "read_due_awaiting",
-           "read_kind", "send_signal", "start_awaiting"]
+def count_timers(raw: Cursor, horizon: float) -> int:
+    """Awaiting jobs whose timeout (a sleep's end) falls within ``horizon`` seconds."""
+    row = raw.first("SELECT COUNT(*) FROM jobs WHERE state = 'awaiting' "
+                    "AND deadline <= {now} + ?", (horizon,))
+    assert row is not None
+    return int(row[0])
+
+
+def signal_lock(name: str) -> str:
+    """The key a signal and the waits for it serialise on (PostgreSQL)."""
+    return f"signal:{name}"
+
+
+__all__ = ["DUE_AWAITING", "IS_AWAITING", "count_timers", "end_awaiting", "first_signals",
+           "read_due_awaiting", "read_kind", "send_signal", "signal_lock", "start_awaiting"]

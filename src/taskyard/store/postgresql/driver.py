@@ -10,6 +10,7 @@ the hot paths fold round trips into single statements (jobs, cycle, attempts, ev
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -28,22 +29,30 @@ from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.sql import Select
 
+from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import (
     FIRST_PAGE,
+    AgePending,
     CycleReads,
     EndUnit,
     FinishCycle,
+    FirstSignals,
     InsertedJobs,
     InsertJobs,
+    ReadKeyHolders,
+    ReadPriorRuns,
+    RegisterWorker,
+    SendSignal,
 )
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions
+from taskyard.store.portable import SharedTransitions, submissions, upkeep
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import waits as portable_waits
+from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
@@ -126,15 +135,33 @@ class PostgresDriver(SharedTransitions):
         assert raw is not None
         yield cycle.take_lock(raw)
 
-    def serialize_on(self, raw: Cursor, key: str) -> None:
+    def read_key_holders(self, raw: Cursor,
+                         params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:
+        """The holders of unique keys (portable/submissions.py), read once every key is
+        locked for the transaction (an advisory lock each, in sorted order: two batches
+        never wait for each other), so that of two concurrent submitters one commits its
+        job before the other looks. In a caller's own transaction the reads must see what
+        committed after the locks were taken: READ COMMITTED."""
+        if params.joined:
+            row = raw.first("SELECT current_setting('transaction_isolation')")
+            if row is None or row[0] != "read committed":
+                raise InvalidInput("unique_key: the transaction must be READ COMMITTED (a "
+                                   "snapshot taken before the key's lock would not see its "
+                                   "holder)")
+        for type_name, key in sorted({(t, k) for t, k, _ in params.keys}):
+            self._serialize(raw, json.dumps(["taskyard.unique", type_name, key]))
+        return submissions.key_holders(raw, params)
+
+    def read_prior_runs(self, raw: Cursor, params: ReadPriorRuns) -> list[tuple[Any, ...]]:
+        """A prerequisite's runs (portable/submissions.py), once concurrent launches that
+        need the same one serialise on it."""
+        self._serialize(raw, f"prereq:{params.type}:{params.args}")
+        return submissions.prior_runs(raw, params)
+
+    @staticmethod
+    def _serialize(raw: Cursor, key: str) -> None:
         """Transactions serialising on ``key`` run one after the other (until commit)."""
         raw.all("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
-
-    def sees_commits_after_lock(self, raw: Cursor) -> bool:
-        """Does each statement see what committed before it (READ COMMITTED), so that a
-        read made after :meth:`serialize_on` sees what the lock's last holder wrote?"""
-        row = raw.first("SELECT current_setting('transaction_isolation')")
-        return row is not None and row[0] == "read committed"
 
     def lock_rows(self, query: Select[Any], *, shared: bool = False,
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
@@ -149,11 +176,13 @@ class PostgresDriver(SharedTransitions):
     def listener(self, channel: str) -> PgListener:
         return PgListener(self.url, channel)
 
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """A registering worker, first in its transaction: wait for the submits that
-        may have found no live worker to commit, and hold later ones until ours has
-        (see schema/services.py:worker_gate)."""
+    def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None:
+        """The worker joins (portable/workers.py), first waiting at the worker gate, before
+        anything is written: for the submits that may have found no live worker to commit,
+        and holding later ones until it has (see schema/services.py:worker_gate). They
+        never wait for what it holds (no deadlock)."""
         raw.run(cycle.PASS_GATE)
+        return portable_workers.insert_worker(raw, params)
 
     # -- SQL building blocks -------------------------------------------------------------
 
@@ -225,12 +254,32 @@ class PostgresDriver(SharedTransitions):
 
     read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
 
+    def first_signals(self, raw: Cursor, params: FirstSignals) -> dict[int, tuple[Any, ...]]:
+        """The stored signals of waits just made awaiting (portable/waits.py), read once
+        each name is locked for the transaction (in order: two transactions taking
+        several never wait for each other in a cycle). A signal sent at the same moment
+        takes its name's lock before it is stored: whichever of the two commits second
+        sees the other (READ COMMITTED), and the wait never misses its signal."""
+        for name in sorted({name for _, name, _, _ in params.waits}):
+            self._serialize(raw, portable_waits.signal_lock(name))
+        return portable_waits.first_signals(raw, params)
+
+    def send_signal(self, raw: Cursor, params: SendSignal) -> list[tuple[Any, ...]]:
+        """A signal stored and the waits it completes (portable/waits.py), under its
+        name's lock (see :meth:`first_signals`)."""
+        self._serialize(raw, portable_waits.signal_lock(params.name))
+        return portable_waits.send_signal(raw, params)
+
     read_candidates = staticmethod(portable_cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)
 
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
         cycle.finish(raw, params)
         self._page = params.page
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int:
+        """Anti-starvation aging (portable/upkeep.py); PostgreSQL rounds on CAST: floor first."""
+        return upkeep.age_pending(raw, params, floor="floor({})")
 
     # -- the event log -------------------------------------------------------------------
 

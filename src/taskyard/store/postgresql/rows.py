@@ -49,13 +49,13 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
     each once the one before has ended. Each one's rows. ``commit``: the transaction's
     ``COMMIT`` follows them in the same round trip; an error in one ends it with nothing
     written (the server skips the rest, ``COMMIT`` included)."""
-    cursors = (raw.cursor, *(raw.spare(n) for n in range(1, len(statements))))
+    cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
     with raw.dbapi.pipeline():
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             text = _named(sql, raw.now_sql)
             cursor.execute(text, {name: params[name] for name in _uses(text)})
         if commit:
-            raw.spare(len(statements)).execute("COMMIT")
+            raw.pipelined(len(statements)).execute("COMMIT")
     return [list(c.fetchall()) if c.description else [] for c in cursors]
 
 

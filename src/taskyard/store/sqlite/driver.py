@@ -26,9 +26,20 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import CycleReads, EndUnit, FinishCycle, InsertedJobs, InsertJobs
+from taskyard.store.driver.params import (
+    AgePending,
+    CycleReads,
+    EndUnit,
+    FinishCycle,
+    InsertedJobs,
+    InsertJobs,
+    ReadKeyHolders,
+    ReadPriorRuns,
+    RegisterWorker,
+)
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions, waits
+from taskyard.store.portable import SharedTransitions, submissions, upkeep, waits
+from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
 from taskyard.store.sqlite.locks import (
@@ -121,12 +132,15 @@ class SqliteDriver(SharedTransitions):
 
     # -- locks and wake-ups --------------------------------------------------------------
 
-    def serialize_on(self, raw: Cursor, key: str) -> None:
-        """Nothing to do: write transactions are serial already."""
+    def read_key_holders(self, raw: Cursor,
+                         params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:
+        """The holders of unique keys (portable/submissions.py): write transactions are
+        serial, so of two concurrent submitters one commits before the other looks."""
+        return submissions.key_holders(raw, params)
 
-    def sees_commits_after_lock(self, raw: Cursor) -> bool:
-        """Write transactions are serial: each sees every commit before it."""
-        return True
+    def read_prior_runs(self, raw: Cursor, params: ReadPriorRuns) -> list[tuple[Any, ...]]:
+        """A prerequisite's runs (portable/submissions.py), under the write lock."""
+        return submissions.prior_runs(raw, params)
 
     def lock_rows(self, query: Select[Any], *, shared: bool = False,
                   skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
@@ -139,9 +153,10 @@ class SqliteDriver(SharedTransitions):
     def end_unit(self, raw: Cursor, params: EndUnit) -> None:
         events.end_unit(raw, params)
 
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """Nothing to wait for: a submit checks for a live worker and commits under the
-        write lock, which the registration takes too."""
+    def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None:
+        """The worker joins (portable/workers.py): under the write lock, which a submit
+        that checks for a live worker holds too."""
+        return portable_workers.insert_worker(raw, params)
 
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
@@ -210,11 +225,20 @@ class SqliteDriver(SharedTransitions):
         """See portable/waits.py, through the timer index (SQLite must be told)."""
         return waits.read_due_awaiting(raw, limit, index=cycle.TIMERS)
 
+    # A signal and the waits that look for one: nothing to lock, writers are serial.
+    first_signals = staticmethod(waits.first_signals)
+    send_signal = staticmethod(waits.send_signal)
+
     read_candidates = staticmethod(cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)
 
     def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
         cycle.finish(raw, params)
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int:
+        """Anti-starvation aging (portable/upkeep.py); SQLite truncates on CAST: the
+        floor, for the waits >= 0 that raise a priority."""
+        return upkeep.age_pending(raw, params, floor="{}")
 
     # -- the event log -------------------------------------------------------------------
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import select
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.lifecycle import after_attempt
 from taskyard.core.states import AttemptState, JobState
@@ -35,7 +33,6 @@ from taskyard.model.records import (
 )
 from taskyard.store import schema as t
 from taskyard.store.driver.params import AttemptEnd, AttemptStart, EndAttempts, StartAttempts
-from taskyard.store.marks import reads, reads_each
 from taskyard.store.transitions.dependents import Ended, chunks
 from taskyard.store.transitions.events import Event, attempt_ended, job_running
 
@@ -57,6 +54,12 @@ FETCH_LIMIT = 10_000
 class Attempts:
     """Workers' attempts, in one transaction."""
 
+    READS: ClassVar[frozenset[str]] = frozenset({'dispatched_args'})
+    """Methods a call through the store (``store.attempts.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+    READS_EACH: ClassVar[frozenset[str]] = frozenset({'fetch'})
+    """... in autocommit reads that share no snapshot (PostgreSQL: no ``BEGIN``/``COMMIT``)."""
+
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
@@ -67,11 +70,11 @@ class Attempts:
         (running → their end, or pending again when a retry is due), and set the
         worker's prefetch window. Returns how many starts were recorded and, per ended
         attempt, whether its end was accepted (False: fenced off). Graph bookkeeping
-        waits for the end of the transaction (see Resolution.defer_graph_writes)."""
+        waits for the end of the transaction (see Dependents.defer_graph_writes)."""
         for o in ended:
             if o.state not in ENDS:
                 raise InvalidInput(f"outcome of job {o.job_id}: unknown state {o.state!r}")
-        self.tx.resolution.defer_graph_writes()
+        self.tx.dependents.defer_graph_writes()
         ending = {(o.job_id, o.attempt) for o in ended}
         ago = {(s.job_id, s.attempt): max(0.0, s.ago) for s in started
                if (s.job_id, s.attempt) in ending}
@@ -95,7 +98,7 @@ class Attempts:
             return set()
         self.tx.events.append(job_running(job, attempt, worker_id, graph, routing)
                               for job, attempt, _, graph, routing in rows)
-        self.tx.resolution.graph_progress(graph for _, _, _, graph, _ in rows
+        self.tx.dependents.graph_progress(graph for _, _, _, graph, _ in rows
                                           if graph is not None)
         return {(job, attempt) for job, attempt, _, _, _ in rows}
 
@@ -135,10 +138,9 @@ class Attempts:
                 ended.append(Ended(o.job_id, ENDS[AttemptState(o.state)], graph, schedule or ""))
         self.tx.events.append(events)
         if ended:
-            self.tx.resolution.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended)
         return set(done)
 
-    @reads_each
     def fetch(self, worker_id: int, known: Collection[Key] = (),
               limit: int = FETCH_LIMIT) -> Assignment:
         """What is placed on this worker: jobs dispatched to it and not in ``known``, and
@@ -176,7 +178,6 @@ class Attempts:
             for j in jobs
         ]
 
-    @reads
     def dispatched_args(self, job: JobRecord) -> dict[str, Any] | None:
         """The args ``job``'s handler received: its ``{$result: LABEL}`` markers filled
         in as at dispatch (:meth:`details`); None while it was never dispatched."""
@@ -195,9 +196,8 @@ class Attempts:
             if graph_id is not None and '"$result"' in args:
                 wanted.setdefault(graph_id, set()).update(result_references(loads(args)))
         return {
-            graph_id: {label: loads(result) for label, result in self.tx.conn.execute(
-                select(_J.c.label, _J.c.result).where(_J.c.graph_id == graph_id,
-                                                      _J.c.label.in_(labels)))}
+            graph_id: {label: loads(result) for label, result in self.tx.driver.results_of(
+                self.tx.raw, graph_id, sorted(labels))}
             for graph_id, labels in wanted.items()
         }
 

@@ -115,7 +115,7 @@ class CycleTx:
             if not retry:
                 ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
         if ended:
-            self.tx.resolution.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended)
         return timed_out
 
     def requeue_suspended(self, limit: int = 1000) -> int:
@@ -132,7 +132,7 @@ class CycleTx:
         if rows:
             self.tx.events.append([job_exception(job, graph, routing, why, state="error")
                                    for job, graph, routing in rows])
-            self.tx.resolution.jobs_ended([Ended(job, JobState.ERROR, graph)
+            self.tx.dependents.jobs_ended([Ended(job, JobState.ERROR, graph)
                                            for job, graph, _ in rows])
         return driver.requeue_suspended(raw, [job for job, _, _ in found])
 

@@ -16,14 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import select, update
-
 from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
-from taskyard.core.states import FAILURES, TERMINAL, JobState
+from taskyard.core.states import TERMINAL, JobState
 from taskyard.core.waits import ready_state
 from taskyard.model.records import JSON
-from taskyard.store import schema as t
-from taskyard.store.driver.params import UpdateDependents
+from taskyard.store.driver.params import SetGraphState, UpdateDependents
 from taskyard.store.transitions.events import graph_changed, job_pending
 
 if TYPE_CHECKING:
@@ -31,7 +28,6 @@ if TYPE_CHECKING:
 
 CHUNK = 500
 T = TypeVar("T")
-_J, _D, _G = t.jobs, t.dependencies, t.graphs
 _WHY = {
     JobState.DEPENDENCY_FAILED: "a job it requires did not succeed",
     JobState.SKIPPED: "its edge conditions can no longer hold",
@@ -71,7 +67,7 @@ class _Tally:
     fails: int = 0
 
 
-class Resolution:
+class Dependents:
     """What jobs' ends mean for their dependents and graphs, in one transaction."""
 
     def __init__(self, tx: Tx) -> None:
@@ -184,58 +180,35 @@ class Resolution:
             return
         failed = [e.job_id for e in ended if e.graph_id is not None and e.state in (
             JobState.FAILED, JobState.ERROR, JobState.CANCELED)]
+        driver, raw = self.tx.driver, self.tx.raw
         handlers: dict[int, set[str]] = defaultdict(set)
-        conn = self.tx.conn
         for part in chunks(failed):
-            for parent, condition in conn.execute(
-                select(_D.c.requires_id, _D.c.condition).where(_D.c.requires_id.in_(part))
-            ):
+            for parent, condition in driver.edge_conditions(raw, part):
                 handlers[parent].add(condition)
         for graph_id, items in sorted(by_graph.items()):
-            row = conn.execute(
-                update(_G)
-                .where(_G.c.id == graph_id)
-                .values(jobs_done=_G.c.jobs_done + len(items), last_progress_at=self.tx.now,
-                        stalled_at=None)
-                .returning(_G.c.jobs_done, _G.c.jobs_total, _G.c.state, _G.c.routing)
-            ).first()
-            if row is None or row.state != "running":
+            row = driver.count_done(raw, graph_id, len(items))
+            if row is None:
+                continue
+            jobs_done, jobs_total, state, routing = row
+            if state != "running":
                 continue
             unhandled = [e.job_id for e in items if e.job_id in set(failed)
                          and not failure_is_handled(e.state, handlers[e.job_id])]
-            unhandled += self._failed_from_outside(graph_id, items)
+            fell = [e.job_id for e in items if e.state is JobState.DEPENDENCY_FAILED]
+            if fell:  # because of a job outside the graph (a prerequisite): no edge of
+                # the graph handles that failure, so it blocks the graph
+                unhandled += driver.failed_from_outside(raw, graph_id, fell)
             if unhandled:
-                self.set_graph_state(graph_id, "blocked", row.routing,
+                self.set_graph_state(graph_id, "blocked", routing,
                                      {"failed_job_ids": unhandled})
-            elif row.jobs_done >= row.jobs_total:
-                self.set_graph_state(graph_id, "finished", row.routing, {})
-
-    def _failed_from_outside(self, graph_id: int, items: Sequence[Ended]) -> list[int]:
-        """Jobs of the graph that ended dependency_failed because of a job outside it (a
-        prerequisite): no edge of the graph handles that failure, so it blocks it."""
-        ids = [e.job_id for e in items if e.state is JobState.DEPENDENCY_FAILED]
-        if not ids:
-            return []
-        parent = _J.alias("parent")
-        rows = self.tx.conn.execute(
-            select(_D.c.job_id).select_from(_D.join(parent, parent.c.id == _D.c.requires_id))
-            .where(_D.c.job_id.in_(ids), parent.c.state.in_(sorted(FAILURES)),
-                   parent.c.graph_id.is_distinct_from(graph_id))
-        ).scalars()
-        return sorted(set(rows))
+            elif jobs_done >= jobs_total:
+                self.set_graph_state(graph_id, "finished", routing, {})
 
     def set_graph_state(self, graph_id: int, state: str, routing: str,
                         extra: dict[str, JSON]) -> bool:
         """Move the graph to ``state`` (guarded) and announce it; False if it was not in
         a state it could leave for that one."""
-        values: dict[str, object] = {"state": state}
-        if state in ("finished", "canceled"):
-            values["finished_at"] = self.tx.now
-        sources = ("running", "blocked") if state == "canceled" else ("running",)
-        changed = self.tx.conn.execute(
-            update(_G).where(_G.c.id == graph_id, _G.c.state.in_(sources)).values(**values)
-        ).rowcount
+        changed = self.tx.driver.set_graph_state(self.tx.raw, SetGraphState(graph_id, state))
         if changed:
             self.tx.events.append([graph_changed(graph_id, state, routing, **extra)])
-        return bool(changed)
-
+        return changed

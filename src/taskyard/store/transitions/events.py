@@ -15,15 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import func, select
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.routing import job_key, routing_key, topic_matches
 from taskyard.model.records import JSON, EventRecord, loads
-from taskyard.store import schema as t
-from taskyard.store.driver.params import Event, EventCursor
-from taskyard.store.marks import reads
+from taskyard.store.driver.params import Event, EventCursor, ReadEvents
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -47,7 +43,6 @@ __all__ = [
     "schedule_error",
 ]
 
-_E = t.events
 EVENTS_CHANNEL = "events"
 """Woken whenever a transaction that wrote events commits."""
 
@@ -173,6 +168,11 @@ class Events:
     the driver with the unit of work's end (or by a statement that writes them on its
     way: :meth:`take`)."""
 
+    READS: ClassVar[frozenset[str]] = frozenset({
+        'committed', 'cursor_at', 'cursor_since', 'last', 'list'})
+    """Methods a call through the store (``store.events.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
         self.buffer: list[Event] = []
@@ -193,7 +193,6 @@ class Events:
         taken, self.buffer = self.buffer, []
         return taken
 
-    @reads
     def committed(self, after: EventCursor = START, *, topic: str | None = None,
                   pattern: str | None = None, limit: int = 1000) -> EventPage:
         """The events after ``after`` in commit order, at most ``limit`` rows read;
@@ -204,12 +203,10 @@ class Events:
         cursor = EventCursor(rows[-1][1], rows[-1][0]) if rows else after
         return EventPage(events, cursor, full=len(rows) >= limit)
 
-    @reads
     def cursor_at(self, event_id: int) -> EventCursor:
         """The cursor right after event ``event_id`` (a follower's ``Last-Event-ID``)."""
         return self.tx.driver.event_cursor(self.tx.raw, event_id)
 
-    @reads
     def last(self, count: int, *, topic: str | None = None) -> EventPage:
         """The newest ``count`` committed events (oldest first), and the cursor after
         the newest: what ``--tail N`` shows before it follows."""
@@ -221,7 +218,6 @@ class Events:
         rows = self.tx.driver.events_last(self.tx.raw, 1, None)
         return EventCursor(rows[0][1], rows[0][0]) if rows else START
 
-    @reads
     def cursor_since(self, when: float) -> EventCursor:
         """The cursor before the first event created at or after ``when``."""
         found = self._first_at(when)
@@ -234,8 +230,8 @@ class Events:
         """The first event id created at or after ``when``. Events are indexed by id
         only, and ids grow with creation time: a binary search over ids, a few dozen
         indexed reads whatever the size of the log."""
-        conn = self.tx.conn
-        low, high = conn.execute(select(func.min(_E.c.id), func.max(_E.c.id))).one()
+        driver, raw = self.tx.driver, self.tx.raw
+        low, high = driver.event_id_range(raw)
         if low is None:
             return None
         # The smallest m in [low, high + 1] such that the first event at or after id m
@@ -243,17 +239,14 @@ class Events:
         low, high = int(low), int(high) + 1
         while low < high:
             middle = (low + high) // 2
-            row = conn.execute(select(_E.c.id, _E.c.created_at).where(_E.c.id >= middle)
-                               .order_by(_E.c.id).limit(1)).first()
-            if row is None or row.created_at >= when:
+            row = driver.event_from(raw, middle)
+            if row is None or row[1] >= when:
                 high = middle
             else:
-                low = int(row.id) + 1  # ids between middle and row.id do not exist
-        first = conn.execute(select(_E.c.id).where(_E.c.id >= low)
-                             .order_by(_E.c.id).limit(1)).scalar()
-        return None if first is None else int(first)
+                low = int(row[0]) + 1  # ids between middle and row.id do not exist
+        first = driver.event_from(raw, low)
+        return None if first is None else int(first[0])
 
-    @reads
     def list(
         self,
         *,
@@ -264,14 +257,6 @@ class Events:
         limit: int = 1000,
     ) -> list[EventRecord]:
         """Stored events in order, optionally after an id (for following) and filtered."""
-        query = select(_E).order_by(_E.c.id).limit(limit)
-        if after_id is not None:
-            query = query.where(_E.c.id > after_id)
-        if topic is not None:
-            query = query.where(_E.c.topic == topic)
-        if graph_id is not None:
-            query = query.where(_E.c.graph_id == graph_id)
-        if job_id is not None:
-            query = query.where(_E.c.job_id == job_id)
-        return [EventRecord(r.id, r.topic, r.routing_key, loads(r.payload), r.created_at)
-                for r in self.tx.conn.execute(query)]
+        return [EventRecord(event_id, topic_, key, loads(payload), created)
+                for event_id, topic_, key, payload, created in self.tx.driver.read_events(
+                    self.tx.raw, ReadEvents(after_id, topic, graph_id, job_id, limit))]

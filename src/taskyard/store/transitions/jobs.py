@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import bindparam, case, func, or_, select, update
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.limits import check_name
 from taskyard.core.states import TERMINAL, JobState
@@ -20,10 +18,9 @@ from taskyard.model.records import (
     TaskTypeSpec,
     loads,
 )
-from taskyard.store import schema as t
-from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, TypeVersion
-from taskyard.store.marks import reads, reads_each
-from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
+from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.portable.job_reads import mapped
+from taskyard.store.schema.job_rows import attempt_record, job_row, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
 
@@ -31,8 +28,6 @@ if TYPE_CHECKING:
     from taskyard.core.idle import Unfinished
     from taskyard.store.unit import Tx
 
-_J = t.jobs
-_A = t.attempts
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +45,13 @@ class Added:
 
 class Jobs:
     """Jobs in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({
+        'get', 'list', 'pending', 'unfinished', 'unfinished_count'})
+    """Methods a call through the store (``store.jobs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+    READS_EACH: ClassVar[frozenset[str]] = frozenset({'ended'})
+    """... in autocommit reads that share no snapshot (PostgreSQL: no ``BEGIN``/``COMMIT``)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -99,7 +101,7 @@ class Jobs:
             if spec is None:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
             rows.append(job_row(sub, spec, index, limits=tx.store.limits))
-        plan = tx.prereqs.plan(subs, specs)
+        plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
             ids = self.insert(rows)
         else:
@@ -150,14 +152,12 @@ class Jobs:
                               specs: dict[str, TaskTypeSpec]) -> set[int]:
         """Update on launch for jobs just inserted pending (a schedule's tick jobs): spawn
         or reuse their prerequisites and make them wait; returns the ids now waiting."""
-        plan = self.tx.prereqs.plan([sub for _, sub in jobs], specs)
+        plan = self.tx.prerequisites.plan([sub for _, sub in jobs], specs)
         if not plan.spawn and not plan.waits:
             return set()
         waits = self._spawn(plan, specs)
-        self.tx.conn.execute(
-            update(_J).where(_J.c.id == bindparam("jid"), _J.c.state == JobState.PENDING)
-            .values(state=JobState.WAITING, unmet_deps=_J.c.unmet_deps + bindparam("n")),
-            [{"jid": jobs[index][0], "n": len(ids)} for index, ids in waits.items()])
+        self.tx.driver.make_waiting(self.tx.raw, [(jobs[index][0], len(ids))
+                                                  for index, ids in waits.items()])
         self.tx.driver.insert_edges(self.tx.raw, [
             (jobs[index][0], prereq, "success") for index, ids in waits.items()
             for prereq in ids])
@@ -210,84 +210,63 @@ class Jobs:
                 if row[state] == JobState.PENDING)
         return ids
 
-    @reads
     def get(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
         """The job, with its attempts and stages unless ``attempts`` is False."""
-        conn = self.tx.conn
-        row = conn.execute(
-            select(*JOB_COLUMNS).select_from(JOB_FROM).where(_J.c.id == job_id)).first()
-        if row is None:
+        driver, raw = self.tx.driver, self.tx.raw
+        found = driver.read_jobs(raw, ReadJobs(job_id=job_id))
+        if not found:
             return None
         tries: list[AttemptRecord] = []
         stages: list[StageRecord] = []
         if attempts:
-            tries = [attempt_record(r) for r in conn.execute(
-                select(_A).where(_A.c.job_id == job_id).order_by(_A.c.attempt))]
-            stages = [
-                StageRecord(r.attempt, r.name, r.seq, r.state, r.started_at, r.finished_at,
-                            loads(r.result))
-                for r in conn.execute(select(t.stages).where(t.stages.c.job_id == job_id)
-                                      .order_by(t.stages.c.attempt, t.stages.c.seq))
-            ]
-        return to_record(row, tries, stages)
+            tries = [attempt_record(mapped(r)) for r in driver.read_job_attempts(raw, job_id)]
+            stages = [StageRecord(attempt, name, seq, state, started, finished, loads(result))
+                      for attempt, name, seq, state, started, finished, result
+                      in driver.read_job_stages(raw, job_id)]
+        return to_record(mapped(found[0]), tries, stages)
 
-    @reads_each
     def ended(self, job_id: int) -> JobRecord | None:
         """The job, with its attempts and stages, once it has ended; None while it has
         not: what a waiter reads at each wake-up, its state alone while it runs (one
         statement; on PostgreSQL no BEGIN/COMMIT either). NotFound if there is none."""
-        state = self.tx.conn.execute(select(_J.c.state).where(_J.c.id == job_id)).scalar()
-        if state is None:
+        row = self.tx.driver.read_job_state(self.tx.raw, job_id)
+        if row is None:
             raise NotFound(f"no job {job_id}")
-        return self.get(job_id) if state in TERMINAL else None
+        return self.get(job_id) if row[0] in TERMINAL else None
 
-    @reads
     def unfinished_count(self) -> int:
         """Jobs not yet in a final state (waiting, pending, dispatched, running, suspended)."""
-        return int(self.tx.conn.execute(
-            select(func.count()).select_from(_J).where(_J.c.state.not_in(TERMINAL))
-        ).scalar_one())
+        return self.tx.driver.count_unfinished(self.tx.raw)
 
-    @reads
     def unfinished(self, horizon: float) -> Unfinished:
         """The unfinished jobs as ``up --until-idle`` weighs them
         (:func:`taskyard.core.idle.idle_verdict`): pending ones grouped by their pools,
         split at ``horizon`` seconds from now on the database clock."""
         from taskyard.core.idle import PendingGroup, Unfinished  # noqa: PLC0415 - start-up time
 
-        later = _J.c.run_after > self.tx.now + horizon
-        rows = self.tx.conn.execute(
-            select(_J.c.state, _J.c.pools, func.count(), func.sum(case((later, 1), else_=0)),
-                   func.min(case((later, _J.c.run_after))))
-            .where(_J.c.state.not_in(TERMINAL)).group_by(_J.c.state, _J.c.pools)).all()
+        rows = self.tx.driver.unfinished_groups(self.tx.raw, horizon)
         counts = {state: sum(r[2] for r in rows if r[0] == state) for state in JobState}
-        timers = self.tx.conn.execute(select(func.count()).where(
-            _J.c.state == JobState.AWAITING,
-            _J.c.deadline <= self.tx.now + horizon)).scalar_one()
+        timers = self.tx.driver.count_timers(self.tx.raw, horizon)
         return Unfinished(
             active=counts[JobState.DISPATCHED] + counts[JobState.RUNNING]
             + counts[JobState.SUSPENDED],
             timers=timers, awaiting=counts[JobState.AWAITING] - timers,
             waiting=counts[JobState.WAITING],
-            pending=[PendingGroup(tuple(loads(pools)), count - int(n_later), int(n_later),
-                                  next_due)
+            pending=[PendingGroup(tuple(loads(pools)), count - int(n_later or 0),
+                                  int(n_later or 0), next_due)
                      for state, pools, count, n_later, next_due in rows
                      if state == JobState.PENDING])
 
-    @reads
     def pending(self, type: str, limit: int = 100) -> list[JobRecord]:
         """That type's jobs due now: pending, with no ``run_after`` still ahead on the
         database clock; oldest first (swh's ``task list-pending``). NotFound for an
         unknown type."""
         with refused_as_invalid():
             check_name(type, "task type name")
-        if self.tx.task_types.get(type) is None:
+        if not self.tx.task_types.by_name([type]):
             raise NotFound(f"no task type {type!r}")
-        query = (select(*JOB_COLUMNS).select_from(JOB_FROM)
-                 .where(_J.c.type == type, _J.c.state == JobState.PENDING,
-                        or_(_J.c.run_after.is_(None), _J.c.run_after <= self.tx.now))
-                 .order_by(_J.c.id).limit(limit))
-        return [to_record(r) for r in self.tx.conn.execute(query)]
+        return [to_record(mapped(r)) for r in self.tx.driver.read_jobs(self.tx.raw, ReadJobs(
+            state=JobState.PENDING, type=type, due=True, limit=limit))]
 
     def cancel(self, job_id: int) -> JobRecord:
         """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
@@ -308,24 +287,18 @@ class Jobs:
             raise Conflict(f"job {job_id} changed state while canceling; try again")
         from taskyard.store.transitions.dependents import Ended  # noqa: PLC0415 - start-up time
 
-        self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
+        self.tx.dependents.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
         self.tx.events.append([job_exception(job_id, graph_id, routing, "canceled")])
         self.tx.notify("scheduler", *([f"worker.{worker_id}"] if worker_id else []))
         record = self.get(job_id)
         assert record is not None
         return record
 
-    @reads
     def list(self, *, state: str | None = None, type: str | None = None,
              limit: int = 100) -> list[JobRecord]:
         """Jobs, newest first, optionally of one state and/or type."""
-        query = select(*JOB_COLUMNS).select_from(JOB_FROM).order_by(_J.c.id.desc()).limit(limit)
-        if state is not None:
-            if state not in set(JobState):
-                raise InvalidInput(
-                    f"unknown state {state!r} (one of {', '.join(s.value for s in JobState)})"
-                )
-            query = query.where(_J.c.state == state)
-        if type is not None:
-            query = query.where(_J.c.type == type)
-        return [to_record(r) for r in self.tx.conn.execute(query)]
+        if state is not None and state not in set(JobState):
+            raise InvalidInput(
+                f"unknown state {state!r} (one of {', '.join(s.value for s in JobState)})")
+        return [to_record(mapped(r)) for r in self.tx.driver.read_jobs(self.tx.raw, ReadJobs(
+            state=state, type=type, newest_first=True, limit=limit))]

@@ -9,13 +9,12 @@ may be delivered twice, never skipped.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy import and_, or_, select, update
 
 from taskyard.core.amqp import JobFacts
 from taskyard.store import schema as t
-from taskyard.store.marks import reads
 from taskyard.store.transitions.dependents import chunks
 from taskyard.store.transitions.events import START, EventCursor
 
@@ -31,10 +30,13 @@ _W = t.workers
 class Outbox:
     """Followers' positions, and the facts their messages carry, in one transaction."""
 
+    READS: ClassVar[frozenset[str]] = frozenset({'job_facts', 'position', 'positions'})
+    """Methods a call through the store (``store.outbox.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
-    @reads
     def position(self, name: str) -> EventCursor:
         """Where follower ``name`` resumes: after the last event it had confirmed."""
         row = self.tx.conn.execute(
@@ -58,13 +60,11 @@ class Outbox:
             .on_conflict_do_nothing(index_elements=["name"]).returning(_O.c.name)).scalar()
         return inserted is not None
 
-    @reads
     def positions(self) -> dict[str, tuple[EventCursor, float]]:
         """Every follower's position and when it last moved (database clock)."""
         return {r.name: (EventCursor(int(r.tx_id), int(r.event_id)), float(r.updated_at))
                 for r in self.tx.conn.execute(select(_O).order_by(_O.c.name))}
 
-    @reads
     def job_facts(self, keys: Collection[tuple[int, int | None]]
                   ) -> dict[tuple[int, int | None], JobFacts]:
         """For each (job, attempt or None): the job's task type and the attempt's worker

@@ -9,7 +9,7 @@ dedup key ``schedule:<name>:<tick>`` (unique index, conflict-ignoring insert), a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import bindparam, false, select, update
 
@@ -58,6 +58,10 @@ def tick_submission(d: ScheduleDef | Any, spec: TaskTypeSpec, tick: float) -> Jo
 
 class ScheduleRuns:
     """Due schedules' jobs and their runs' outcomes, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.schedule_runs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx

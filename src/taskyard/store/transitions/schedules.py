@@ -15,7 +15,7 @@ jobs when due and records their outcomes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import delete, insert, select, true, update
 
@@ -30,7 +30,6 @@ from taskyard.model.schedules import (
     initial_timing,
 )
 from taskyard.store import schema as t
-from taskyard.store.marks import reads
 from taskyard.store.schema.job_rows import job_row
 from taskyard.store.schema.task_type_rows import row_to_spec
 from taskyard.store.transitions.schedule_runs import tick_submission
@@ -43,6 +42,10 @@ _S, _T = t.schedules, t.task_types
 
 class Schedules:
     """Schedules' definitions, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list'})
+    """Methods a call through the store (``store.schedules.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -127,7 +130,6 @@ class Schedules:
             raise NotFound(f"no schedule {name!r}")
         return found
 
-    @reads
     def get(self, name: str) -> ScheduleRecord | None:
         """The schedule called ``name``, or None."""
         row = self.tx.conn.execute(select(_S).where(_S.c.name == name)).first()
@@ -163,7 +165,6 @@ class Schedules:
         if not self.tx.conn.execute(delete(_S).where(_S.c.name == name)).rowcount:
             raise NotFound(f"no schedule {name!r}")
 
-    @reads
     def list(self) -> list[ScheduleRecord]:
         """Every schedule, by name."""
         return [record_from_row(r) for r in self.tx.conn.execute(select(_S).order_by(_S.c.name))]

@@ -4,8 +4,9 @@ decisions and signals that end them, and the timeouts the cycle finds.
 A signal is stored, so that a wait that becomes awaiting after it was sent (but was
 submitted before) still gets it; and every transition is guarded by the job's state,
 so that none ends twice. On PostgreSQL a signal and a wait becoming awaiting take the
-same transaction-scoped lock on the signal's name (``Driver.serialize_on``), the signal
-before it is stored, the wait before it looks for stored signals: whichever commits
+same transaction-scoped lock on the signal's name (``Driver.send_signal``,
+``Driver.first_signals``), the signal before it is stored, the wait before it looks
+for stored signals: whichever commits
 second sees the other (READ COMMITTED: each statement sees what committed before it).
 Without it, both could run at once, each missing the other, and the wait would miss its
 signal. SQLite's writers are serial already.
@@ -15,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.states import JobState
 from taskyard.core.waits import Decision, Kind, WaitError, check_signal, decided, on_timeout
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import JSON, JobRecord, dumps
-from taskyard.store.driver.params import EndAwaiting, SendSignal, StartAwaiting
+from taskyard.store.driver.params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
 from taskyard.store.transitions.dependents import Ended, chunks
 from taskyard.store.transitions.events import awaiting_ended, job_awaiting
 
@@ -33,13 +34,11 @@ TIMEOUTS_PER_CYCLE = 1000
 """Awaiting jobs one cycle ends at their timeout; the rest, the next cycle."""
 
 
-def signal_lock(name: str) -> str:
-    """The key a signal and the waits for it serialise on (PostgreSQL)."""
-    return f"signal:{name}"
-
-
 class Waits:
     """Awaiting jobs (approvals, waits, sleeps) in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store runs in a read transaction: none."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -56,18 +55,15 @@ class Waits:
         tx.events.append(
             job_awaiting(job, graph, routing, kind, signal=signal, key=key, deadline=deadline)
             for job, kind, signal, key, _, graph, routing, deadline in rows)
-        waits = sorted((signal, job, key, since)
-                       for job, kind, signal, key, since, _, _, _ in rows if kind == Kind.WAIT)
+        waits = [(job, signal, key, since)
+                 for job, kind, signal, key, since, _, _, _ in rows if kind == Kind.WAIT]
         ended: list[Ended] = []
-        # One lock per name, in order: two transactions taking several never deadlock.
-        for name, same in groupby(waits, key=lambda w: w[0]):
-            tx.driver.serialize_on(tx.raw, signal_lock(name))
-            for _, job, key, since in same:
-                found = tx.driver.first_signal(tx.raw, name, key, since)
-                if found is not None:
-                    _, payload, by = found
-                    ended += self._end([job], JobState.SUCCEEDED, payload, (Kind.WAIT,),
-                                       signal=name, key=key, by=by)
+        found = tx.driver.first_signals(tx.raw, FirstSignals(waits)) if waits else {}
+        for job, name, key, _ in waits:
+            if job in found:
+                _, payload, by = found[job]
+                ended += self._end([job], JobState.SUCCEEDED, payload, (Kind.WAIT,),
+                                   signal=name, key=key, by=by)
         return ended
 
     def decide(self, job_id: int, decision: Decision, *, note: str | None,
@@ -102,7 +98,6 @@ class Waits:
         except (WaitError, LimitError) as exc:
             raise InvalidInput(str(exc)) from None
         tx = self.tx
-        tx.driver.serialize_on(tx.raw, signal_lock(name))
         rows = tx.driver.send_signal(tx.raw, SendSignal(name, key, text, by))
         ended = self._announce(rows, JobState.SUCCEEDED, signal=name, key=key, by=by)
         self._resolve(ended)
@@ -139,5 +134,5 @@ class Waits:
     def _resolve(self, ended: list[Ended]) -> None:
         """Their dependents and graphs follow; the scheduler places what they released."""
         if ended:
-            self.tx.resolution.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended)
             self.tx.notify("scheduler")
