@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from taskyard.core.explain import Reason
     from taskyard.model.schedules import ScheduleRecord
     from taskyard.scheduler.cycle import CycleReport
+    from taskyard.store.transitions.backfills import Backfill
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -341,6 +342,24 @@ class Yard:
                                           **options)
         self._cycle()
         return record
+
+    def backfill(self, schedule: str, start: float | str, end: float | str = "now", *,
+                 max_active: int | None = None, dry_run: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> Backfill:
+        """One job per tick of ``schedule`` in ``[start, end)`` (epoch seconds, ISO 8601
+        times, ``now``, or durations ago: ``7d``), oldest first, as one graph; a tick
+        that has a job gets none. ``max_active``: at most that many pending, dispatched or
+        running at once. ``dry_run``: the ticks only, nothing written."""
+        from taskyard.api.backfill import backfill  # noqa: PLC0415 - start-up time
+
+        done = backfill(self.store, schedule, start, end, max_active=max_active,
+                        dry_run=dry_run, progress=progress)
+        self._cycle()
+        return done
+
+    def cancel_backfill(self, schedule: str) -> int:
+        """Cancel what remains of the schedule's backfills; how many jobs were canceled."""
+        return self.store.backfills.cancel(schedule)
 
     def list_schedules(self) -> list[ScheduleRecord]:
         return self.store.schedules.list()

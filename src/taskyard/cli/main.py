@@ -96,7 +96,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "graph": ("graphs",),
     "prune": ("retention",), "serve": ("serve",), "token": ("tokens",),
     "publisher": ("publisher",), "celery-pool": ("celery_pool",),
-    "schedule": ("schedules",), "simulate": ("simulate",),
+    "schedule": ("schedules", "backfill"), "simulate": ("simulate",),
 }
 """Each command, by the modules of ``taskyard.cli`` that define it (``job logs``, ``job
 approve`` and ``job deny`` hang off the ``job`` group from logs.py and waits.py). A

@@ -111,6 +111,8 @@ class JobSubmission:
     unique_for: float | None = None
     on_duplicate: str = "existing"
     """One of :data:`ON_DUPLICATE`."""
+    logical_time: float | None = None
+    """The tick of its schedule it stands for (a schedule's job, or a backfill's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,8 @@ class JobRecord:
     """The signal a ``wait`` expects, and its key (None: any key)."""
     deadline: float | None = None
     """When its running attempt times out; when an awaiting job times out (a sleep ends)."""
+    logical_time: float | None = None
+    """The tick of its schedule it stands for (a schedule's job, or a backfill's)."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -242,6 +246,7 @@ class JobRecord:
             "signal": None if self.signal is None else {"name": self.signal,
                                                         "key": self.signal_key},
             "deadline": iso(self.deadline),
+            "logical_time": iso(self.logical_time),
         }
 
 
@@ -293,6 +298,8 @@ class ClaimedJob:
     """Results of the stages earlier attempts finished: this attempt skips them."""
     cost: int = 1
     priority: int = 0
+    logical_time: float | None = None
+    """The tick of its schedule it stands for (TASKYARD_LOGICAL_TIME), if any."""
 
 
 @dataclass(slots=True)

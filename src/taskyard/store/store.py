@@ -37,6 +37,7 @@ from taskyard.store.unit import Tx
 if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
+    from taskyard.store.transitions.backfills import Backfills
     from taskyard.store.transitions.cycle import CycleTx
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
@@ -276,6 +277,12 @@ class Store:
         from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
 
         return cast("TaskTypes", OneShot(self, lambda tx: tx.task_types, TaskTypes.READS))
+
+    @property
+    def backfills(self) -> Backfills:
+        from taskyard.store.transitions.backfills import Backfills  # noqa: PLC0415 - start-up time
+
+        return cast("Backfills", OneShot(self, lambda tx: tx.backfills, Backfills.READS))
 
     @property
     def waits(self) -> Waits:

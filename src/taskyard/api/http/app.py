@@ -23,6 +23,7 @@ from taskyard.api.http.context import Settings, answer
 from taskyard.api.http.context import errors as error_responses
 from taskyard.api.http.feed import EventFeed
 from taskyard.api.http.metrics import Metrics
+from taskyard.api.http.routes_backfill import router as backfills
 from taskyard.api.http.routes_catalog import router as catalog
 from taskyard.api.http.routes_cluster import router as cluster
 from taskyard.api.http.routes_events import router as events
@@ -60,7 +61,7 @@ def create_app(yard: Yard, *, settings: Settings | None = None,
     app.state.tokens = TokenChecker(yard.store)
     app.state.metrics = Metrics(yard)
     errors.install(app)
-    for router in (jobs, waits, graphs, catalog, cluster, events, tokens):
+    for router in (jobs, waits, graphs, catalog, backfills, cluster, events, tokens):
         app.include_router(router)
     app.include_router(_meta_router(app))
     static.install(app)

@@ -71,6 +71,11 @@ class ScheduleIn(_In):
     timezone: StrictStr | None = None
     priority: StrictInt = Field(default=0, ge=-INT32, le=INT32)
     catchup: StrictStr | None = Field(default=None, description="one, all or none.")
+    catchup_window: Duration | None = Field(
+        default=None, description="Missed runs older than this are skipped (`1d`).")
+    overlap: StrictStr | None = Field(
+        default=None, description="allow, skip or buffer-one: a run due while the last "
+        "one has not ended.")
     paused: StrictBool = False
     replace: StrictBool = Field(default=False, description="Redefine an existing one.")
 

@@ -39,6 +39,7 @@ from taskyard.store.portable import (
     retries,
     stages,
     submissions,
+    ticks,
     upkeep,
     waits,
     workers,
@@ -165,3 +166,10 @@ class SharedTransitions(Protocol):
         waits.end_awaiting)
     read_kind: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(waits.read_kind)
     count_timers: Callable[[Cursor, float], int] = staticmethod(waits.count_timers)
+    lock_run: Callable[[Cursor, int], str | None] = staticmethod(ticks.lock_run)
+    queue_behind: Callable[[Cursor, Sequence[int]], None] = staticmethod(ticks.queue_behind)
+    schedule_outcome: Callable[[Cursor, str, str], None] = staticmethod(ticks.schedule_outcome)
+    job_of_key: Callable[[Cursor, str], int | None] = staticmethod(ticks.job_of_key)
+    size_graph: Callable[[Cursor, int, int], None] = staticmethod(ticks.size_graph)
+    drop_graph: Callable[[Cursor, int], None] = staticmethod(ticks.drop_graph)
+    backfill_graphs: Callable[[Cursor, str], list[int]] = staticmethod(ticks.backfill_graphs)

@@ -215,6 +215,9 @@ jobs = Table(
     Column("kind", String(10), nullable=False, server_default=Kind.TASK.value),
     Column("signal_name", String(200)), Column("signal_key", String(400)),
     Column("signals_after", Time),
+    # Added by migration 0013: the tick a schedule's job stands for (its own, or a
+    # backfill's), given to its handler as TASKYARD_LOGICAL_TIME.
+    Column("logical_time", Time),
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
@@ -335,6 +338,10 @@ schedules = Table(
     Column("last_outcome", String(40)),
     Column("created_at", Time, nullable=False),
     Column("updated_at", Time, nullable=False),
+    # Added by migration 0013: missed ticks older than the window are dropped; what a
+    # tick does while the last job runs (core/ticks.py:Overlap).
+    Column("catchup_window", Time),
+    Column("overlap", String(20), nullable=False, server_default="allow"),
     CheckConstraint("every IS NULL OR cron IS NULL", name="every_xor_cron"),
     Index(
         "ix_schedules_due",

@@ -92,6 +92,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
         "definition_hash": None,
         "unique_key": sub.unique_key,
         "rate_key": rate_key,
+        "logical_time": sub.logical_time,
     }
 
 
@@ -158,6 +159,7 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         signal=m["signal_name"],
         signal_key=m["signal_key"],
         deadline=m["deadline"],
+        logical_time=m["logical_time"],
     )
 
 

@@ -173,7 +173,7 @@ class Attempts:
                 job_id=j.id, attempt=j.attempt, type=j.type, handler=j.handler,
                 args=_substituted(j.graph_id, j.args, results), timeout=j.timeout,
                 graph_id=j.graph_id, label=j.label, stages=stages.get(j.id, {}), cost=j.cost,
-                priority=j.priority,
+                priority=j.priority, logical_time=j.logical_time,
             )
             for j in jobs
         ]
@@ -214,6 +214,7 @@ class _Row:
     cost: int
     priority: int
     handler: str
+    logical_time: float | None = None
 
 
 def _substituted(graph_id: int | None, args_text: str,

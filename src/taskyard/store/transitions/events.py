@@ -41,6 +41,7 @@ __all__ = [
     "job_pending",
     "job_running",
     "schedule_error",
+    "schedule_skipped",
 ]
 
 EVENTS_CHANNEL = "events"
@@ -133,6 +134,16 @@ def graph_stalled(graph_id: int, routing: str, stall_after: float) -> Event:
     return Event("graph-stalled", routing_key(graph_id, routing, ""),
                  encode_payload({"graph_id": graph_id, "stall_after": stall_after}),
                  None, graph_id)
+
+
+def schedule_skipped(schedule: str, first: float, last: float, count: int, reason: str, *,
+                     more: bool = False) -> Event:
+    """Ticks of a schedule that get no job of their own (``count`` of them, from
+    ``first`` to ``last``; ``more``: more than counted), and why: missed while no
+    scheduler ran, older than the catch-up window, or overlapping the previous job."""
+    return Event("schedule-skipped", routing_key(None, "", ""), encode_payload(
+        {"schedule": schedule, "tick": first, "last": last, "count": count, "more": more,
+         "reason": reason}), None, None)
 
 
 def schedule_error(schedule: str, tick: float, reason: str) -> Event:
