@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import ColumnElement, Engine, literal_column, select
+from sqlalchemy import ColumnElement, Engine, literal_column
 
 from taskyard.core.limits import LimitError, Limits, limits_from_env
 from taskyard.model.errors import InvalidInput
@@ -173,7 +173,7 @@ class Store:
     def now(self) -> float:
         """The database clock, in epoch seconds."""
         with self.read() as tx:
-            return float(tx.conn.execute(select(self.now_expr)).scalar_one())
+            return tx.driver.read_now(tx.raw)
 
     def init_schema(self) -> None:
         """Create or migrate the schema to the latest version (idempotent)."""

@@ -372,6 +372,39 @@ class ReopenJob:
 
 
 @dataclass(frozen=True, slots=True)
+class PutSchedule:
+    """A schedule's definition as written (``args``: JSON text)."""
+
+    name: str
+    type: str
+    args: str
+    priority: int
+    every: float | None
+    cron: str | None
+    timezone: str
+    catchup: str
+    paused: bool
+    current_interval: float | None
+    next_run: float
+    catchup_window: float | None = None
+    """Missed ticks older than this many seconds are dropped (None: no window)."""
+    overlap: str = "allow"
+    """What a tick does while the last job has not ended (core/ticks.py:Overlap)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRun:
+    """A scheduled run ended in ``outcome``; an adaptive schedule moves to ``interval``
+    and ``next_run`` (None: it does not move)."""
+
+    name: str
+    outcome: str
+    finished_at: float | None
+    interval: float | None = None
+    next_run: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SuspendJobs:
     """Active jobs (dispatched or running) of lost or stopped workers become suspended,
     their attempts lost (``why``); ``losses``: each job's worker-loss count after this

@@ -15,11 +15,14 @@ if TYPE_CHECKING:
     from taskyard.store.driver.params import (
         CancelJob,
         EndAwaiting,
+        EventCursor,
         FailOverdue,
+        PutSchedule,
         ReadEvents,
         ReadGraphs,
         ReadJobs,
         ReadWorkers,
+        RecordRun,
         ReopenJob,
         ReportStage,
         SetGraphState,
@@ -36,7 +39,10 @@ from taskyard.store.portable import (
     graphs,
     job_reads,
     jobs,
+    outbox,
+    retention,
     retries,
+    schedules,
     stages,
     submissions,
     ticks,
@@ -158,6 +164,39 @@ class SharedTransitions(Protocol):
     run_graph_again: Callable[[Cursor, int], None] = staticmethod(retries.run_graph_again)
     failed_jobs_of: Callable[[Cursor, int], list[tuple[Any, ...]]] = staticmethod(
         retries.failed_jobs_of)
+    read_schedules: Callable[..., list[dict[str, Any]]] = staticmethod(
+        schedules.read_schedules)
+    put_schedule: Callable[[Cursor, PutSchedule], None] = staticmethod(schedules.put_schedule)
+    pause_schedule: Callable[[Cursor, str], bool] = staticmethod(schedules.pause_schedule)
+    resume_schedule: Callable[[Cursor, str, float], bool] = staticmethod(
+        schedules.resume_schedule)
+    delete_schedule: Callable[[Cursor, str], bool] = staticmethod(schedules.delete_schedule)
+    advance_schedule: Callable[[Cursor, str, float, float], bool] = staticmethod(
+        schedules.advance_schedule)
+    pause_on_error: Callable[[Cursor, str, float, str], None] = staticmethod(
+        schedules.pause_on_error)
+    note_outcome: Callable[[Cursor, str, str], None] = staticmethod(schedules.note_outcome)
+    set_last_jobs: Callable[[Cursor, Sequence[tuple[str, int]]], None] = staticmethod(
+        schedules.set_last_jobs)
+    scheduled_ends: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        schedules.scheduled_ends)
+    schedule_timing: Callable[[Cursor, str], dict[str, Any] | None] = staticmethod(
+        schedules.schedule_timing)
+    record_run: Callable[[Cursor, RecordRun], None] = staticmethod(schedules.record_run)
+    read_positions: Callable[..., list[tuple[Any, ...]]] = staticmethod(outbox.read_positions)
+    advance_position: Callable[[Cursor, str, EventCursor], bool] = staticmethod(
+        outbox.advance_position)
+    job_types: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        outbox.job_types)
+    attempt_workers: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+        outbox.attempt_workers)
+    old_jobs: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_jobs)
+    old_events: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_events)
+    empty_graphs: Callable[[Cursor, float, int], list[int]] = staticmethod(
+        retention.empty_graphs)
+    delete_jobs: Callable[[Cursor, Sequence[int]], None] = staticmethod(retention.delete_jobs)
+    delete_rows: Callable[[Cursor, str, Sequence[int]], None] = staticmethod(
+        retention.delete_rows)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
     start_awaiting: Callable[[Cursor, StartAwaiting], list[tuple[Any, ...]]] = staticmethod(
@@ -168,7 +207,6 @@ class SharedTransitions(Protocol):
     count_timers: Callable[[Cursor, float], int] = staticmethod(waits.count_timers)
     lock_run: Callable[[Cursor, int], str | None] = staticmethod(ticks.lock_run)
     queue_behind: Callable[[Cursor, Sequence[int]], None] = staticmethod(ticks.queue_behind)
-    schedule_outcome: Callable[[Cursor, str, str], None] = staticmethod(ticks.schedule_outcome)
     job_of_key: Callable[[Cursor, str], int | None] = staticmethod(ticks.job_of_key)
     size_graph: Callable[[Cursor, int, int], None] = staticmethod(ticks.size_graph)
     drop_graph: Callable[[Cursor, int], None] = staticmethod(ticks.drop_graph)

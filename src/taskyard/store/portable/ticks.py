@@ -1,6 +1,6 @@
 """What a schedule's ticks need beyond their insert, written once for both backends:
-the previous job's state under a row lock (overlap), jobs queued behind it, the
-schedule's outcome, a tick's job by its key."""
+the previous job's state under a row lock (overlap), jobs queued behind it, a tick's
+job by its key, a backfill's graph."""
 
 from __future__ import annotations
 
@@ -20,12 +20,6 @@ def queue_behind(raw: Cursor, ids: Sequence[int]) -> None:
     """Jobs of ``ids`` (just inserted) wait for one more job: their previous run."""
     raw.many("UPDATE jobs SET state = 'waiting', unmet_deps = unmet_deps + 1 "
              "WHERE id = ? AND state IN ('pending', 'waiting')", [(job,) for job in ids])
-
-
-def schedule_outcome(raw: Cursor, name: str, outcome: str) -> None:
-    """The schedule's ``last_outcome``, set."""
-    raw.run("UPDATE schedules SET last_outcome = ?, updated_at = {now} WHERE name = ?",
-            (outcome, name))
 
 
 def job_of_key(raw: Cursor, key: str) -> int | None:

@@ -51,6 +51,7 @@ from taskyard.store.driver.params import (
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions, submissions, upkeep
 from taskyard.store.portable import cycle as portable_cycle
+from taskyard.store.portable import schedules as portable_schedules
 from taskyard.store.portable import waits as portable_waits
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
@@ -280,6 +281,13 @@ class PostgresDriver(SharedTransitions):
     def age_pending(self, raw: Cursor, params: AgePending) -> int:
         """Anti-starvation aging (portable/upkeep.py); PostgreSQL rounds on CAST: floor first."""
         return upkeep.age_pending(raw, params, floor="floor({})")
+
+    def read_due_schedules(self, raw: Cursor, limit: int,
+                           at: float | None) -> list[dict[str, Any]]:
+        """Due schedules (portable/schedules.py): concurrent schedulers share the due
+        schedules instead of queueing on them (SKIP LOCKED)."""
+        return portable_schedules.read_due(raw, limit, at, false="false",
+                                           lock=" FOR UPDATE OF s SKIP LOCKED")
 
     # -- the event log -------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from taskyard.store.driver.params import (
 )
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions, submissions, upkeep, waits
+from taskyard.store.portable import schedules as portable_schedules
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
@@ -239,6 +240,12 @@ class SqliteDriver(SharedTransitions):
         """Anti-starvation aging (portable/upkeep.py); SQLite truncates on CAST: the
         floor, for the waits >= 0 that raise a priority."""
         return upkeep.age_pending(raw, params, floor="{}")
+
+    def read_due_schedules(self, raw: Cursor, limit: int,
+                           at: float | None) -> list[dict[str, Any]]:
+        """Due schedules (portable/schedules.py): the false of its partial index is 0; no
+        row locks: write transactions are serial."""
+        return portable_schedules.read_due(raw, limit, at, false="0", lock="")
 
     # -- the event log -------------------------------------------------------------------
 

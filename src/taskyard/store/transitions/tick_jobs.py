@@ -67,7 +67,7 @@ class TickJobs:
             except InvalidInput as exc:
                 # The type changed under the schedule (e.g. a lock template wants an
                 # arg it lacks): skip the tick, keep the schedule, say why.
-                self.tx.driver.schedule_outcome(self.tx.raw, name, TICK_SKIPPED)
+                self.tx.driver.note_outcome(self.tx.raw, name, TICK_SKIPPED)
                 events.append([schedule_error(name, tick, str(exc))])
                 break
             if action is OverlapAction.BUFFER:
