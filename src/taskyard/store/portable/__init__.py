@@ -192,6 +192,8 @@ class SharedTransitions(Protocol):
         outbox.attempt_workers)
     old_jobs: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_jobs)
     old_events: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_events)
+    old_signals: Callable[[Cursor, float, int], list[int]] = staticmethod(
+        retention.old_signals)
     empty_graphs: Callable[[Cursor, float, int], list[int]] = staticmethod(
         retention.empty_graphs)
     delete_jobs: Callable[[Cursor, Sequence[int]], None] = staticmethod(retention.delete_jobs)
