@@ -39,3 +39,12 @@ def test_awaiting_jobs_are_waited_for_only_until_their_timeout() -> None:
     decisions = idle_verdict(Unfinished(0, 1, awaiting=3), served={"default"})
     assert decisions.idle
     assert decisions.left == "3 awaiting a decision or a signal; 1 waiting on those"
+
+
+def test_jobs_of_paused_pools_are_left_and_said() -> None:
+    jobs = Unfinished(0, 0, [PendingGroup(("gpu",), due=2), PendingGroup(("gpu", "cpu"), due=1)])
+    verdict = idle_verdict(jobs, served={"gpu", "cpu"}, paused={"gpu"})
+    assert not verdict.idle and verdict.waits_for == "1 pending"  # cpu still takes one
+    alone = idle_verdict(Unfinished(0, 0, [PendingGroup(("gpu",), due=2)]), served={"gpu"},
+                         paused={"gpu"})
+    assert alone.idle and alone.left == "2 pending in paused pools (gpu)"

@@ -153,3 +153,27 @@ def test_awaiting_reasons_say_what_and_how() -> None:
         "v2); times out at 1970-01-01T01:00:00Z (in 3500s)")
     assert awaiting(5, "sleep", None, None, deadline=3600.0, now=4000.0).message == (
         "sleeps until 1970-01-01T01:00:00Z (in 0s)")
+
+
+@given(st.lists(st.sets(st.sampled_from(["a", "b", "c"]), min_size=1), max_size=5),
+       st.frozensets(st.sampled_from(["a", "b", "c"])))
+def test_paused_pools_are_served_by_no_worker(pool_sets: list[set[str]],
+                                              paused: frozenset[str]) -> None:
+    from taskyard.core.placement import WorkerSlot, without_paused
+
+    workers = [WorkerSlot(i, f"w{i}", tuple(sorted(p)), 2) for i, p in enumerate(pool_sets)]
+    seen = without_paused(workers, paused)
+    assert [w.id for w in seen] == [w.id for w in workers]
+    for before, after in zip(workers, seen, strict=True):
+        assert set(after.pools) == set(before.pools) - paused
+        assert (after.capacity, after.prefetch) == (before.capacity, before.prefetch)
+
+
+def test_pool_paused_reasons() -> None:
+    from taskyard.core.explain import pool_paused
+
+    assert pool_paused(["gpu"], every=True).message == (
+        "its pools are paused (gpu): nothing new is placed there until taskyard pools resume")
+    partly = pool_paused(["a", "b"], every=False)
+    assert (partly.code, partly.detail) == ("pool_paused", "a, b")
+    assert partly.message.startswith("of its pools, paused (a, b)")

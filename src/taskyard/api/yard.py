@@ -315,15 +315,25 @@ class Yard:
         return self.store.workers.list(include_gone=include_gone)
 
     def pools(self) -> list[dict[str, Any]]:
-        """Every pool with its live workers' names, capacity and capacity used."""
+        """Every pool with its live workers' names, capacity and capacity used, and
+        whether it is paused."""
         workers = self.store.workers.list()
+        paused = set(self.store.task_types.paused_pools())
         found = []
         for name in self.store.task_types.pools():
             members = [w for w in workers if name in w.pools]
             found.append({"name": name, "workers": [w.name for w in members],
                           "capacity": sum(w.capacity for w in members),
-                          "used": sum(w.used for w in members)})
+                          "used": sum(w.used for w in members), "paused": name in paused})
         return found
+
+    def pause_pool(self, name: str, *, paused: bool = True) -> dict[str, Any]:
+        """Place nothing new in pool ``name`` (running jobs go on); ``paused=False``
+        resumes it. Returns the pool as :meth:`pools` shows it."""
+        self.store.task_types.pause_pool(name, paused=paused)
+        if not paused:
+            self._cycle()
+        return next(p for p in self.pools() if p["name"] == name)
 
     def schedule(self) -> CycleReport | None:
         """Run one scheduling cycle now (None if another is running)."""

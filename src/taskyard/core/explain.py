@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,14 @@ def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[
         return Reason("no_worker", f"no live worker serves its pools ({d})", detail=d)
     return Reason("no_capacity", f"no worker in its pools ({d}) has room for it; "
                   f"{ahead} job(s) ahead in line", detail=d)
+
+
+def pool_paused(paused: Iterable[str], *, every: bool) -> Reason:
+    """A pending job held back by paused pools (``every``: all of its pools are)."""
+    names = ", ".join(paused)
+    held = "its pools are" if every else "of its pools,"
+    return Reason("pool_paused", f"{held} paused ({names}): nothing new is placed there "
+                  f"until taskyard pools resume", detail=names)
 
 
 def awaiting(job_id: int, kind: str, signal: str | None, key: str | None, *,

@@ -52,19 +52,27 @@ class IdleVerdict:
     """What is left that cannot run here (empty when nothing is), for the exit log."""
 
 
-def idle_verdict(jobs: Unfinished, served: Collection[str]) -> IdleVerdict:
-    """Whether ``up --until-idle`` may stop, given the pools live workers serve."""
+def idle_verdict(jobs: Unfinished, served: Collection[str],
+                 paused: Collection[str] = ()) -> IdleVerdict:
+    """Whether ``up --until-idle`` may stop, given the pools live workers serve and the
+    paused ones (nothing is placed there: they count as served by none)."""
+    served = set(served) - set(paused)
     runnable = sum(g.due for g in jobs.pending if any(p in served for p in g.pools))
     waits = [f"{jobs.active} dispatched, running or suspended" if jobs.active else "",
              f"{runnable} pending" if runnable else "",
              f"{jobs.timers} awaiting their timeout" if jobs.timers else ""]
-    unserved = [g for g in jobs.pending if not any(p in served for p in g.pools)]
+    held = [g for g in jobs.pending if paused and set(g.pools) <= set(paused)]
+    unserved = [g for g in jobs.pending
+                if not any(p in served for p in g.pools) and g not in held]
     lost = sum(g.due + g.later for g in unserved)
-    later = [g for g in jobs.pending if g not in unserved and g.later]
+    later = [g for g in jobs.pending if g not in unserved and g not in held and g.later]
     pools = sorted({p for g in unserved for p in g.pools})
     first = min((g.next_due for g in later if g.next_due is not None), default=None)
+    stopped = sum(g.due + g.later for g in held)
     left = [
         f"{lost} pending in pools no live worker serves ({', '.join(pools)})" if lost else "",
+        f"{stopped} pending in paused pools "
+        f"({', '.join(sorted({p for g in held for p in g.pools}))})" if stopped else "",
         f"{sum(g.later for g in later)} pending not due yet (the first at {iso(first)})"
         if later else "",
         f"{jobs.awaiting} awaiting a decision or a signal" if jobs.awaiting else "",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from taskyard.core.durations import iso
-from taskyard.core.explain import Reason, awaiting, from_decision
+from taskyard.core.explain import Reason, awaiting, from_decision, pool_paused
 from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
@@ -42,6 +42,10 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         # Replay the cycle's placement, with its stopping rules, up to this job.
         cycle = CycleTx(tx)
         workers = cycle.workers()
+        paused = [p for p in job.pools if p in cycle.paused_pools()]
+        if paused and len(paused) == len(job.pools):
+            return [pool_paused(paused, every=True)]
+        held = [pool_paused(paused, every=False)] if paused else []
         limits = cycle.limits()
         rates = cycle.rate_book(limits)
         planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits.queue, rates)
@@ -55,17 +59,17 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
                                                       SCAN_LIMIT, spent):
                 decision = planner.offer(candidate)
                 if candidate.id == job_id:
-                    return [from_decision(decision, ahead=ahead, worker_names=names,
-                                          queue_limit=limits.queue.get(candidate.type))]
+                    return [*held, from_decision(decision, ahead=ahead, worker_names=names,
+                                                 queue_limit=limits.queue.get(candidate.type))]
                 ahead += 1
                 if planner.exhausted():
                     break
     pools = job.pools
     if not any(pool in w.pools for w in workers for pool in pools):
-        return [Reason("no_worker", f"no live worker serves its pools ({', '.join(pools)})",
-                       detail=",".join(pools))]
+        return [*held, Reason("no_worker", f"no live worker serves its pools "
+                              f"({', '.join(pools)})", detail=",".join(pools))]
     if not planner.has_room(pools) or planner.exhausted():
-        return [Reason("no_capacity", f"no worker in its pools ({', '.join(pools)}) has "
-                       f"room for it; {ahead} job(s) ahead in line are placed first",
-                       detail=",".join(pools))]
-    return [Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line")]
+        return [*held, Reason("no_capacity", f"no worker in its pools ({', '.join(pools)}) "
+                              f"has room for it; {ahead} job(s) ahead in line are placed "
+                              "first", detail=",".join(pools))]
+    return [*held, Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line")]

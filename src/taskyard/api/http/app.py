@@ -29,6 +29,7 @@ from taskyard.api.http.routes_cluster import router as cluster
 from taskyard.api.http.routes_events import router as events
 from taskyard.api.http.routes_graphs import router as graphs
 from taskyard.api.http.routes_jobs import router as jobs
+from taskyard.api.http.routes_pools import router as pools
 from taskyard.api.http.routes_tokens import router as tokens
 from taskyard.api.http.routes_waits import router as waits
 from taskyard.api.http.tokens import TokenChecker
@@ -61,7 +62,7 @@ def create_app(yard: Yard, *, settings: Settings | None = None,
     app.state.tokens = TokenChecker(yard.store)
     app.state.metrics = Metrics(yard)
     errors.install(app)
-    for router in (jobs, waits, graphs, catalog, backfills, cluster, events, tokens):
+    for router in (jobs, waits, graphs, catalog, backfills, cluster, pools, events, tokens):
         app.include_router(router)
     app.include_router(_meta_router(app))
     static.install(app)

@@ -246,6 +246,7 @@ class PoolOut(_Out):
     capacity: int
     used: int
     free: int
+    paused: bool = Field(default=False, description="Nothing new is placed in it.")
 
 
 class PoolListOut(_Out):

@@ -147,6 +147,8 @@ class SharedTransitions(Protocol):
     read_task_types: Callable[..., list[tuple[Any, ...]]] = staticmethod(
         definitions.read_task_types)
     pool_names: Callable[[Cursor], list[str]] = staticmethod(definitions.pool_names)
+    pause_pool: Callable[[Cursor, str, bool], bool] = staticmethod(definitions.pause_pool)
+    paused_pools: Callable[[Cursor], list[str]] = staticmethod(definitions.paused_pools)
     event_id_range: Callable[[Cursor], tuple[Any, Any]] = staticmethod(events.id_range)
     event_from: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(
         events.event_from)

@@ -42,7 +42,8 @@ SNAPSHOT_TEXT = (
     "FROM jobs WHERE state IN ('dispatched', 'running') "
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
     "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit) ORDER BY name) "
-    "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL))::text")
+    "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL), "
+    "(SELECT json_agg(name ORDER BY name) FROM pools WHERE paused))::text")
 """SQL: the cycle's snapshot (:class:`Snapshot`) as one JSON text."""
 # The cycle reads and writes jobs through their indexes only: no bitmap scans (see
 # LOCK_AHEAD) and no sequential scans. Before autovacuum has analysed a table that
@@ -152,9 +153,9 @@ def read_cycle(raw: Cursor, page: int) -> tuple[Any, ...]:
 def reads_of_row(row: Sequence[Any], page: int) -> CycleReads:
     """The reads from the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`)."""
     text, lists, first, _ = row
-    workers, active, limits = loads(text)
-    return CycleReads(Snapshot(workers or [], active or [], limits or []), lists or [],
-                      first or [], page)
+    workers, active, limits, paused = loads(text)
+    return CycleReads(Snapshot(workers or [], active or [], limits or [], paused or []),
+                      lists or [], first or [], page)
 
 
 def take_lock(raw: Cursor) -> bool:

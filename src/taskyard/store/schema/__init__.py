@@ -118,6 +118,9 @@ pools = Table(
     Column("name", String(200), primary_key=True),
     Column("description", Text, nullable=False, server_default=""),
     Column("created_at", Time, nullable=False),
+    # Added by migration 0014: nothing new is placed in a paused pool (``pools pause``).
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    Column("paused_at", Time),
 )
 
 workers = Table(

@@ -38,13 +38,15 @@ _ACTIVE = ("SELECT CASE WHEN locks = '[]' THEN 0 ELSE id END AS holder, type, wo
            "GROUP BY worker_id, type, locks, CASE WHEN locks = '[]' THEN 0 ELSE id END")
 _LIMITS = ("SELECT name, max_queue_length, rate_limit FROM task_types "
            "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL")
+_PAUSED = "SELECT name FROM pools WHERE paused ORDER BY name"
 
 
 def read_cycle(raw: Cursor) -> CycleReads:
     """The snapshot: live workers, what is dispatched or running (summed per worker and
     type; jobs with locks one by one: the holder of a lock is shown to the user), the
-    types' limits. Three reads in the process: no round trips to fold."""
-    return CycleReads(Snapshot(raw.all(_WORKERS), raw.all(_ACTIVE), raw.all(_LIMITS)))
+    types' limits, the paused pools. Four reads in the process: no round trips to fold."""
+    return CycleReads(Snapshot(raw.all(_WORKERS), raw.all(_ACTIVE), raw.all(_LIMITS),
+                               [name for (name,) in raw.all(_PAUSED)]))
 
 
 def read_candidates(raw: Cursor, params: ReadCandidates) -> list[Any]:

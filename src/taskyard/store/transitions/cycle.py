@@ -153,6 +153,12 @@ class CycleTx:
         one by one (the holder of a lock is shown to the user)."""
         return self.snapshot()[1]
 
+    def paused_pools(self) -> frozenset[str]:
+        """The pools paused: placement sees no worker serving them."""
+        if self._reads is None:
+            self._reads = self.tx.driver.read_cycle(self.tx.raw)
+        return frozenset(self._reads.snapshot.paused)
+
     def limits(self) -> TypeLimits:
         """The task types' max queue lengths and rate limits."""
         return self.snapshot()[2]

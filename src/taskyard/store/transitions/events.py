@@ -40,6 +40,7 @@ __all__ = [
     "job_exception",
     "job_pending",
     "job_running",
+    "pool_changed",
     "schedule_error",
     "schedule_skipped",
 ]
@@ -134,6 +135,12 @@ def graph_stalled(graph_id: int, routing: str, stall_after: float) -> Event:
     return Event("graph-stalled", routing_key(graph_id, routing, ""),
                  encode_payload({"graph_id": graph_id, "stall_after": stall_after}),
                  None, graph_id)
+
+
+def pool_changed(pool: str, *, paused: bool) -> Event:
+    """A pool was paused (nothing new is placed in it) or resumed."""
+    return Event("pool-paused" if paused else "pool-resumed", routing_key(None, "", ""),
+                 encode_payload({"pool": pool, "paused": paused}), None, None)
 
 
 def schedule_skipped(schedule: str, first: float, last: float, count: int, reason: str, *,
