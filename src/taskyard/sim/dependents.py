@@ -11,6 +11,7 @@ from taskyard.core.graph import GraphSpec
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.prerequisites import PrerequisiteError, PriorRun, Reuse, decide, render_args
 from taskyard.core.states import TERMINAL, JobState
+from taskyard.core.waits import Kind
 from taskyard.sim.fields import ScenarioError
 from taskyard.sim.model import SimGraph, SimJob
 
@@ -45,9 +46,12 @@ class Dependents:
         graph = SimGraph(self._graphs, name, sim.now)
         by_label: dict[str, SimJob] = {}
         for label, node in spec.tasks.items():
-            job = sim.new_job(sim.scenario.types[node.type], node.args, node.priority,
-                              node.pools, extra_locks=node.locks, retries=node.reruns,
-                              timeout=node.timeout, rng=rng)
+            if node.kind != Kind.TASK:  # an approval, a wait or a sleep: no worker
+                job = sim.waits.new(node, rng)
+            else:
+                job = sim.new_job(sim.scenario.types[node.type], node.args, node.priority,
+                                  node.pools, extra_locks=node.locks, retries=node.reruns,
+                                  timeout=node.timeout, rng=rng)
             job.graph, job.label, job.convergence = graph, label, node.convergence
             by_label[label] = job
             graph.jobs.append(job)
@@ -57,7 +61,7 @@ class Dependents:
                 by_label[label].requires(by_label[edge.label], edge.on)
         for job in graph.jobs:
             if job.unmet == 0:
-                sim.release(job)
+                sim.waits.ready(job)
         sim.metrics.graph_submitted(graph)
         return graph
 
@@ -84,7 +88,7 @@ class Dependents:
             if new is _PENDING:
                 job.unmet = 0
         if job.unmet == 0:
-            self.sim.release(job)
+            self.sim.waits.ready(job)
 
     # -- update on launch ----------------------------------------------------------------
 
@@ -171,7 +175,7 @@ class Dependents:
                                    failures_after=failures)
             child.unmet, child.dep_failures = unmet, failures
             if new is _PENDING:
-                self.sim.release(child)
+                self.sim.waits.ready(child)  # pending, or awaiting (core/waits.py)
             elif new is not None:
                 self.sim.finish(child, new)
 

@@ -32,6 +32,7 @@ from taskyard.sim.model import PendingStream, SimJob, SimWorker
 from taskyard.sim.periodic import Periodic
 from taskyard.sim.rates import KeyedStream, SimRates, render_key
 from taskyard.sim.scenario import Scenario, TypeSpec
+from taskyard.sim.waits import SimWaits
 
 _PENDING, _DISPATCHED, _RUNNING = JobState.PENDING, JobState.DISPATCHED, JobState.RUNNING
 _LOCKS = (SkipReason.LOCK_HELD, SkipReason.LOCK_WANTED_AHEAD)
@@ -80,6 +81,7 @@ class Simulation:
         self.rates = SimRates(self, rates) if rates else None
         """The rate limits, if a type has one."""
         self.dependents = Dependents(self)
+        self.waits = SimWaits(self)
         self.faults = Faults(self)
         self.arrivals = Arrivals(self)
         self.periodic = Periodic(self)
@@ -143,7 +145,7 @@ class Simulation:
         ``claims``: its locks as recorded (else rendered from the type's templates);
         ``rng``: its arrival's stream, which draws its first attempt now."""
         self._next_job += 1
-        retry = self._retry[spec.name]
+        retry = self._retry.get(spec.name, spec.retry)  # an approval's, a wait's: none
         if retries is not None and retries != retry.retries:
             retry = RetryPolicy(retries, retry.delay, retry.backoff, retry.max_delay)
         if claims is None:
