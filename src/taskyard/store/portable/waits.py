@@ -14,7 +14,9 @@ from taskyard.store.cursor import Cursor
 from taskyard.store.driver.params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
 
 IS_AWAITING = "(state = 'awaiting') IS TRUE"
-DUE_AWAITING = "state = 'awaiting' AND deadline <= {now}"
+AWAITING = "state = 'awaiting'"
+"""Awaiting jobs, as the partial indexes over them are written."""
+DUE_AWAITING = f"{AWAITING} AND deadline <= {{now}}"
 """An awaiting job whose timeout (a sleep's end) has passed: through the timer index
 (``ix_jobs_awaiting_deadline``), whatever the number of awaiting jobs."""
 
@@ -98,5 +100,6 @@ def signal_lock(name: str) -> str:
     return f"signal:{name}"
 
 
-__all__ = ["DUE_AWAITING", "IS_AWAITING", "count_timers", "end_awaiting", "first_signals",
-           "read_due_awaiting", "read_kind", "send_signal", "signal_lock", "start_awaiting"]
+__all__ = ["AWAITING", "DUE_AWAITING", "IS_AWAITING", "count_timers", "end_awaiting",
+           "first_signals", "read_due_awaiting", "read_kind", "send_signal", "signal_lock",
+           "start_awaiting"]
