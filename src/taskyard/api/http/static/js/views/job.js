@@ -1,5 +1,6 @@
 // One job: its fields, why it is not running, args as given and as its handler gets them,
-// attempts, stages, log tails per attempt, cancel and retry; live.
+// attempts, stages, log tails per attempt, cancel and retry; an approval's approve and deny,
+// the signal a wait expects; live.
 import { api, session } from "../api.js";
 import { onEvent } from "../stream.js";
 import { ACTIVE, badge, el, json, table, took, throttle, toast, when } from "../ui.js";
@@ -30,7 +31,12 @@ function view(job, logs, pick, redraw) {
   if (session.canWrite() && RETRYABLE.has(job.state)) {
     actions.push(el("button", { class: "primary", id: "retry-job", onclick: () => act(job, "retry", redraw) }, "Retry"));
   }
-  const fields = [["Type", job.type], ["Label", job.label],
+  const decision = session.canWrite() && job.state === "awaiting" && job.kind === "approval"
+    ? decide(job, redraw) : null;
+  const signal = job.signal ? `${job.signal.name}${job.signal.key !== null ? ` (key ${job.signal.key})` : " (any key)"}` : null;
+  const fields = [["Type", job.type], ["Kind", job.kind !== "task" ? job.kind : null],
+    ["Expects signal", signal], ["Times out", job.kind !== "task" ? when(job.deadline) : null],
+    ["Label", job.label],
     ["Graph", job.graph_id ? el("a", { href: `#/graphs/${job.graph_id}` }, `#${job.graph_id}`) : null],
     ["Priority", job.base_priority !== null && job.base_priority !== undefined
       ? `${job.priority} (submitted ${job.base_priority})` : String(job.priority)],
@@ -53,7 +59,8 @@ function view(job, logs, pick, redraw) {
       el("div", { class: "card" }, el("h2", {}, "Details"),
         el("dl", { class: "fields" }, fields.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))),
       el("div", { class: "grid" },
-        el("div", { class: "card" }, el("h2", {}, "Why is it not running?"), why),
+        el("div", { class: "card" }, el("h2", {}, job.state === "awaiting"
+          ? "What does it await?" : "Why is it not running?"), why, decision),
         el("div", { class: "card" }, el("h2", {}, resolved ? "Args (as submitted)" : "Args"),
           json(job.args), resolved ? [el("h2", { class: "section-gap" },
             "Args as the handler gets them"), json(job.resolved_args)] : null),
@@ -80,6 +87,25 @@ function view(job, logs, pick, redraw) {
       el("p", { class: "faint" }, "The worker keeps the end of each stream, written when the attempt ends.")]
         : el("p", { class: "faint" }, "No attempt yet: nothing was written.")),
   ];
+}
+
+// Approve or deny an awaiting approval, with an optional note (kept in its result with
+// who decided: the token's name).
+function decide(job, redraw) {
+  const note = el("input", { type: "text", id: "decision-note", placeholder: "Note (optional)", maxlength: 1000 });
+  const send = async (verb) => {
+    try {
+      const body = note.value.trim() ? { note: note.value.trim() } : undefined;
+      const after = await api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST", body });
+      toast(`Job #${job.id}: ${verb === "approve" ? "approved" : "denied"} (${after.state})`);
+      await redraw();
+    } catch (err) {
+      toast(err.message, true);
+    }
+  };
+  return el("div", { class: "decision section-gap", id: "decision" }, note,
+    el("button", { class: "primary", id: "approve-job", onclick: () => send("approve") }, "Approve"),
+    el("button", { class: "danger", id: "deny-job", onclick: () => send("deny") }, "Deny"));
 }
 
 async function act(job, verb, redraw) {
