@@ -10,17 +10,28 @@ const RETRYABLE = new Set(["failed", "error", "canceled", "dependency_failed"]);
 export async function render(page, params) {
   const id = Number(params.id);
   let logAttempt = null;
+  let drawn = 0;
   const draw = async () => {
+    const mine = ++drawn;
     const job = await api(`/api/v1/jobs/${id}`);
     const attempt = logAttempt || (job.attempts.length ? job.attempts[job.attempts.length - 1].attempt : null);
     const logs = attempt ? await api(`/api/v1/jobs/${id}/logs`, { params: { attempt } }) : null;
+    if (mine !== drawn) return;  // a later draw, started after newer news, shows the job
     page.replaceChildren(...view(job, logs, (n) => { logAttempt = n; draw(); }, draw).filter(Boolean));
   };
-  await draw();
+  // Listen before the first read: a job that ends while it is read is drawn again (a
+  // listener added after the read missed its end, and the page showed it pending).
   const refresh = throttle(() => draw().catch(() => {}), 1000);
-  return onEvent((events) => {
+  const stop = onEvent((events) => {
     if (events.some((e) => e.payload && e.payload.job_id === id)) refresh();
   });
+  try {
+    await draw();
+  } catch (err) {
+    stop();
+    throw err;
+  }
+  return stop;
 }
 
 function view(job, logs, pick, redraw) {
