@@ -36,9 +36,11 @@ _rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 def planner_values(snapshot: Snapshot) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
     """The snapshot's rows as the planner takes them (workers serving no paused pool)."""
-    return (without_paused([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
-                            for w, name, pools, capacity, prefetch in snapshot.workers],
-                           frozenset(snapshot.paused)),
+    workers = [WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
+               for w, name, pools, capacity, prefetch in snapshot.workers]
+    if snapshot.paused:  # rare: the simulator, which pauses none, calls it never either
+        workers = without_paused(workers, frozenset(snapshot.paused))
+    return (workers,
             [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
              for holder, type_, worker, cost, locks, count in snapshot.active],
             TypeLimits.of(snapshot.limits))
