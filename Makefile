@@ -20,9 +20,17 @@ UI_PORT ?= 8080
 
 .PHONY: demo ui test lint bench clean
 
-$(VENV)/.installed: pyproject.toml
+# Two stamps in one venv: `.runtime` is taskyard and what it needs to run (make demo,
+# make ui); `.installed` adds the dev tools (make test, make lint). Either order works:
+# `make demo` then `make test` adds the tools to the demo's venv, and `make test` on a
+# fresh checkout creates the venv through `.runtime` first.
+$(VENV)/.runtime: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.runtime
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
@@ -49,21 +57,23 @@ $(RABBITMQ) $(REDIS):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server redis-server
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.runtime
 	$(PY) examples/demo/run_demo.py
 
 # The dashboard on the demo's database (run `make demo` first, or it runs it): prints the
 # URL and a token, then serves with 2 workers until Ctrl-C.
-ui: $(VENV)/.installed
+ui: $(VENV)/.runtime
 	$(PY) examples/demo/ui.py --port $(UI_PORT)
 
-test: $(VENV)/.installed $(CHROMIUM) $(RABBITMQ) $(REDIS)
+# CI (.ci/run) runs this: lint first, so that a ruff or mypy error fails the run.
+test: lint $(CHROMIUM) $(RABBITMQ) $(REDIS)
 	VENV=$(abspath $(VENV)) scripts/run-tests
 
 # taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: bench/results/latest.md and the plots.
 bench: $(BENCH_VENV)/.installed $(AIRFLOW_VENV)/.installed
 	BENCH_VENV=$(abspath $(BENCH_VENV)) AIRFLOW_VENV=$(abspath $(AIRFLOW_VENV)) scripts/bench
 
+# ruff and mypy (strict, src/taskyard): any finding fails `make lint`, so `make test`.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy

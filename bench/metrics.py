@@ -31,6 +31,15 @@ def _first(*keys: str) -> Getter:
     return get
 
 
+def _part(key: str | None, field: str) -> Getter:
+    """``row[key][field]`` (``key`` None: ``row[field]``): a counted run's figures."""
+    def get(row: dict[str, Any]) -> float | None:
+        part = row.get(key) if key else row
+        value = part.get(field) if isinstance(part, dict) else None
+        return float(value) if isinstance(value, int | float) else None
+    return get
+
+
 def _rss(*groups: str) -> Getter:
     def get(row: dict[str, Any]) -> float | None:
         found = [row.get("rss_mb", {}).get(g) for g in groups]
@@ -55,6 +64,31 @@ class Metric:
     # The peers' cell, where taskyard's differs (its scheduler in a worker): the peers'
     # figures of their own deployment, side by side.
     peer_cell: str | None = None
+    # The workload of the runs it is read from, where it differs from ``workload``
+    # (the report's section): the database work per job comes from the DB runs.
+    runs: str | None = None
+
+
+COUNTS = (("round_trips", "round trips"), ("statements", "statements"),
+          ("transactions", "transactions"))
+
+
+def db_metrics() -> list[Metric]:
+    """The database work per job (bench.dbwork): a section per workload shape."""
+    found = [Metric(f"db_w1_{key}_{field}", "DB-W1", "W1", f"{what}: {name}", "per job",
+                    "lower", _part(key, field), batch_only, limited=False, runs="DB")
+             for key, what, batch_only in (
+                 ("enqueue_call", "enqueue, one call per job", False),
+                 ("enqueue_batch", "enqueue, batch API", True),
+                 ("complete", "completion, 2 worker processes", False))
+             for field, name in COUNTS]
+    found += [Metric(f"db_w2_{field}", "DB-W2", "W2", f"one job at a time: {name}",
+                     "per job", "lower", _part(None, field), limited=False, runs="DB")
+              for field, name in COUNTS]
+    found.append(Metric("db_w2_path", "DB-W2", "W2", "round trips between the enqueue "
+                        "call and the handler's start", "per job", "lower",
+                        _part(None, "latency_round_trips"), limited=False, runs="DB"))
+    return found
 
 
 def metrics(profile: dict[str, Any]) -> list[Metric]:
@@ -79,15 +113,23 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
     if profile.get("http"):
         found += [
             Metric("http_submit", "HTTP", "api", "POST /api/v1/jobs, "
-                   f"{profile['http'][1]} client threads", "jobs/s", "higher",
+                   f"{profile['http'][1]} keep-alive connections", "jobs/s", "higher",
                    _get("submit_per_s"), limited=False),
-            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs answered 500", "count",
+            Metric("http_submit_p50", "HTTP", "api", "POST /api/v1/jobs under that load, p50",
+                   "ms", "lower", _get("submit_p50_ms"), limited=False),
+            Metric("http_submit_p99", "HTTP", "api", "POST /api/v1/jobs under that load, p99",
+                   "ms", "lower", _get("submit_p99_ms"), limited=False),
+            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs not answered 201", "count",
                    "lower", _get("submit_errors"), limited=False),
+            Metric("http_batch", "HTTP", "api", "POST /api/v1/jobs/batch, 1,000 jobs each",
+                   "jobs/s", "higher", _get("batch_per_s"), limited=False),
             Metric("http_p50", "HTTP", "api", "HTTP submit -> handler start, p50", "ms",
                    "lower", _get("p50_ms")),
             Metric("http_p99", "HTTP", "api", "HTTP submit -> handler start, p99", "ms",
                    "lower", _get("p99_ms")),
         ]
+    if profile.get("db"):
+        found += db_metrics()
     sizes = sorted(set(profile["w3_sizes"]) | set(profile["w3_once"]))
     found += [Metric(f"w3_{n}", "W3", str(n), f"cycle with {n:,} pending, 50 free slots",
                      "ms", "lower", _get("cycle_ms_median")) for n in sizes]

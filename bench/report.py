@@ -22,7 +22,7 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     systems = doc["systems"]
     table: list[dict[str, Any]] = []
     for m in metrics(doc["profile"]):
-        workload = m.workload
+        workload = m.runs or m.workload
         if workload == "W5":  # memory figures come from the workloads' own runs
             workload = "W1" if m.mid.startswith("w5_w1") else \
                 "W3" if m.mid.startswith("w5_w3") else "W4"
@@ -53,7 +53,7 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     return {"started": doc["started"], "profile": doc["profile"], "systems": systems,
             "machine": doc["machine"], "config": doc["config"], "wall_s": doc.get("wall_s"),
             "metrics": table, "ratios": ratios, "latency_samples_ms": latency,
-            "problems": problems,
+            "problems": problems, "rtt_ms": doc.get("rtt_ms"),
             "skipped": sum(r["result"].get("status") == "skipped" for r in runs)}
 
 
@@ -166,7 +166,10 @@ def markdown(summary: dict[str, Any]) -> str:
         + "ran out first (a run is skipped when it would not fit: the longest earlier run "
         "of its cell, or its limit before any). Each measurement runs on a fresh database "
         "(PostgreSQL) or file (SQLite), and its PostgreSQL databases are dropped when it "
-        "ends: no run leaves autovacuum work for the next.",
+        "ends: no run leaves autovacuum work for the next."
+        + (f" Every PostgreSQL connection went through a proxy on loopback adding "
+           f"{summary['rtt_ms']:g} ms of round trip (`--rtt`, `bench/wire.py`): a "
+           "database a network hop away." if summary.get("rtt_ms") else ""),
         "",
     ]
     limit = prof.get("w1_enqueue_limit")
@@ -199,11 +202,14 @@ def markdown(summary: dict[str, Any]) -> str:
          "also hold the submit call's own median (`submit_p50_ms`) and a `SELECT 1` round "
          "trip's on the same store at the same pace (`round_trip_p50_ms`)."),
         ("HTTP", "HTTP API (taskyard only: the peers have none)",
-         "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone, "
-         "client threads on keep-alive connections POSTing no-op jobs; latency = `taskyard "
-         "up --workers 1 --http` on an idle system, one job at a time, handler start - the "
-         "time just before the POST (the client polls the job every 2 ms). The client runs "
-         "on the same 2 cores as the server."),
+         "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone (its "
+         "default processes), keep-alive HTTP/1.1 connections of a light asyncio client "
+         "(bench/http_load.py, one request in flight each) POSTing no-op jobs, with the "
+         "requests' p50/p99; batch = 1,000 jobs a `POST /api/v1/jobs/batch`, 4 "
+         "connections; latency = `taskyard up --workers 1 --http` on an idle system, one "
+         "job at a time, handler start - the time just before the POST (the client polls "
+         "the job every 2 ms). The client runs on the same 2 cores as the server: the raw "
+         "rows give the CPU a request cost the server, the client and the database."),
         ("W3", "W3 backlog: scheduling cycle time",
          "taskyard: one `schedule()` cycle placing 50 jobs on 5 workers x 10 slots, the "
          "backlog inserted in bulk first. Peers have no scheduling cycle: their figure is "
@@ -237,6 +243,7 @@ def markdown(summary: dict[str, Any]) -> str:
          "coexisted). W1's raw rows list each process counted, what it runs and its "
          "peak (`processes`)."),
     ]
+    sections += _db_sections(prof)
     for workload, title, note in sections:
         rows = [m for m in summary["metrics"] if m["workload"] == workload]
         if not rows:
@@ -245,6 +252,8 @@ def markdown(summary: dict[str, Any]) -> str:
         # outside W4) gets no column there.
         shown = [s for s in systems if any(m["values"].get(s, {}).get("status", "absent")
                                            not in ("absent", "none") for m in rows)]
+        if not shown:  # e.g. the database work per job of a suite without PostgreSQL
+            continue
         lines += [f"## {title}", "", note, "", "| metric | " + " | ".join(shown) + " |",
                   "|---|" + "---:|" * len(shown)]
         for m in rows:
@@ -291,6 +300,49 @@ def markdown(summary: dict[str, Any]) -> str:
               "`bench/peers/` (peers). Raw figures: `bench/results/raw/` (not in git) and "
               "`latest.json`. Plots: `throughput.png`, `latency_cdf.png`, `backlog.png`.", ""]
     return "\n".join(lines)
+
+
+def _db_sections(prof: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The database work per job (bench.dbwork), when the profile counts it."""
+    if not prof.get("db"):
+        return []
+    jobs, calls, m, limit = prof["db"]
+    how = ("Counted, not timed, once per suite (first repetition) for each PostgreSQL "
+           "system with a W1 and a W2 (Airflow runs W4 only): every connection of a "
+           "counted run (`bench/dbwork.py`) goes through a proxy on loopback that reads "
+           "the PostgreSQL protocol (`bench/wire.py`). "
+           "Round trips = the times a client sends after the server has sent (one wait "
+           "for the server: a pipelined batch, or `BEGIN; ...; COMMIT` sent at once, is "
+           "one; a connection's goodbye none); statements = CommandComplete messages "
+           "(`BEGIN` and `COMMIT` included, as `pg_stat_statements` counts top-level "
+           "calls); transactions = commits and rollbacks as `pg_stat_database` counts "
+           "them (a new connection's start-up is one). Unlike timings, they hardly "
+           "depend on the machine's load (a system that sizes its batches by its pace, as "
+           "taskyard's workers do, varies a little between runs). A database at a "
+           "network distance adds one RTT (0.5-1 ms in a data centre) per round trip "
+           "that a client waits for: ")
+    profile_note = (" Each window's `pg_stat_statements` profile (its statements by calls, "
+                    "rows and mean time; `track = top` during the counted runs only) is in "
+                    "the raw JSON.")
+    return [
+        ("DB-W1", "Database work per job (machine-independent): W1",
+         how + "a system whose round trips run one after another completes at most "
+         "1 / (round trips per job x RTT) jobs/s per process (e.g. 8 round trips at "
+         "0.5 ms: 250 jobs/s). Windows: "
+         f"{calls:,} jobs enqueued one call per job; 1,000 jobs through the batch API; "
+         f"the completion of {jobs:,} jobs by 2 worker processes (the K=2 deployment, "
+         "tables vacuumed and analysed first as in W1), from the workers' start (their "
+         f"start-up included) until every job has ended or {limit:.0f} s after the first "
+         "job's start, divided by the jobs that ended in the window "
+         "(counted from the database outside the proxy)." + profile_note),
+        ("DB-W2", "Database work per job (machine-independent): W2",
+         how + "W2's latency a network hop away is about its p50 here plus the last row "
+         "times the RTT (and half an RTT more where a notification wakes the worker: a "
+         f"one-way message). Window: {m} jobs run one at a time as in W2 (after "
+         "warm-up jobs), every connection counted (the client's enqueue, the worker's, "
+         "the scheduler's, idle polls); the last row counts only the round trips that "
+         "began between an enqueue call and its handler's start." + profile_note),
+    ]
 
 
 def _load(value: Any) -> str:

@@ -2,8 +2,11 @@
 
 The suite starts one such process per measurement: a crash, a hang or a leak stays
 inside it, and the suite's timeout kills its whole session. The spec is JSON:
-``{"system": ..., "workload": "W1".."W4" | "HTTP", "params": {...}, "pg": URL|null,
-"redis": URL|null, "tmp": DIR}``. The row is printed as ``BENCH-RESULT {json}``.
+``{"system": ..., "workload": "W1".."W4" | "HTTP" | "DB", "params": {...}, "pg":
+URL|null, "redis": URL|null, "tmp": DIR, "rtt_ms": MS}`` (``rtt_ms``, optional: every
+PostgreSQL connection of the run through a proxy adding that round trip; a ``DB`` run,
+bench.dbwork, always goes through the proxy, which counts). The row is printed as
+``BENCH-RESULT {json}``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench import dbwork
 from bench.peers import make
 from bench.peers.common import CannotExpress, Ctx
 
@@ -21,10 +25,26 @@ MARK = "BENCH-RESULT "
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     ctx = Ctx(pg=spec.get("pg"), redis=spec.get("redis"), tmp=Path(spec["tmp"]))
+    workload = spec["workload"]
+    rtt = float(spec.get("rtt_ms") or 0)
+    proxy = dbwork.proxied(ctx, ctx.pg, rtt) if ctx.pg and (rtt or workload == "DB") \
+        else None
+    try:
+        row = _run(spec, ctx, workload)
+    finally:
+        if proxy:
+            proxy.close()
+    if rtt and ctx.pg and spec["system"].endswith("-pg"):
+        row["rtt_ms"] = rtt
+    return row
+
+
+def _run(spec: dict[str, Any], ctx: Ctx, workload: str) -> dict[str, Any]:
     system = make(spec["system"], ctx)
     p = spec["params"]
-    workload = spec["workload"]
     try:
+        if workload == "DB":
+            return dbwork.run(system, ctx, p)
         if workload == "W1":
             # taskyard only: the scheduler in a worker, the workers' slots
             extra = {k: p[k] for k in ("inproc", "capacity") if p.get(k)}

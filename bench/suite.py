@@ -10,6 +10,7 @@ matplotlib is installed, ``OUT/throughput.png``, ``OUT/latency_cdf.png``,
 
 Usage: python -m bench.suite [--profile full|smoke] [--pg ADMIN_URL] [--redis URL]
        [--systems a,b,...] [--reps N] [--budget SECONDS] [--out DIR] [--no-plots]
+       [--rtt MS]
 Systems that need a server that was not given (--pg, --redis) are left out.
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 
 from bench import budget as budget_of
 from bench import host
+from bench.dbwork import untrack
 from bench.peers import NEEDS, SYSTEMS
 from bench.peers.airflow_peer import installed as airflow_installed
 from bench.peers.common import drop_run_databases
@@ -47,6 +49,13 @@ scheduler in the first (``worker --scheduler``, as huey's consumer schedules) an
 scheduler process. Until run 47 two cells stood for it: the scheduler in a worker at
 the default capacity, and one slot each beside a scheduler process."""
 TASKYARD_ONLY = (LEAN,)
+DB_WARMUP = 5  # W2 jobs run before a counted W2 window opens
+
+
+def counted(system: str) -> bool:
+    """Whether the database work per job is counted for ``system`` (PostgreSQL, and a
+    W1/W2 to count: Airflow runs W4 only)."""
+    return system.endswith("-pg") and system != "airflow-pg"
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ class Profile:
     w4_timeout: dict[int, float]
     budget: float | None  # seconds for the whole suite; later runs are skipped
     systems: tuple[str, ...] = tuple(SYSTEMS)
-    # The HTTP API (taskyard only, bench.http): jobs POSTed, client threads, latency jobs.
+    # The HTTP API (taskyard only, bench.http): jobs POSTed, connections, latency jobs.
     http: tuple[int, int, int] | None = None
     # W4 graphs small enough for Airflow (its own venv, W4 only: these cells, first
     # repetition): (shape, jobs) and their time limit; every other system runs them in
@@ -80,6 +89,9 @@ class Profile:
     w4_chain_timeout: dict[int, float] = field(default_factory=dict)
     # taskyard's W1 with 2 workers once more, deployed as huey's `-w 2` (see LEAN).
     w1_lean: bool = False
+    # The database work per job (bench.dbwork), PostgreSQL systems, first repetition:
+    # (W1 jobs, of them enqueued one call per job, W2 jobs, W1 completion limit).
+    db: tuple[int, int, int, float] | None = None
 
 
 PROFILES = {
@@ -94,13 +106,15 @@ PROFILES = {
         # about two minutes; runs 43-47 still took 22-26 min (skipping up to 6 runs of the
         # last repetition), so from run 48 Airflow's graphs have 15 s (they ran 14-36
         # tasks in 20 s, 15-39 in 15 s) and taskyard's two extra W1 cells are one (see
-        # LEAN): runs 48-50 took 20.2-20.8 min, nothing skipped.
+        # LEAN): runs 48-50 took 20.2-20.8 min, nothing skipped. From run 51 the first
+        # repetition also counts each PostgreSQL system's database work per job (bench.
+        # dbwork, 8 runs of 6-30 s: about 1.5 min more).
         name="full", reps=3, w1_jobs=10_000, w1_runs=((1, False), (2, True)), w1_timeout=6,
         w1_enqueue_limit=2, w2_jobs=200, w2_warmup=10, w2_timeout=60,
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 3}, w4_chain_timeout={10_000: 3},
-        budget=26 * 60, http=(600, 8, 100), w1_lean=True,
+        budget=26 * 60, http=(6000, 16, 100), w1_lean=True, db=(10_000, 200, 50, 15),
         # Airflow's graphs: 15 s each (Airflow runs 1-2 tasks/s here, see airflow_peer).
         w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=15),
     "smoke": Profile(
@@ -108,7 +122,8 @@ PROFILES = {
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_lean=True),
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(200, 4, 3), w1_lean=True,
+        db=(40, 10, 4, 30)),
 }
 
 
@@ -156,6 +171,13 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
             t = p.w4_small_timeout
             found.append(("W4", f"{shape} {n}", {"shape": shape, "jobs": n, "timeout": t},
                           t + n / 5_000, t + 90 + n / 1_000))
+        if once and p.db:
+            jobs, calls, m, limit = p.db
+            found.append(("DB", "W1", {"part": "W1", "jobs": jobs, "calls": calls,
+                                       "workers": 2, "timeout": limit},
+                          limit + 10 + jobs / 2_000, limit + 120 + jobs / 100))
+            found.append(("DB", "W2", {"part": "W2", "jobs": m, "warmup": DB_WARMUP,
+                                       "timeout": 60.0}, 10 + m / 10, 180.0))
         for n in p.w3_once if once else p.w3_sizes:
             found.append(("W3", str(n), {"pending": n, "cycles": p.w3_cycles}, 10 + n / 20_000,
                           90 + n / 5_000))
@@ -178,6 +200,8 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
                 if (workload == "HTTP" or cell in TASKYARD_ONLY) and \
                         not system.startswith("taskyard-"):
                     continue  # the peers have no HTTP API, worker --scheduler, --capacity
+                if workload == "DB" and not counted(system):
+                    continue
                 if system == "airflow-pg" and (
                         rep > 1 or once or (workload, cell) not in small):
                     continue  # Airflow: the small graphs, once (each run takes minutes)
@@ -185,12 +209,14 @@ def plan(profile: Profile, systems: list[str], reps: int) -> list[Run]:
     return runs
 
 
-def execute(run: Run, servers: dict[str, str | None], tmp: Path) -> dict[str, Any]:
-    """One run in its own process (its own session: the timeout kills all of it)."""
+def execute(run: Run, servers: dict[str, str | None], tmp: Path,
+            rtt_ms: float | None = None) -> dict[str, Any]:
+    """One run in its own process (its own session: the timeout kills all of it);
+    ``rtt_ms``: its PostgreSQL connections through a proxy adding that round trip."""
     tmp.mkdir(parents=True)
     tmp.chmod(0o755)
     spec = {"system": run.system, "workload": run.workload, "params": run.params,
-            "tmp": str(tmp), **servers}
+            "tmp": str(tmp), "rtt_ms": rtt_ms, **servers}
     errlog = tmp / "stderr.log"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *[p for p in sys.path if p]]))
     started = time.monotonic()
@@ -221,6 +247,8 @@ def execute(run: Run, servers: dict[str, str | None], tmp: Path) -> dict[str, An
     shutil.rmtree(tmp, ignore_errors=True)
     if servers.get("pg"):  # nothing left for autovacuum to do during the next run
         drop_run_databases(str(servers["pg"]))
+        if run.workload == "DB":  # a killed run could not turn its statement tracking off
+            untrack(str(servers["pg"]))
     return row
 
 
@@ -260,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, help="seconds; later runs are skipped")
     parser.add_argument("--out", default=str(HERE / "bench" / "results"))
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--rtt", type=float, metavar="MS",
+                        help="every PostgreSQL connection through a proxy on loopback "
+                             "that adds MS of round trip (bench.wire)")
     args = parser.parse_args(argv)
 
     # SIGTERM (scripts/bench's trap) ends the suite like Ctrl-C: the current run is killed.
@@ -292,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     facts["servers"] = host.server_versions(servers)
     doc: dict[str, Any] = {
         "started": stamp, "profile": asdict(profile) | {"reps": reps, "budget": budget},
-        "systems": systems, "machine": facts, "runs": []}
+        "systems": systems, "machine": facts, "rtt_ms": args.rtt, "runs": []}
     found = adapters(systems, servers)
     doc["config"] = {name: {**a.config(), "batch_api": a.batch_api or "none"}
                      for name, a in found.items()}
@@ -310,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                 out_of_time = True  # every later run too: the results stay a plan prefix
                 run.result = {"status": "skipped", "error": f"suite budget of {budget:.0f}s"}
             else:
-                run.result = execute(run, servers, tmp_root / f"{i:04d}")
+                run.result = execute(run, servers, tmp_root / f"{i:04d}", args.rtt)
             print(f"[{time.monotonic() - began:7.1f}s] rep {run.rep} {run.workload} "
                   f"{run.cell:<14} {run.system:<16} {_brief(run.result)}", flush=True)
             doc["runs"].append(asdict(run))
@@ -339,8 +370,11 @@ def main(argv: list[str] | None = None) -> int:
 def _brief(row: dict[str, Any]) -> str:
     status = row.get("status", "?")
     keys = ("complete_per_s", "complete_per_s_partial", "p50_ms", "cycle_ms_median",
-            "end_to_end_s", "jobs_per_s_partial", "enqueue_per_s")
+            "end_to_end_s", "jobs_per_s_partial", "enqueue_per_s", "round_trips",
+            "latency_round_trips")
     shown = " ".join(f"{k}={row[k]}" for k in keys if k in row)
+    shown += "".join(f" {k}_round_trips={row[k]['round_trips']}" for k in ("complete",)
+                     if isinstance(row.get(k), dict) and "round_trips" in row[k])
     extra = row.get("error") or row.get("reason") or ""
     return f"{status:<8} {shown} {extra[:160]}".rstrip()
 

@@ -76,6 +76,17 @@ def _recreate_pg(url: str) -> None:
     admin.dispose()
 
 
+def settle(url: str) -> None:
+    """After W1's enqueue, untimed, on PostgreSQL: ``VACUUM (ANALYZE)``, the tables as
+    autovacuum leaves them within a minute of a burst (every system's W1 and W3 alike;
+    until run 50 none: procrastinate's fetch, a PL/pgSQL function whose cached generic
+    plan on a never-analysed table sorts every queued job, took 8.6 ms a job there)."""
+    if not url.startswith("sqlite"):
+        from bench.peers.common import settle_pg  # noqa: PLC0415
+
+        settle_pg(url)
+
+
 @contextmanager
 def daemons(url: str, workers: int, log: Path | None = None, *, inproc: bool = False,
             capacity: int | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
@@ -187,6 +198,7 @@ def w1(url: str, n: int, workers: int, *, batch: bool, timeout: float = 600.0,
         stamps = (Path(tmp) / "first", Path(tmp) / "last")
         rate, timed = enqueue(yard, n, stamps, batch=batch, limit_s=enqueue_limit)
         row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
+        settle(url)
         with rss.sampling() as sampler, daemons(url, workers, inproc=inproc,
                                                            capacity=capacity) as procs:
             if not inproc:

@@ -31,11 +31,14 @@ class CannotExpress(Exception):
 @dataclass
 class Ctx:
     """Where a run may put things: the throwaway PostgreSQL cluster's admin URL, the
-    redis-server's URL, and a scratch folder that the run owns."""
+    redis-server's URL, and a scratch folder that the run owns; ``wire``: the proxy
+    ``pg`` then points at (bench.wire), ``direct``: the cluster's own URL behind it."""
 
     pg: str | None
     redis: str | None
     tmp: Path
+    wire: Any = None
+    direct: str | None = None
 
 
 # URLs are taken apart with urllib, not SQLAlchemy's make_url: a peer's run never
@@ -235,6 +238,7 @@ class Peer:
         rate, timed = self._enqueue(n, (first_path, last_path), batch, enqueue_limit)
         if rate is not None:
             row.update(enqueue_per_s=round(rate, 1), enqueue_timed_jobs=timed)
+        self.settle()  # untimed: the queue's tables as autovacuum leaves them (W3 too)
         with processes(self.ctx, self.env()) as procs:
             self.start_workers(procs, workers, "W1")
             first = _wait_alive(procs, first_path, 120)

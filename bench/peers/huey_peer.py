@@ -23,6 +23,7 @@ CONSUMER = [sys.executable, "-m", "huey.bin.huey_consumer", "bench.peers.huey_ap
 
 class HueyPeer(Peer):
     batch_api = None  # huey.enqueue(group) loops over storage.enqueue: no batch insert
+    remaining_sql = "SELECT count(*) FROM huey_task"  # a dequeued job leaves the table
 
     def __init__(self, ctx: Ctx, storage: str) -> None:
         super().__init__(ctx)
@@ -33,7 +34,7 @@ class HueyPeer(Peer):
             self.target = str(ctx.tmp / "huey.db")
         elif storage == "pg":
             assert ctx.pg, "huey-pg needs the PostgreSQL cluster"
-            self.pg = run_db(ctx.pg, "huey")
+            self.pg = self.url = run_db(ctx.pg, "huey")
             self.target = libpq_dsn(self.pg)
         else:
             assert ctx.redis, "huey-redis needs redis-server"

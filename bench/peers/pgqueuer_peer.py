@@ -21,6 +21,7 @@ TAKE_BATCH = 10  # W3: the dequeue path hands out this many per call, as a worke
 class PgQueuerPeer(Peer):
     name = "pgqueuer-pg"
     batch_api = "Queries.enqueue of lists (one INSERT of many jobs)"
+    remaining_sql = "SELECT count(*) FROM pgqueuer"  # a finished job leaves the table
 
     def __init__(self, ctx: Ctx) -> None:
         super().__init__(ctx)

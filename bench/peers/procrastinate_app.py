@@ -14,8 +14,14 @@ import procrastinate
 
 from bench import handlers
 
+CONCURRENCY = int(os.environ.get("BENCH_PROCRASTINATE_CONCURRENCY", "10"))
+
+# The pool as procrastinate's docs size it for short jobs (discussions.md, "Mind the size
+# of your PostgreSQL pool"): as many connections as sub-workers, plus one (psycopg_pool's
+# default is 4); the LISTEN connection is apart.
 app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-    conninfo=os.environ.get("BENCH_PROCRASTINATE_DSN", "")))
+    conninfo=os.environ.get("BENCH_PROCRASTINATE_DSN", ""),
+    max_size=CONCURRENCY + 1))
 
 
 @app.task(name="noop")

@@ -17,12 +17,15 @@ from bench.peers.common import (
 )
 
 BATCH = 1000
+# Sub-workers per worker process (its default is 1: for async tasks its docs raise it,
+# howto/production/concurrency.md); procrastinate_app sizes the pool from the same value.
 CONCURRENCY = int(os.environ.get("BENCH_PROCRASTINATE_CONCURRENCY", "10"))
 
 
 class ProcrastinatePeer(Peer):
     name = "procrastinate-pg"
     batch_api = "Task.batch_defer (one INSERT of many jobs)"
+    remaining_sql = "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
 
     def __init__(self, ctx: Ctx) -> None:
         super().__init__(ctx)
@@ -124,8 +127,11 @@ class ProcrastinatePeer(Peer):
         return got
 
     def config(self) -> dict[str, str]:
-        return {"storage": "procrastinate's schema on the same PostgreSQL (psycopg 3 pool)",
+        return {"storage": "procrastinate's schema on the same PostgreSQL (`PsycopgConnector`, "
+                           f"pool `max_size={CONCURRENCY + 1}`: concurrency + 1, as its docs "
+                           "size it for short jobs)",
                 "workers": f"K x `procrastinate worker --concurrency {CONCURRENCY}` "
-                           "(LISTEN/NOTIFY on, the default); async tasks (no thread hop)",
+                           "(LISTEN/NOTIFY on and a 5 s fetch polling interval, the "
+                           "defaults); async tasks (no thread hop)",
                 "enqueue": f"`defer()` per job; batch: `batch_defer()` of {BATCH} jobs",
                 "graphs": "cannot express (no job dependencies)"}

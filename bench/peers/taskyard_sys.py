@@ -3,10 +3,12 @@ bench.backlog, bench.graphs), on SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Any
 
 from bench import backlog, graphs, throughput
-from bench.peers.common import Ctx, recreate_pg, remove_sqlite, run_db
+from bench.peers.common import Ctx, Procs, recreate_pg, remove_sqlite, run_db, settle_pg
 
 
 class TaskyardSystem:
@@ -52,7 +54,9 @@ class TaskyardSystem:
         return graphs.run(self.url, shape, n, capacity=None, timeout=timeout, record=str(out))
 
     def http(self, jobs: int, clients: int, count: int) -> dict[str, Any]:
-        """bench.http on this store: POST /api/v1/jobs throughput, then submit→start."""
+        """bench.http on this store: POST /api/v1/jobs throughput over ``clients``
+        keep-alive connections, batch throughput (1,000 jobs a request), then
+        submit→start."""
         from bench import http  # noqa: PLC0415 (httpx: the bench and dev extras only)
 
         self._fresh()
@@ -60,11 +64,70 @@ class TaskyardSystem:
         # A failed POST is counted, not fatal: the rate is of the jobs that went in.
         submit = http.submit_rate(self.url, jobs, clients, strict=False)
         self._fresh()
+        batch = http.batch_rate(self.url, max(jobs * 4, 2000))
+        self._fresh()
         lat = http.latency(self.url, count)
         row.update(submit_per_s=submit["jobs_per_second"], clients=clients,
                    submit_errors=submit["errors"], first_error=submit.get("first_error"),
+                   submit_p50_ms=submit["p50_ms"], submit_p99_ms=submit["p99_ms"],
+                   server_cpu_ms=submit["server_cpu_ms"], client_cpu_ms=submit["client_cpu_ms"],
+                   db_cpu_ms=submit.get("db_cpu_ms"), batch_per_s=batch["jobs_per_second"],
                    p50_ms=lat["p50_ms"], p99_ms=lat["p99_ms"], latency_jobs=count)
         return row
+
+    # --- what bench.dbwork drives, as it drives a peer ---------------------------------
+    remaining_sql = "SELECT count(*) FROM jobs WHERE state <> 'succeeded'"
+    _yard: Any = None
+    _last: Any = None
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def reset(self) -> None:
+        self._yard = throughput.fresh(self.url)
+
+    def enqueue_stamp(self, path: str) -> None:
+        self._last = self._yard.submit("stamp", {"path": path})
+
+    def enqueue_noops(self, count: int, *, batch: bool) -> None:
+        if batch:
+            for start in range(0, count, throughput.BATCH):
+                self._yard.submit_many("noop", [{}] * min(throughput.BATCH, count - start))
+        else:
+            for _ in range(count):
+                self._yard.submit("noop")
+
+    def fill(self, n: int) -> None:
+        self.enqueue_noops(n, batch=True)
+
+    def settle(self) -> None:
+        if self.backend == "pg":
+            settle_pg(self.url)
+
+    def start_workers(self, procs: Procs, k: int, workload: str) -> None:
+        """As bench.throughput.daemons: ``taskyard scheduler`` and K workers."""
+        base = [sys.executable, "-m", "taskyard", "--db", self.url]
+        procs.start("scheduler", [*base, "scheduler"])
+        for i in range(k):
+            procs.start("workers", [*base, "worker", "--name", f"bench-{i}"])
+
+    def after_start(self, observer: Any, deadline: float) -> None:
+        """W2: the last job's end recorded (as bench.throughput.w2 waits for it), seen
+        through the harness's own connection (``observer``, not counted)."""
+        from taskyard.core.states import TERMINAL  # noqa: PLC0415
+
+        ended = sorted(str(s) for s in TERMINAL)
+        while time.monotonic() < deadline:
+            if observer.execute("/* bench observer */ SELECT state = ANY(%s) FROM jobs "
+                                "WHERE id = %s", (ended, self._last)).fetchone()[0]:
+                return
+            time.sleep(0.001)
+        raise TimeoutError("the job's end was not recorded")
+
+    def close(self) -> None:
+        if self._yard is not None:
+            self._yard.close()
+            self._yard = None
 
     def config(self) -> dict[str, str]:
         return {"storage": "SQLite file (WAL), the default" if self.backend == "sqlite"

@@ -62,3 +62,24 @@ def test_the_budget_expects_a_run_to_last_as_long_as_its_cells_longest_earlier_r
     # A skipped run measured nothing: the limit stands until a run of the cell has.
     first.result, second.result = {"status": "skipped"}, {"status": "cannot"}
     assert budget.expected_seconds(third, runs) == third.soft
+
+
+def test_the_database_work_is_counted_once_for_each_postgresql_system() -> None:
+    """Counted runs (bench.dbwork): W1 and W2 of every PostgreSQL system with a W1 and a
+    W2 (not Airflow's, not SQLite's or redis'), in the first repetition only, and before
+    the second repetition starts (a budget that runs out cuts repetitions first)."""
+    runs = suite.plan(suite.PROFILES["full"], list(SYSTEMS), reps=3)
+    counted = [r for r in runs if r.workload == "DB"]
+    assert sorted((r.system, r.cell) for r in counted) == sorted(
+        (s, part) for s in ("taskyard-pg", "procrastinate-pg", "pgqueuer-pg", "huey-pg")
+        for part in ("W1", "W2"))
+    assert {r.rep for r in counted} == {1}
+    second = next(i for i, r in enumerate(runs) if r.rep == 2)
+    assert all(i < second for i, r in enumerate(runs) if r.workload == "DB")
+    w1 = next(r for r in counted if r.cell == "W1")
+    assert w1.params == {"part": "W1", "jobs": 10_000, "calls": 200, "workers": 2,
+                         "timeout": 15}
+    assert w1.hard > w1.soft > w1.params["timeout"]
+    # A profile without them plans none.
+    lean = suite.Profile(**{**suite.PROFILES["smoke"].__dict__, "db": None})
+    assert not [r for r in suite.plan(lean, ["taskyard-pg"], reps=1) if r.workload == "DB"]

@@ -60,3 +60,53 @@ def test_the_heading_says_how_many_runs_the_budget_skipped() -> None:
     assert "skipped" not in heading
     cut = report.markdown(report.summarize({**doc, "runs": [ran, skipped]})).splitlines()[2]
     assert "1 run skipped when the time budget ran out, their cells marked [n/m]" in cut
+
+
+def _counted(system: str, part: str, result: dict[str, Any]) -> dict[str, Any]:
+    return {"rep": 1, "system": system, "workload": "DB", "cell": part,
+            "result": {"status": "ok", "part": part, **result}}
+
+
+def _per_job(rt: float, st: float, tx: float) -> dict[str, float]:
+    return {"jobs": 100, "round_trips": rt, "statements": st, "transactions": tx}
+
+
+def test_the_database_work_per_job_has_a_table_per_workload() -> None:
+    """The counted runs' figures, per job, in a W1 table and a W2 table (PostgreSQL
+    systems only), each said how it is counted, and taskyard's ratio to each peer."""
+    profile = {**asdict(suite.PROFILES["smoke"]), "db": (10_000, 200, 50, 15)}
+    systems = ["taskyard-sqlite", "taskyard-pg", "procrastinate-pg", "huey-pg"]
+    doc = {"started": "20261125T000000Z", "profile": profile, "machine": MACHINE,
+           "systems": systems, "config": {"huey-pg": {"batch_api": "none"}},
+           "runs": [
+               _counted("taskyard-pg", "W1", {
+                   "enqueue_call": _per_job(1, 1, 1), "enqueue_batch": _per_job(0.01, 0.01,
+                                                                                  0.002),
+                   "complete": _per_job(0.2, 0.25, 0.05)}),
+               _counted("procrastinate-pg", "W1", {
+                   "enqueue_call": _per_job(4, 3, 1), "enqueue_batch": _per_job(0.004, 0.003,
+                                                                                  0.001),
+                   "complete": _per_job(8, 6, 2)}),
+               _counted("huey-pg", "W1", {"enqueue_call": _per_job(4, 4, 1),
+                                          "complete": _per_job(3, 3, 3)}),
+               _counted("taskyard-pg", "W2", {**_per_job(9.5, 13, 2),
+                                              "latency_round_trips": 1.2}),
+               _counted("huey-pg", "W2", {**_per_job(8, 8, 5), "latency_round_trips": 6})]}
+    summary = report.summarize(doc)
+    rows = {m["id"]: m["values"] for m in summary["metrics"]}
+    assert rows["db_w1_complete_round_trips"]["procrastinate-pg"]["median"] == 8
+    assert rows["db_w1_enqueue_batch_statements"]["huey-pg"]["status"] == "none"
+    assert rows["db_w2_path"]["huey-pg"]["median"] == 6
+    assert summary["ratios"]["db_w1_complete_round_trips"]["procrastinate-pg"] == 0.025
+    assert summary["ratios"]["db_w2_path"]["huey-pg"] == 0.2
+    text = report.markdown(summary)
+    w1 = text.split("## Database work per job (machine-independent): W1")[1].split("##")[0]
+    w2 = text.split("## Database work per job (machine-independent): W2")[1].split("##")[0]
+    assert "`bench/wire.py`" in w1 and "pg_stat_database" in w1 and "10,000 jobs" in w1
+    header = next(line for line in w1.splitlines() if line.startswith("| metric"))
+    assert header == "| metric | taskyard-pg | procrastinate-pg | huey-pg |"
+    assert "| completion, 2 worker processes: round trips (per job, ↓) | 0.2 | 8.00 | " \
+           "3.00 |" in w1
+    # A section has a column only for the systems with a figure in it.
+    assert "| round trips between the enqueue call and the handler's start (per job, ↓) " \
+           "| 1.20 | 6.00 |" in w2

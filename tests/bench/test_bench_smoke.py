@@ -24,10 +24,16 @@ REQUIRE_PG = os.environ.get("TASKYARD_REQUIRE_PG") == "1"
 
 # Figures every smoke run must produce for its system, all positive.
 EXPECTED = ["w1_enqueue_call", "w1_complete_1", "w2_p50", "w2_p99", "http_submit", "http_p50",
-            "http_p99", "w3_200", "w3_2000",
+            "http_p99", "http_batch", "http_submit_p50", "w3_200", "w3_2000",
             "w4_submit_fanout_20", "w4_e2e_fanout_20", "w4_p50_fanout_20",
             "w5_w3_2000", "w5_w4s_fanout_20", "w5_w4w_fanout_20",
             "w1_complete_2_lean", "w5_w1_lean"]
+# PostgreSQL only: the database work per job (bench.dbwork), counted on the wire.
+EXPECTED_PG = ["db_w1_enqueue_call_round_trips", "db_w1_enqueue_call_statements",
+               "db_w1_enqueue_call_transactions", "db_w1_enqueue_batch_round_trips",
+               "db_w1_complete_round_trips", "db_w1_complete_statements",
+               "db_w1_complete_transactions", "db_w2_round_trips", "db_w2_statements",
+               "db_w2_transactions", "db_w2_path"]
 
 
 def _drop(admin: str, database: str) -> bool:
@@ -41,6 +47,18 @@ def _drop(admin: str, database: str) -> bool:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
     engine.dispose()
     return existed
+
+
+def _setting(admin: str, name: str) -> str:
+    engine = create_engine(make_url(admin).set(drivername="postgresql+psycopg"))
+    with engine.connect() as conn:
+        value = str(conn.execute(text(f"SHOW {name}")).scalar())
+    engine.dispose()
+    return value
+
+
+def _preloaded(admin: str) -> bool:
+    return "pg_stat_statements" in _setting(admin, "shared_preload_libraries")
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "pg"])
@@ -84,9 +102,18 @@ def test_bench_smoke(backend: str, tmp_path: Path) -> None:
     w2 = [r["result"] for r in runs if r["workload"] == "W2"]
     assert w2 and all(r["submit_p50_ms"] > 0 and r["round_trip_p50_ms"] > 0 for r in w2)
 
+    # The counted runs: their windows' pg_stat_statements profiles when the cluster
+    # loads it (scripts/pg-cluster does), and its tracking off again afterwards.
+    counted = [r["result"] for r in runs if r["workload"] == "DB"]
+    assert len(counted) == (2 if backend == "pg" else 0)
+    if counted and PG_ADMIN and _preloaded(PG_ADMIN):
+        w1 = next(r for r in counted if r["part"] == "W1")
+        assert w1["complete"]["pg_stat_statements"]["statements"] > 0
+        assert _setting(PG_ADMIN, "pg_stat_statements.track") == "none"
+
     summary = json.loads((out / "latest.json").read_text())
     by_id = {m["id"]: m["values"][system] for m in summary["metrics"]}
-    for mid in EXPECTED:
+    for mid in EXPECTED + (EXPECTED_PG if backend == "pg" else []):
         cell = by_id[mid]
         assert cell["status"] == "ok", (mid, cell)
         assert cell["median"] > 0, (mid, cell)
@@ -96,6 +123,8 @@ def test_bench_smoke(backend: str, tmp_path: Path) -> None:
     for title in ("W1 throughput", "W2 latency", "W3 backlog", "W4 graphs", "W5 memory",
                   "Configurations"):
         assert f"## {title}" in table
+    assert ("## Database work per job (machine-independent): W1" in table) == (
+        backend == "pg")
     assert system in table
     pngs = {p.name for p in out.glob("*.png")}
     try:

@@ -4,6 +4,7 @@ an existing fleet, which knows nothing of taskyard."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -26,16 +27,35 @@ def fail(message: str) -> None:
 
 
 @app.task(name="tests.wait_for", bind=True)
-def wait_for(self: Any, path: str, timeout: float = 120.0) -> dict[str, Any]:
-    """Runs until ``path`` exists; says which task (so which attempt) it was."""
+def wait_for(self: Any, path: str, timeout: float = 120.0, pidfile: str | None = None,
+             stubborn: bool = False) -> dict[str, Any]:
+    """Runs until ``path`` exists; says which task (so which attempt) it was. Writes the
+    process id of its pool process to ``pidfile``; ``stubborn``: ignores SIGTERM (what
+    a revoke sends) meanwhile, and then marks its end in ``path.ended-<attempt>``."""
+    if pidfile is not None:
+        Path(pidfile).write_text(str(os.getpid()))
+    if not stubborn:
+        return _wait_for(self, path, timeout)
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        return _wait_for(self, path, timeout)
+    finally:  # the pool process serves other tests' tasks: revocable again
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        Path(f"{path}.ended-{_wait_for_attempt(self)}").touch()
+
+
+def _wait_for_attempt(task: Any) -> Any:
+    headers = task.request.headers or {}
+    return task.request.get("taskyard_attempt", headers.get("taskyard_attempt"))
+
+
+def _wait_for(self: Any, path: str, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while not Path(path).exists():
         if time.monotonic() > deadline:
             raise TimeoutError(path)
         time.sleep(0.05)
-    headers = self.request.headers or {}
-    return {"task_id": self.request.id,
-            "attempt": self.request.get("taskyard_attempt", headers.get("taskyard_attempt"))}
+    return {"task_id": self.request.id, "attempt": _wait_for_attempt(self)}
 
 
 @app.task(name="tests.now")

@@ -19,39 +19,37 @@ from taskyard.bridges.celery_pool import CeleryPool
 from taskyard.core.states import TERMINAL
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.store import MovableClock
-from taskyard.worker.executor import Executor
+from taskyard.worker.process_executor import ProcessExecutor
 
 LEASE = 30.0
 
 
 class Pools:
-    """Celery pools on the test's store, pumped by the test itself (no threads but
-    each pool's event receiver), so that each step happens when the test says."""
+    """Celery pools on the test's store, whose loop the test runs itself, one round at a
+    time (only the executor's threads run: sender, event receiver, settler), so that
+    each step happens when the test says."""
 
     def __init__(self, yard: Yard, worker: CeleryWorker) -> None:
         self.yard, self.worker = yard, worker
-        self.threads: list[tuple[CeleryPool, threading.Thread]] = []
+        self.pools: list[CeleryPool] = []
 
     def add(self, name: str) -> CeleryPool:
         pool = CeleryPool(self.yard.store, self.worker.app, name=name, pools=("celery",),
                           capacity=4, lease_seconds=LEASE)
-        pool.register()
-        thread = threading.Thread(target=pool.events.run, daemon=True)
-        thread.start()
+        self.pools.append(pool)
+        pool.daemon.register()
         assert pool.events.ready.wait(60)
-        self.threads.append((pool, thread))
         return pool
 
     def pump_until(self, pool: CeleryPool, what: str, done: object) -> None:
         def step() -> bool:
-            pool.pump()
+            pool.daemon.exchange()
             return bool(done())  # type: ignore[operator]
         wait_for(what, step, timeout=120)
 
     def close(self) -> None:
-        for pool, thread in self.threads:
-            pool.events.stop()
-            thread.join(10)
+        for pool in self.pools:
+            pool.executor.shutdown()
 
 
 @pytest.fixture
@@ -88,7 +86,7 @@ def test_jobs_run_as_celery_tasks_with_their_outcomes(pools: Pools) -> None:
     job = yard.get_job(local)  # not a Celery task: refused, in one clear line
     assert job.state == "error"
     assert "is not a Celery task" in (job.attempts[0].error or "")
-    assert pool.stats.sent == 2 and pool.stats.refused == 0
+    assert pool.executor.stats.sent == 2 and pool.daemon.stats["refused"] == 0
 
 
 def test_the_late_result_of_an_old_attempt_changes_nothing(pools: Pools,
@@ -111,10 +109,10 @@ def test_the_late_result_of_an_old_attempt_changes_nothing(pools: Pools,
                      lambda: yard.get_job(job_id).attempt == 2
                      and _state(yard, job_id) == "running")
     release.touch()  # both tasks end; attempt 1's result reaches the first pool
-    wait_for("attempt 1's end from the event bus", lambda: first.in_flight((job_id, 1))
-             and first._ended)
-    first.pump()
-    assert first.stats.refused == 1 and first.stats.completed == 0
+    wait_for("attempt 1's end from the event bus",
+             lambda: [o.attempt for o in first.daemon._ended] == [1])
+    first.daemon.exchange()
+    assert (first.daemon.stats["refused"], first.daemon.stats["completed"]) == (1, 0)
     assert _state(yard, job_id) == "running"  # attempt 1's success changed nothing
     pools.pump_until(second, "attempt 2 to end", lambda: _state(yard, job_id) in TERMINAL)
     job = yard.get_job(job_id)
@@ -132,9 +130,9 @@ def test_a_canceled_job_is_revoked_in_celery(pools: Pools, tmp_path: Path) -> No
     pool = pools.add("celery-a")
     job_id = yard.submit("hold", {"path": str(tmp_path / "never")})
     pools.pump_until(pool, "the job to run", lambda: _state(yard, job_id) == "running")
-    task = pool._flights[(job_id, 1)].task_id
+    task = pool.executor._flights[(job_id, 1)].task_id
     yard.cancel(job_id)
-    pools.pump_until(pool, "the revoke", lambda: pool.stats.revoked == 1)
+    pools.pump_until(pool, "the revoke", lambda: pool.executor.stats.revoked == 1)
     result = pools.worker.app.AsyncResult(task)
     wait_for("Celery to end the task", lambda: result.state == "REVOKED")
     assert _state(yard, job_id) == "canceled"
@@ -148,7 +146,7 @@ def test_a_worker_refuses_a_celery_job_in_one_line() -> None:
         outcomes.append(outcome)
         done.set()
 
-    executor = Executor(1, on_done=on_done, prewarm=False, guard=False)
+    executor = ProcessExecutor(1, on_done=on_done, prewarm=False, guard=False)
     try:
         executor.submit([ClaimedJob(7, 1, "add", "celery:tests.add", {"x": 1}, None)])
         assert done.wait(30)

@@ -63,11 +63,12 @@ class Server:
 def taskyard(db_url: str, *args: str) -> str:
     done = subprocess.run([sys.executable, "-m", "taskyard", "--db", db_url, *args],
                           check=True, capture_output=True, text=True, timeout=120,
-                          env=_env())
+                          env=child_env())
     return done.stdout
 
 
-def _env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """The environment of the taskyard processes the tests start."""
     return {**{k: v for k, v in os.environ.items() if k != "TASKYARD_DB"},
             "PYTHONPATH": str(ROOT)}
 
@@ -79,7 +80,7 @@ def start_server(db_url: str, workers: int = 2) -> Server:
     proc = subprocess.Popen(
         [sys.executable, "-m", "taskyard", "--db", db_url, "up", "--workers", str(workers),
          "--capacity", "4", "--http", str(port)],
-        env=_env(), text=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        env=child_env(), text=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE)
     server = Server(db_url, port, proc, token)
 
@@ -92,3 +93,29 @@ def start_server(db_url: str, workers: int = 2) -> Server:
 
     wait_for("the server", healthy)
     return server
+
+
+def shot(page: Any, name: str) -> None:
+    """A screenshot of the viewport in the artifacts (docs/images are copied from them)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+def sign_in(page: Any, server: Server) -> None:
+    """Sign in through the dialog (a wrong token first: its error is shown)."""
+    page.goto(server.url + "/")
+    page.wait_for_selector("#signin[open]")
+    page.fill("#token-input", "ty_wrong")
+    page.click("#signin-button")
+    page.wait_for_selector("#signin-error:has-text('unknown token')")
+    page.fill("#token-input", server.token)
+    page.click("#signin-button")
+    page.wait_for_selector("#signin:not([open])", state="attached")
+    page.wait_for_selector("#live.on")
+    assert page.inner_text("#who") == "browser · admin"
+
+
+def no_why_card(page: Any) -> bool:
+    """The job page shows no "Why is it not running?" card (the job runs or ended)."""
+    return (page.locator("#why").count() == 0
+            and page.locator("h2:text('Why is it not running?')").count() == 0)

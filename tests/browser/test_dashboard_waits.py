@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from browser_helpers import Server, taskyard
-from test_dashboard import shot, sign_in
+from browser_helpers import Server, shot, sign_in, taskyard
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 

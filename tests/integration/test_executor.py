@@ -8,7 +8,7 @@ import time
 import pytest
 
 from taskyard.model.records import ClaimedJob, Outcome
-from taskyard.worker.executor import Executor
+from taskyard.worker.process_executor import ProcessExecutor
 from taskyard.worker.processes import PythonChild
 
 
@@ -21,7 +21,7 @@ def test_queued_jobs_start_by_priority_then_age() -> None:
         if len(ended) == 5:
             done.set()
 
-    executor = Executor(1, on_done=on_done, prewarm=False, guard=False)
+    executor = ProcessExecutor(1, on_done=on_done, prewarm=False, guard=False)
     try:
         def job(job_id: int, priority: int, command: str = "true") -> ClaimedJob:
             return ClaimedJob(job_id, 1, "t", f"shell:{command}", {}, None, priority=priority)
@@ -54,7 +54,7 @@ class _Recorder:
     def __init__(self, capacity: int, expected: int) -> None:
         self.capacity = capacity
         self.expected = expected
-        self.executor: Executor | None = None
+        self.executor: ProcessExecutor | None = None
         self.started: list[tuple[int, int]] = []
         self.ended: list[Outcome] = []
         self.most_running = 0
@@ -71,7 +71,7 @@ class _Recorder:
 
 
 def _pipelined(monkeypatch: pytest.MonkeyPatch, capacity: int, expected: int
-               ) -> tuple[Executor, _Recorder, list[int]]:
+               ) -> tuple[ProcessExecutor, _Recorder, list[int]]:
     """An executor that pipelines whatever it can (a wide window), and the sizes of the
     messages its children receive."""
     sizes: list[int] = []
@@ -83,7 +83,7 @@ def _pipelined(monkeypatch: pytest.MonkeyPatch, capacity: int, expected: int
 
     monkeypatch.setattr(PythonChild, "send_pipeline", counting)
     recorder = _Recorder(capacity, expected)
-    executor = Executor(capacity, on_done=recorder.on_done, pipeline_window=60.0)
+    executor = ProcessExecutor(capacity, on_done=recorder.on_done, pipeline_window=60.0)
     recorder.executor = executor
     return executor, recorder, sizes
 
@@ -106,7 +106,7 @@ def test_short_python_jobs_run_in_pipelines(monkeypatch: pytest.MonkeyPatch) -> 
         executor.shutdown()
 
 
-def _warm_up(executor: Executor, recorder: _Recorder) -> float:
+def _warm_up(executor: ProcessExecutor, recorder: _Recorder) -> float:
     """Run job 0 so that the slot's child is up and the pace is known; returns a deadline
     (monotonic) for the rest of the test."""
     executor.submit([_python_job(0)])

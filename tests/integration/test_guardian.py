@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_self_fencing import _alive
+from tests.outage import alive
 
 from conftest import Cluster
 
@@ -34,11 +34,11 @@ def test_handlers_die_with_a_killed_worker(cluster: Cluster, tmp_path: Path) -> 
             assert time.monotonic() < deadline, "the jobs never started"
             time.sleep(0.05)
         pids = [int(p.read_text()) for p in (sh_pid, py_pid)]
-        assert all(_alive(pid) for pid in pids)
+        assert all(alive(pid) for pid in pids)
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
         deadline = time.monotonic() + 5
-        while any(_alive(pid) for pid in pids):
+        while any(alive(pid) for pid in pids):
             assert time.monotonic() < deadline, "a handler outlived its worker"
             time.sleep(0.02)
     finally:
@@ -122,7 +122,7 @@ def test_a_shell_handler_does_not_run_unwatched(tmp_path: Path) -> None:
     assert worker.returncode == -signal.SIGKILL
     shell = int(pidfile.read_text())
     deadline = time.monotonic() + 10
-    while _alive(shell):
+    while alive(shell):
         assert time.monotonic() < deadline, "the shell neither ran nor exited"
         time.sleep(0.02)
     assert not ran.exists()
@@ -170,7 +170,7 @@ def test_a_python_child_dies_with_its_worker(tmp_path: Path, point: str) -> None
     left = [int(pid) for pid in pids.read_text().split()]
     assert len(left) == (1 if point == "before-watch" else 2)
     deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in left):
+    while any(alive(pid) for pid in left):
         assert time.monotonic() < deadline, f"{left} outlived their worker"
         time.sleep(0.02)
     assert not ran.exists()

@@ -68,7 +68,7 @@ def test_binding_names_the_parameter_and_options_are_checked(api: Cluster) -> No
         add.submit(1, 2, c=3)
     with pytest.raises(InvalidInput, match=r"add.options: unknown options \['urgent'\]"):
         add.options(urgent=True)
-    with pytest.raises(InvalidInput, match="job 0: args are not JSON"):
+    with pytest.raises(InvalidInput, match=r"total\.submit: argument 'values' is not JSON"):
         handlers_api.total.submit({1, 2})  # type: ignore[attr-defined]  # not JSON
     for func, why in ((handlers_api.positional_only, "'a' is positional-only"),
                       (handlers_api.star_args, "'values' is \\*args")):

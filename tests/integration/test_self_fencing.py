@@ -4,63 +4,17 @@ lease runs out, so no job runs unowned; then the scheduler requeues the job."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-from tcp_proxy import TcpProxy
+from tests.outage import alive, outage
 
 from conftest import Cluster
-from taskyard.store.sqlite.locks import write_lock_path_for
 
 LEASE = 3.0
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-Outage = tuple[str, Callable[[], None], Callable[[], None]]
-
-
-@contextlib.contextmanager
-def _outage(url: str) -> Iterator[Outage]:
-    """(URL the worker uses, cut(), restore()) for this backend."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        path = write_lock_path_for(parsed.database)
-        assert path is not None
-        holder = open(path, "ab")  # noqa: SIM115
-
-        def cut() -> None:  # a writer that never commits: every write waits
-            fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
-
-        def restore() -> None:
-            fcntl.flock(holder.fileno(), fcntl.LOCK_UN)
-
-        try:
-            yield url, cut, restore
-        finally:
-            restore()
-            holder.close()
-        return
-    proxy = TcpProxy(parsed.host or "127.0.0.1", parsed.port or 5432)
-    try:
-        yield (parsed.set(port=proxy.port).render_as_string(hide_password=False), proxy.cut,
-               proxy.restore)
-    finally:
-        proxy.close()
 
 
 def _start_worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:
@@ -86,18 +40,18 @@ def test_a_worker_that_cannot_renew_its_lease_kills_its_children(
     pidfile = tmp_path / "child.pid"
     yard.add_task_type("long", f"shell:sleep 120 & echo $! > {pidfile}; wait")
     job_id = yard.submit("long")
-    with _outage(cluster.url) as (worker_url, cut, _restore):
+    with outage(cluster.url) as (worker_url, cut, _restore):
         worker = _start_worker(worker_url, "cut-off", tmp_path / "worker.log")
         try:
             cluster.add_scheduler(interval=0.2)
             child = _started_child(pidfile)
-            assert _alive(child)
+            assert alive(child)
             time.sleep(LEASE / 2)  # a few heartbeats went through
             cut()
             # The lease the worker last obtained, read past the outage.
             expires = next(w for w in yard.store.workers.list()
                            if w.name == "cut-off").lease_expires_at
-            while _alive(child):
+            while alive(child):
                 assert yard.store.now() < expires + 5, "the child outlived the lease"
                 time.sleep(0.02)
             killed_at = yard.store.now()
@@ -127,7 +81,7 @@ def test_a_short_outage_that_fences_a_worker_fails_no_job(
     pidfile = tmp_path / "child.pid"
     yard.add_task_type("long", f"shell:sleep 120 & echo $! > {pidfile}; wait")
     job_id = yard.submit("long")
-    with _outage(cluster.url) as (worker_url, cut, restore):
+    with outage(cluster.url) as (worker_url, cut, restore):
         worker = _start_worker(worker_url, "brief", tmp_path / "worker.log")
         try:
             cluster.add_scheduler(interval=0.2)
@@ -136,7 +90,7 @@ def test_a_short_outage_that_fences_a_worker_fails_no_job(
             cut()
             expires = next(w for w in yard.store.workers.list()
                            if w.name == "brief").lease_expires_at
-            while _alive(child):  # the worker fences itself and kills its child
+            while alive(child):  # the worker fences itself and kills its child
                 assert yard.store.now() < expires + 5, "the worker did not fence itself"
                 time.sleep(0.02)
             restore()  # back while the lease still holds

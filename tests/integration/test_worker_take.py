@@ -84,5 +84,5 @@ def test_a_stop_request_wakes_the_main_loop(daemon: WorkerDaemon) -> None:
     stop = threading.Event()
     stop.set()
     daemon._kick.clear()
-    daemon._watch_lease(stop)
+    daemon.lease.watch(stop)
     assert daemon._kick.is_set()

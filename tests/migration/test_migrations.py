@@ -64,7 +64,7 @@ def test_up_down_up(db_url: str) -> None:
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(engine)
     upgrade(engine)  # idempotent, like `taskyard init` run twice
-    assert current_revision(engine) == "0014"
+    assert current_revision(engine) == "0015"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT cycles FROM scheduler_state")).scalar_one() == 0
     engine.dispose()
@@ -121,7 +121,7 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
             "INSERT INTO jobs (type, state, pools, created_at, priority) "
             "VALUES ('old', 'pending', '[\"default\"]', 0, 7)"))
     upgrade(engine)
-    assert current_revision(engine) == "0014"
+    assert current_revision(engine) == "0015"
     with engine.connect() as conn:
         assert conn.execute(text(
             "SELECT max_worker_losses FROM task_types WHERE name = 'old'")).scalar_one() == 3
@@ -131,11 +131,11 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
     engine.dispose()
 
 
-def test_upgrading_a_0011_database_admits_waits_and_keeps_the_checks(db_url: str) -> None:
-    """0012 edits jobs' constraints in place (SQLite: its schema text): the rows stay,
+def test_upgrading_a_0012_database_admits_waits_and_keeps_the_checks(db_url: str) -> None:
+    """0013 edits jobs' constraints in place (SQLite: its schema text): the rows stay,
     a job without a type may be an approval awaiting, and the checks still refuse."""
     engine = _fresh_engine(db_url)
-    downgrade(engine, "0011")
+    downgrade(engine, "0012")
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO task_types (name, handler, created_at, updated_at) "
                           "VALUES ('old', 'shell:true', 0, 0)"))
@@ -153,10 +153,10 @@ def test_upgrading_a_0011_database_admits_waits_and_keeps_the_checks(db_url: str
                               f"VALUES {bad[:-1]}, '[]', 0)"))
     # Back down refuses while waits exist, then goes once they are gone.
     with pytest.raises(RuntimeError, match="1 approval, wait or sleep jobs exist"):
-        downgrade(engine, "0011")
+        downgrade(engine, "0012")
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM jobs WHERE kind <> 'task'"))
-    downgrade(engine, "0011")
+    downgrade(engine, "0012")
     with pytest.raises(IntegrityError), engine.begin() as conn:
         conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
                           "VALUES (NULL, 'pending', '[]', 0)"))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from taskyard.core.explain import Reason, from_decision
+from hypothesis import given
+from hypothesis import strategies as st
+
+from taskyard.core.explain import Reason, explain_candidate, from_decision
 from taskyard.core.locks import LockClaim
 from taskyard.core.placement import (
     ActiveJob,
@@ -13,6 +16,7 @@ from taskyard.core.placement import (
     SkipReason,
     WorkerSlot,
 )
+from taskyard.core.rate_limits import RateBook, RateLimit
 
 NAMES = {1: "alpha", 2: "beta"}
 
@@ -94,3 +98,78 @@ def test_a_reason_is_json_with_every_field() -> None:
         "code": "lock_held", "message": "m", "job_id": 3, "detail": "inv"}
     assert Reason("run_after", "later").to_json() == {
         "code": "run_after", "message": "later", "job_id": None, "detail": ""}
+
+
+# Every reason at once (issue 41: a job held by capacity *and* a lock showed only one).
+
+CLAIMS = st.lists(st.builds(LockClaim, st.sampled_from(["db", "inv"]), st.booleans()),
+                  max_size=2, unique_by=lambda c: c.key).map(tuple)
+JOBS = st.lists(st.tuples(st.integers(0, 2), st.sampled_from([("east",), ("west",),
+                                                               ("west", "east")]),
+                          st.integers(0, 3), CLAIMS, st.sampled_from(["build", "deploy"])),
+                min_size=1, max_size=12)
+WORKERS = st.lists(st.tuples(st.sampled_from([("east",), ("west",), ("east", "west")]),
+                             st.integers(0, 3)), max_size=3)
+
+
+@given(WORKERS, JOBS, st.sampled_from([{}, {"deploy": 1}, {"build": 0}]), st.data())
+def test_the_obstacles_agree_with_the_placement_decision(workers, rows, limits, data) -> None:
+    """Before each offer: no obstacle if and only if the job is placed, else the first
+    obstacle is the skip the placement function returns; the obstacles change nothing."""
+    slots = [WorkerSlot(n + 1, f"w{n}", pools, cap) for n, (pools, cap) in enumerate(workers)]
+    held = ActiveJob(100, "deploy", 1, 1, data.draw(CLAIMS)) if slots else None
+    planner = Planner.from_snapshot(slots, [held] if held else [], limits)
+    jobs = sorted((Candidate(n + 1, typ, prio, pools, cost, claims)
+                   for n, (prio, pools, cost, claims, typ) in enumerate(rows)),
+                  key=lambda c: (-c.priority, c.id))
+    for job in jobs:
+        found = planner.obstacles(job)
+        assert planner.obstacles(job) == found
+        decision = planner.offer(job)
+        if found:
+            assert decision == found[0]
+            assert len({(s.reason, s.detail) for s in found}) == len(found)
+        else:
+            assert isinstance(decision, Placement)
+
+
+def test_a_job_is_told_every_reason_that_holds_it() -> None:
+    # Alpha has 1 unit left and runs a build and a deploy holding db; job 3, ahead,
+    # waits (its type's queue is full) and wants inv; job 7 wants both and 2 units.
+    active = [ActiveJob(1, "deploy", 1, 1, (LockClaim("db"),)), ActiveJob(2, "build", 1, 1)]
+    planner = Planner.from_snapshot([WorkerSlot(1, "alpha", ("east",), 3)], active,
+                                    {"build": 1, "deploy": 1})
+    planner.offer(Candidate(3, "deploy", 0, ("east",), locks=(LockClaim("inv"),)))
+    job = Candidate(7, "build", 0, ("east",), 2, (LockClaim("db"), LockClaim("inv")))
+    reasons = explain_candidate(planner, job, ahead=1, worker_names=NAMES, queue_limit=1)
+    assert [(r.code, r.job_id, r.detail) for r in reasons] == [
+        ("lock_held", 1, "db"), ("lock_wanted_ahead", 3, "inv"), ("queue_full", None, "build"),
+        ("no_capacity", None, "east")]
+    assert reasons[-1].message.endswith("; 1 job(s) ahead in line")
+
+
+def test_a_free_job_is_placeable_and_one_past_the_scan_is_far_in_line() -> None:
+    planner = Planner.from_snapshot([WorkerSlot(1, "alpha", ("east",), 2)], [])
+    job = Candidate(7, "build", 0, ("east",))
+    far = explain_candidate(planner, job, ahead=10_000, worker_names=NAMES, reached=False)
+    assert [(r.code, r.message) for r in far] == [
+        ("far_in_line", "more than 10000 jobs are ahead of it in line")]
+    (placed,) = explain_candidate(planner, job, ahead=0, worker_names=NAMES)
+    assert placed.code == "placeable" and placed.detail == "alpha"
+    # Past the scan and without room: the capacity says it all.
+    full = Planner.from_snapshot([WorkerSlot(1, "alpha", ("east",), 1)],
+                                 [ActiveJob(1, "x", 1, 1)])
+    assert [r.message for r in explain_candidate(full, job, ahead=10_000, worker_names=NAMES,
+                                                 reached=False)] == [
+        "no worker in its pools (east) has room for it; at least 10000 job(s) ahead in line"]
+
+
+def test_a_spent_rate_limit_is_among_the_reasons() -> None:
+    rates = RateBook({"mail": RateLimit(1, 60.0)}, 100.0, lambda *_: [90.0])
+    planner = Planner.from_snapshot([], [], rates=rates)
+    job = Candidate(7, "mail", 0, ("east",))
+    assert [s.reason for s in planner.obstacles(job)] == [SkipReason.RATE_LIMITED,
+                                                           SkipReason.NO_WORKER]
+    free = Planner.from_snapshot([], [], rates=RateBook({"mail": RateLimit(1, 60.0)}, 100.0,
+                                                        lambda *_: []))
+    assert [s.reason for s in free.obstacles(job)] == [SkipReason.NO_WORKER]

@@ -16,6 +16,7 @@ its module and name, tests call it directly — and gives it ``submit``,
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
@@ -51,33 +52,50 @@ class Submitter(Generic[P]):
     def submit(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle:
         """Submit one job, its args bound to the function's parameters as a call would
         bind them; InvalidInput names a missing or unexpected one."""
-        (handle,) = self._enqueue([self.bind(args, kwargs)])
+        (handle,) = self._enqueue([self.bind(args, kwargs, f"{self._type}.submit")])
         return handle
 
     def submit_many(self, calls: Iterable[Mapping[str, Any] | tuple[Any, ...] | list[Any]],
                     ) -> list[JobHandle]:
         """Submit one job per call in one transaction (all or none): each call a mapping
         of keyword args or a sequence of positional args."""
-        return self._enqueue([self.bind((), dict(call)) if isinstance(call, Mapping)
-                              else self.bind(tuple(call), {}) for call in calls])
+        where = f"{self._type}.submit_many: call"
+        return self._enqueue([self.bind((), dict(call), f"{where} {n}")
+                              if isinstance(call, Mapping)
+                              else self.bind(tuple(call), {}, f"{where} {n}")
+                              for n, call in enumerate(calls)])
 
-    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The job's args: the call's arguments by parameter name."""
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+             where: str = "") -> dict[str, Any]:
+        """The job's args: the call's arguments by parameter name. InvalidInput names a
+        missing or unexpected argument, or one whose value is not JSON."""
+        where = where or f"{self._type}.submit"
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise InvalidInput(f"{self._type}.submit: {exc}") from None
+            raise InvalidInput(f"{where}: {exc}") from None
         out: dict[str, Any] = {}
         for name, value in bound.arguments.items():
             if self._signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
                 out.update(value)
             else:
                 out[name] = value
+        _check_json(out, where)
         return out
 
     def _enqueue(self, args_list: list[dict[str, Any]]) -> list[JobHandle]:
         ids = self._yard.enqueue(self._type, args_list, self._options)
         return [JobHandle(self._yard, job_id) for job_id in ids]
+
+
+def _check_json(args: dict[str, Any], where: str) -> None:
+    """InvalidInput naming the first argument whose value is not JSON (the store would
+    only say that the job's args are not)."""
+    for name, value in args.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"{where}: argument {name!r} is not JSON ({exc})") from None
 
 
 class TaskFunction(Protocol[P, R_co]):

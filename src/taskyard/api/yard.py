@@ -12,7 +12,7 @@ from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
 from taskyard.api.handler_import import verify_handler
 from taskyard.api.handles import JobHandle, wait_until
-from taskyard.api.submissions import SubmitOptions
+from taskyard.api.submissions import SubmitOptions, submit_batch
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
 from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import (
@@ -176,18 +176,24 @@ class Yard:
         (job_id,) = self.enqueue(type, [args or {}], options)
         return job_id
 
-    def submit_many(
-        self, type: str | Callable[..., Any], args_list: Sequence[dict[str, Any]], *,
-        priority: int = 0, pools: Sequence[str] | None = None, **options: Any,
-    ) -> list[int]:
-        """Submit one job per args mapping in one transaction (all or none); returns the
-        ids in order. The batch counterpart of :meth:`submit` (the same options)."""
-        chosen = SubmitOptions.of("submit_many", priority=priority, pools=pools, **options)
-        return self.enqueue(type, args_list, chosen)
+    def submit_many(self, type: str | Callable[..., Any] | Sequence[Mapping[str, Any]],
+                    args_list: Sequence[dict[str, Any]] | None = None, *, priority: int = 0,
+                    pools: Sequence[str] | None = None, **options: Any) -> list[int]:
+        """Jobs in one transaction, all or none: per args mapping, or jobs alone (submit_batch)."""
+        if args_list is None:
+            self._sync_declared()
+            return submit_batch(type, self.store, self._submit, (priority, pools, options))
+        return self.enqueue(type, args_list, SubmitOptions.of(  # type: ignore[arg-type]
+            "submit_many", priority=priority, pools=pools, **options))
 
     def enqueue(self, type: str | Callable[..., Any], args_list: Sequence[Any],
                 options: SubmitOptions) -> list[int]:
         """Submit one job of ``type`` per args mapping, with ``options``; their ids."""
+        if options.connection is not None and self.store.backend == "sqlite":
+            # Before the declared types are written: that write would wait for the
+            # caller's own SQLite transaction, for ever (and its workers with it).
+            raise InvalidInput("connection: transactional submit needs PostgreSQL; on "
+                               "SQLite, submit after your own transaction commits")
         subs = options.submissions(type_name_of(type, "submit"), args_list, self.store.now)
         self._sync_declared()
         if options.connection is not None:

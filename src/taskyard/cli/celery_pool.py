@@ -6,8 +6,8 @@ import logging
 
 import click
 
-from taskyard.cli.daemons import stop_on_signals
 from taskyard.cli.main import State
+from taskyard.cli.signals import stop_on_signals
 
 
 @click.command("celery-pool")

@@ -8,7 +8,6 @@ import socket
 import sys
 import threading
 import time
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,6 +16,7 @@ from taskyard.api.http import MAX_BODY as MAX_BODY_DEFAULT
 from taskyard.cli.inputs import COUNT, POSITIVE_COUNT
 from taskyard.cli.main import DURATION, DurationParam, State
 from taskyard.cli.publisher import AMQP, start_publisher
+from taskyard.cli.signals import stop_on_signals
 from taskyard.core.durations import parse_duration
 from taskyard.core.prefetch import DEFAULT_PREFETCH
 
@@ -33,18 +33,6 @@ log = logging.getLogger("taskyard.up")
 RETENTION = "30d"
 """Default retention of ``taskyard scheduler`` and ``up``: finished jobs and events are
 pruned 30 days after they ended (River and Oban prune by default too)."""
-
-
-def stop_on_signals() -> threading.Event:
-    """An event set by SIGTERM or SIGINT: how every daemon command stops."""
-    stop = threading.Event()
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop
 
 
 def _daemon_logging(ctx: click.Context) -> int:
@@ -141,8 +129,9 @@ def worker(ctx: click.Context, pools: tuple[str, ...], capacity: int | None, nam
     _daemon_logging(ctx)
     _preflight(ctx.obj)
     ctx.obj.close()  # the worker opens its own connections: hold none idle meanwhile
-    code = main_worker(ctx.obj.url, name=name, pools=pools or ("default",), capacity=capacity,
-                       lease_seconds=lease, prefetch=prefetch,
+    code = main_worker(ctx.obj.url, stop_on_signals(), name=name,
+                       pools=pools or ("default",), capacity=capacity, lease_seconds=lease,
+                       prefetch=prefetch,
                        placer=lambda cycle: run_cycle(cycle, holder="worker",
                                                       maintenance_every=0.25, record=False),
                        companions=[_scheduler_beside] if with_scheduler else [])

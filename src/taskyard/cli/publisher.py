@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from taskyard.cli.main import State
+from taskyard.cli.signals import stop_on_signals
 from taskyard.core.amqp import AmqpUrlError, parse_amqp_url
 
 log = logging.getLogger("taskyard.publisher")
@@ -55,7 +56,6 @@ def publisher(ctx: click.Context, amqp_url: str | None, name: str, batch: int) -
     """Publish every committed event to RabbitMQ topic exchanges (seed 004's layout),
     at least once, resuming after the last event the broker confirmed."""
     from taskyard.bridges.publisher import main_publisher  # noqa: PLC0415
-    from taskyard.cli.daemons import stop_on_signals  # noqa: PLC0415 - daemons imports us
 
     if amqp_url is None:
         raise click.UsageError("Missing option '--amqp' (or TASKYARD_AMQP_URL).")

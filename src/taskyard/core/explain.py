@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskyard.core.durations import iso
-from taskyard.core.placement import Placement, Skip, SkipReason
+from taskyard.core.placement import Candidate, Placement, Planner, Skip, SkipReason
 from taskyard.core.waits import Kind, awaits_text
 
 
@@ -27,8 +27,9 @@ class Reason:
 
 
 def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[int, str],
-                  queue_limit: int | None = None) -> Reason:
-    """Explain the placement function's decision for a pending job."""
+                  queue_limit: int | None = None, at_least: bool = False) -> Reason:
+    """Explain the placement function's decision for a pending job; ``at_least``: there
+    may be more than ``ahead`` jobs ahead of it (the count stopped)."""
     if isinstance(decision, Placement):
         name = worker_names.get(decision.worker_id, str(decision.worker_id))
         return Reason("placeable", f"can be placed on worker {name} at the next cycle",
@@ -48,7 +49,7 @@ def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[
     if r is SkipReason.NO_WORKER:
         return Reason("no_worker", f"no live worker serves its pools ({d})", detail=d)
     return Reason("no_capacity", f"no worker in its pools ({d}) has room for it; "
-                  f"{ahead} job(s) ahead in line", detail=d)
+                  f"{'at least ' if at_least else ''}{ahead} job(s) ahead in line", detail=d)
 
 
 def pool_paused(paused: Iterable[str], *, every: bool) -> Reason:
@@ -76,3 +77,21 @@ def awaiting(job_id: int, kind: str, signal: str | None, key: str | None, *,
         f"times out at {iso(deadline)} (in {max(0.0, deadline - now):.0f}s)"
     return Reason(f"awaiting_{kind}", f"awaits {awaits_text(kind, signal, key)} ({how}); "
                   f"{limit}", detail=signal or "")
+
+
+def explain_candidate(planner: Planner, job: Candidate, *, ahead: int,
+                      worker_names: dict[int, str], queue_limit: int | None = None,
+                      reached: bool = True) -> list[Reason]:
+    """Every reason the pending ``job`` is not placed by ``planner`` — replayed up to
+    it: ``ahead`` jobs of its pools come before it in line — or where it would go.
+    ``reached``: False when the replay stopped before ``job`` (its scan limit), so it
+    would not be offered this cycle even if nothing held it back."""
+    found = [from_decision(skip, ahead=ahead, worker_names=worker_names,
+                           queue_limit=queue_limit, at_least=not reached)
+             for skip in planner.obstacles(job)]
+    if not reached and not any(r.code in ("no_capacity", "no_worker") for r in found):
+        found.append(Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line"))
+    if not found:
+        found.append(from_decision(planner.offer(job), ahead=ahead, worker_names=worker_names,
+                                   queue_limit=queue_limit))
+    return found

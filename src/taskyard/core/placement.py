@@ -303,6 +303,36 @@ class Planner:
         reason = SkipReason.NO_CAPACITY if served else SkipReason.NO_WORKER
         return Skip(job.id, reason, ",".join(job.pools))
 
+    def obstacles(self, job: Candidate) -> list[Skip]:
+        """Every rule that keeps ``job`` from being placed now, where :meth:`offer` stops
+        at the first: per lock, its first holder and its first conflicting job ahead; a
+        full queue; a spent rate limit; no worker or no room. Empty when :meth:`offer`
+        would place it (the first one is what :meth:`offer` would say). Places nothing:
+        what ``explain`` shows."""
+        found: list[Skip] = []
+        for claim in job.locks:
+            holder = next((who for held, who in self._held.get(claim.key, ())
+                           if claim.conflicts(held)), None)
+            if holder is not None:
+                found.append(Skip(job.id, SkipReason.LOCK_HELD, claim.encode(), holder))
+        for claim in job.locks:
+            wanter = next((who for wanted, who in self._ahead.get(claim.key, ())
+                           if claim.conflicts(wanted)), None)
+            if wanter is not None:
+                found.append(Skip(job.id, SkipReason.LOCK_WANTED_AHEAD, claim.encode(), wanter))
+        limit = self.queue_limits.get(job.type)
+        if limit is not None and self._queued[job.type] >= limit:
+            found.append(Skip(job.id, SkipReason.QUEUE_FULL, job.type))
+        if self.rates is not None and self.rates.limited(job.type):
+            refused = self.rates.refusal(job.type, job.rate_key)
+            if refused is not None:
+                found.append(Skip(job.id, SkipReason.RATE_LIMITED, refused))
+        if all(self._affinity.choose(pool, job.cost) is None for pool in job.pools):
+            served = any(pool in self._by_pool for pool in job.pools)
+            found.append(Skip(job.id, SkipReason.NO_CAPACITY if served else SkipReason.NO_WORKER,
+                              ",".join(job.pools)))
+        return found
+
     def choose_worker(self, pool: str, cost: int) -> WorkerSlot | None:
         """Node affinity in ``pool``: largest idle first, else largest remaining >= cost;
         only then queue on the worker with the largest prefetch room >= cost (ties: the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from taskyard.core.durations import iso
-from taskyard.core.explain import Reason, awaiting, from_decision, pool_paused
+from taskyard.core.explain import Reason, awaiting, explain_candidate, pool_paused
 from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
@@ -39,7 +39,9 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         if job.run_after is not None and job.run_after > job.now:
             return [Reason("run_after", f"not due before {iso(job.run_after)} "
                            f"(in {job.run_after - job.now:.0f}s)")]
-        # Replay the cycle's placement, with its stopping rules, up to this job.
+        # Replay the cycle's placement, with its stopping rules, up to this job. Its own
+        # pools' lists are read even when they have no room (the cycle would not read
+        # them): to count the jobs ahead of it, and to reach it for its other reasons.
         cycle = CycleTx(tx)
         workers = cycle.workers()
         paused = [p for p in job.pools if p in cycle.paused_pools()]
@@ -53,23 +55,23 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         own = {(job.type, job.rate_key or "")}
         spent = (lambda: rates.spent - own) if rates is not None else frozenset
         names = {w.id: w.name for w in workers}
+        mine = set(job.pools)
+
+        def room(pools: tuple[str, ...]) -> bool:
+            return planner.has_room(pools) or not mine.isdisjoint(pools)
+
         ahead = 0
-        if not planner.exhausted():
-            for candidate in cycle.ordered_candidates(planner.has_room, EXPLAIN_PAGE,
-                                                      SCAN_LIMIT, spent):
-                decision = planner.offer(candidate)
-                if candidate.id == job_id:
-                    return [*held, from_decision(decision, ahead=ahead, worker_names=names,
-                                                 queue_limit=limits.queue.get(candidate.type))]
+        for candidate in cycle.ordered_candidates(room, EXPLAIN_PAGE, SCAN_LIMIT, spent):
+            if candidate.id == job_id:
+                return [*held, *explain_candidate(
+                    planner, candidate, ahead=ahead, worker_names=names,
+                    queue_limit=limits.queue.get(candidate.type))]
+            planner.offer(candidate)
+            if not mine.isdisjoint(candidate.pools):
                 ahead += 1
-                if planner.exhausted():
-                    break
-    pools = job.pools
-    if not any(pool in w.pools for w in workers for pool in pools):
-        return [*held, Reason("no_worker", f"no live worker serves its pools "
-                              f"({', '.join(pools)})", detail=",".join(pools))]
-    if not planner.has_room(pools) or planner.exhausted():
-        return [*held, Reason("no_capacity", f"no worker in its pools ({', '.join(pools)}) "
-                              f"has room for it; {ahead} job(s) ahead in line are placed "
-                              "first", detail=",".join(pools))]
-    return [*held, Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line")]
+        # Not reached: past the scan limit of its pools' lists.
+        assert job.candidate is not None
+        return [*held, *explain_candidate(planner, job.candidate, ahead=ahead,
+                                          worker_names=names,
+                                          queue_limit=limits.queue.get(job.type),
+                                          reached=False)]

@@ -31,7 +31,7 @@ from taskyard.sim.fields import (
 )
 
 if TYPE_CHECKING:
-    from taskyard.sim.scenario import TypeSpec
+    from taskyard.sim.specs import TypeSpec
 
 TIMINGS = ("poisson", "at", "every", "cron", "adaptive")
 _FIELDS = {"type", "graph", "name", "args", "priority", "pools", "burst", "start", "end",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from taskyard.core.cron import next_fire, parse_cron, resolve_zone
 from taskyard.core.lifecycle import adaptive_tick
@@ -22,11 +21,10 @@ from taskyard.core.recurrence import (
 )
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.sim.arrival_spec import Arrival
+from taskyard.sim.context import SimContext
+from taskyard.sim.dependents import Dependents
 from taskyard.sim.model import SimGraph, SimJob
 from taskyard.sim.recorded import RecordedJob
-
-if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
 
 
 @dataclass(slots=True)
@@ -43,8 +41,9 @@ class _Adaptive:
 class Arrivals:
     """Every arrival process of one simulation."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimContext, dependents: Dependents) -> None:
         self.sim = sim
+        self.dependents = dependents
         self._count: dict[int, int] = {}
         self._bounds: dict[int, float] = {}
         self._epoch = sim.scenario.start_epoch
@@ -96,13 +95,13 @@ class Arrivals:
         self._count[arrival.index] += 1
         rng = self._streams[arrival.index]
         if arrival.graph is not None:
-            sim.dependents.submit_graph(arrival.graph, arrival.name, rng)
+            self.dependents.submit_graph(arrival.graph, arrival.name, rng)
             return None
         spec = sim.scenario.types[arrival.type or ""]
         job = sim.new_job(spec, arrival.args.sample(rng), arrival.priority.sample(rng),
                           arrival.pools, rng=rng)
-        if spec.prerequisites or spec.name in sim.dependents.tracked:
-            sim.dependents.launch(job, rng)
+        if spec.prerequisites or spec.name in self.dependents.tracked:
+            self.dependents.launch(job, rng)
         else:
             sim.release(job)  # nothing to launch first, nothing to be reused
         return job
@@ -134,7 +133,7 @@ class Arrivals:
             self._replayed[recorded.id] = job
             jobs.append(job)
         for recorded, job in zip(batch, jobs, strict=True):
-            sim.dependents.attach(job, [(self._replayed[parent], condition)
+            self.dependents.attach(job, [(self._replayed[parent], condition)
                                         for parent, condition in recorded.requires
                                         if parent in self._replayed])
 

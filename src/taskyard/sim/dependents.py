@@ -3,8 +3,8 @@ end means for them (seed 003's readiness counters, decided by core.edges/lifecyc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from random import Random
-from typing import TYPE_CHECKING
 
 from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
 from taskyard.core.graph import GraphSpec
@@ -12,11 +12,10 @@ from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.prerequisites import PrerequisiteError, PriorRun, Reuse, decide, render_args
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.core.waits import Kind
+from taskyard.sim.context import SimContext
 from taskyard.sim.fields import ScenarioError
 from taskyard.sim.model import SimGraph, SimJob
-
-if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
+from taskyard.sim.waits import SimWaits
 
 _WAITING, _PENDING = JobState.WAITING, JobState.PENDING
 _FAILED_ITSELF = (JobState.FAILED, JobState.ERROR, JobState.CANCELED)
@@ -26,8 +25,14 @@ _RunKey = tuple[str, str]
 class Dependents:
     """Graphs and prerequisites of one simulation."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimContext, schedule_ended: Callable[[SimJob], None],
+                 waits: SimWaits) -> None:
+        """``schedule_ended``: told of each job of a schedule that ended (after its
+        dependents), for the schedule's next tick; ``waits``: the graphs' approvals,
+        waits and sleeps (they await instead of becoming pending)."""
         self.sim = sim
+        self.schedule_ended = schedule_ended
+        self.waits = waits
         self._graphs = 0
         prereq_types = {p.type for spec in sim.scenario.types.values()
                         for p in spec.prerequisites}
@@ -47,7 +52,7 @@ class Dependents:
         by_label: dict[str, SimJob] = {}
         for label, node in spec.tasks.items():
             if node.kind != Kind.TASK:  # an approval, a wait or a sleep: no worker
-                job = sim.waits.new(node, rng)
+                job = self.waits.new(node, rng)
             else:
                 job = sim.new_job(sim.scenario.types[node.type], node.args, node.priority,
                                   node.pools, extra_locks=node.locks, retries=node.reruns,
@@ -61,7 +66,7 @@ class Dependents:
                 by_label[label].requires(by_label[edge.label], edge.on)
         for job in graph.jobs:
             if job.unmet == 0:
-                sim.waits.ready(job)
+                self.waits.ready(job)
         sim.metrics.graph_submitted(graph)
         return graph
 
@@ -88,7 +93,7 @@ class Dependents:
             if new is _PENDING:
                 job.unmet = 0
         if job.unmet == 0:
-            self.sim.waits.ready(job)
+            self.waits.ready(job)
 
     # -- update on launch ----------------------------------------------------------------
 
@@ -153,7 +158,7 @@ class Dependents:
                     if job.state is JobState.SUCCEEDED:
                         self._success[key] = (job.id, sim.now)
                 if job.schedule is not None:
-                    sim.arrivals.ended(job)
+                    self.schedule_ended(job)
 
     def _propagate(self, batch: list[SimJob]) -> None:
         tallies: dict[SimJob, list[int]] = {}
@@ -175,7 +180,7 @@ class Dependents:
                                    failures_after=failures)
             child.unmet, child.dep_failures = unmet, failures
             if new is _PENDING:
-                self.sim.waits.ready(child)  # pending, or awaiting (core/waits.py)
+                self.waits.ready(child)  # pending, or awaiting (core/waits.py)
             elif new is not None:
                 self.sim.finish(child, new)
 

@@ -31,7 +31,8 @@ from taskyard.sim.metrics import Metrics
 from taskyard.sim.model import PendingStream, SimJob, SimWorker
 from taskyard.sim.periodic import Periodic
 from taskyard.sim.rates import KeyedStream, SimRates, render_key
-from taskyard.sim.scenario import Scenario, TypeSpec
+from taskyard.sim.scenario import Scenario
+from taskyard.sim.specs import TypeSpec
 from taskyard.sim.waits import SimWaits
 
 _PENDING, _DISPATCHED, _RUNNING = JobState.PENDING, JobState.DISPATCHED, JobState.RUNNING
@@ -78,12 +79,15 @@ class Simulation:
         self.planner = Planner.from_snapshot([], [], limits)
         rates = {name: spec.rate_limit for name, spec in scenario.types.items()
                  if spec.rate_limit is not None}
-        self.rates = SimRates(self, rates) if rates else None
+        self.rates = SimRates(self.planner, self.later, rates) if rates else None
         """The rate limits, if a type has one."""
-        self.dependents = Dependents(self)
+        # The helpers see the run through SimContext, and each other only as wired here
+        # (the lambda: self.arrivals is built below).
         self.waits = SimWaits(self)
+        self.dependents = Dependents(self, lambda job: self.arrivals.ended(job),  # noqa: PLW0108
+                                     self.waits)
         self.faults = Faults(self)
-        self.arrivals = Arrivals(self)
+        self.arrivals = Arrivals(self, self.dependents)
         self.periodic = Periodic(self)
 
     def stream(self, purpose: str) -> random.Random:
@@ -131,7 +135,9 @@ class Simulation:
                 self.dependents.resolve()
             if self.pending and not planner.exhausted():
                 self._place()
-        self.metrics.close(self)
+        self.metrics.awaiting = self.waits.report(self.now)
+        self.metrics.close(self.now, self.live.values(),
+                           None if self.rates is None else self.rates.stats)
         return self.metrics
 
     # -- jobs ---------------------------------------------------------------------------

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from taskyard.core.lifecycle import after_worker_loss, losses_after_suspend
 from taskyard.core.states import AttemptState, JobState
+from taskyard.sim.context import SimContext
 from taskyard.sim.model import SimJob, SimWorker
 
 if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
-    from taskyard.sim.scenario import WorkerGroup
+    from taskyard.sim.specs import WorkerGroup
 
 _RUNNING = JobState.RUNNING
 
@@ -26,7 +26,7 @@ _RUNNING = JobState.RUNNING
 class Faults:
     """The workers' lives in one simulation."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimContext) -> None:
         self.sim = sim
         self.suspended: list[SimJob] = []
         """Jobs whose worker was expelled at this instant: requeued before placement."""

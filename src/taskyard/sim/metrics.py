@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from taskyard.core.states import JobState
 
 if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
     from taskyard.sim.model import SimGraph, SimJob, SimWorker
     from taskyard.sim.rates import RateKey, RateStats
     from taskyard.sim.scenario import Scenario
@@ -112,20 +112,21 @@ class Metrics:
         """Keep every other sample (the run is longer than the interval assumed)."""
         self.samples = self.samples[::2]
 
-    def close(self, sim: Simulation) -> None:
-        """The run ended at ``sim.now``: close the books."""
-        self.end = sim.now
-        self.awaiting = sim.waits.report(sim.now)
-        if sim.rates is not None:
-            self.rates = sim.rates.stats
+    def close(self, now: float, live: Iterable[SimJob],
+              rates: dict[RateKey, RateStats] | None) -> None:
+        """The run ended at ``now`` with the jobs ``live`` unfinished: close the books.
+        ``rates``: what the rate limits held back, if a type has one."""
+        self.end = now
+        if rates is not None:
+            self.rates = rates
         for worker in self.workers:
             if worker.alive:
-                worker.account(sim.now)
-        for job in sim.live.values():
+                worker.account(now)
+        for job in live:
             self.unfinished[job.state.value] += 1
             if (job.started is None and job.ready is not None
                     and job.state is JobState.PENDING
                     and job.base_priority == self.lowest_priority):
-                self.starving.append((sim.now - job.ready, job.id, job.type.name))
+                self.starving.append((now - job.ready, job.id, job.type.name))
         self.starving.sort(reverse=True)
         del self.starving[10:]

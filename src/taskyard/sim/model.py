@@ -16,7 +16,7 @@ from taskyard.core.states import AttemptState, JobState
 if TYPE_CHECKING:
     from taskyard.core.locks import LockClaim
     from taskyard.core.retry import RetryPolicy
-    from taskyard.sim.scenario import TypeSpec, WorkerGroup
+    from taskyard.sim.specs import TypeSpec, WorkerGroup
 
 PENDING = JobState.PENDING
 _Entry = tuple[int, int, "SimJob"]

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import TYPE_CHECKING
 
 from taskyard.core.recurrence import effective_priority
 from taskyard.core.states import JobState
+from taskyard.sim.context import SimContext
 from taskyard.sim.model import SimJob
-
-if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
 
 AGING_BATCH = 1000
 """Oldest pending jobs one aging step looks at (as ``store.age_pending``'s limit)."""
@@ -24,7 +21,7 @@ SAMPLES = 500
 class Periodic:
     """Aging and sampling of one simulation."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimContext) -> None:
         self.sim = sim
         scenario = sim.scenario
         self.aging = scenario.scheduler.aging

@@ -24,15 +24,14 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from taskyard.core.placement import Candidate
+from taskyard.core.placement import Candidate, Planner
 from taskyard.core.rate_limits import RateBook, RateLimit, RateLimitError, render_rate_key
 from taskyard.sim.fields import ScenarioError
 from taskyard.sim.model import PendingStream
 
 if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
     from taskyard.sim.model import SimJob
-    from taskyard.sim.scenario import TypeSpec
+    from taskyard.sim.specs import TypeSpec
 
 RateKey = tuple[str, str]
 """(type, rate key): one budget (``""``: the type's only key)."""
@@ -71,8 +70,11 @@ class RateStats:
 class SimRates:
     """The rate limits of one run: the starts of each key, and each cycle's RateBook."""
 
-    def __init__(self, sim: Simulation, limits: Mapping[str, RateLimit]) -> None:
-        self.sim = sim
+    def __init__(self, planner: Planner, later: Callable[[float, Callable[[None], None]], None],
+                 limits: Mapping[str, RateLimit]) -> None:
+        """``later(when, handler)``: the run's event queue (a cycle then)."""
+        self.planner = planner
+        self.later = later
         self.limits = dict(limits)
         self.book = RateBook(self.limits, 0.0, self._recent)
         self.stats: dict[RateKey, RateStats] = {}
@@ -88,7 +90,7 @@ class SimRates:
         """A cycle starts at ``now``: its RateBook, given to the Planner; returns the
         ``wanted`` filter of :func:`merged`, the store's."""
         book = self.book = RateBook(self.limits, now, self._recent)
-        self.sim.planner.rates = book
+        self.planner.rates = book
         return lambda job: (job.type, job.rate_key or "") not in book.spent
 
     def spent(self) -> Collection[RateKey]:
@@ -118,7 +120,7 @@ class SimRates:
             soonest = max(soonest, math.nextafter(now, math.inf))
             if self._wake is None or self._wake <= now or soonest < self._wake:
                 self._wake = soonest
-                self.sim.later(soonest, _wake_up)
+                self.later(soonest, _wake_up)
 
     def first_start(self, job: SimJob, now: float) -> None:
         """``job`` of a limited type starts for the first time: if a cycle held its key

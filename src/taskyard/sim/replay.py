@@ -22,7 +22,8 @@ from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import AttemptState
 from taskyard.sim.distributions import DurationSpec
 from taskyard.sim.recorded import RecordedJob
-from taskyard.sim.scenario import Scenario, SchedulerSpec, TypeSpec, WorkerGroup
+from taskyard.sim.scenario import Scenario
+from taskyard.sim.specs import SchedulerSpec, TypeSpec, WorkerGroup
 from taskyard.store.reads.history import HistoricJob, History
 
 _OUTCOMES = {s.value: s for s in (AttemptState.SUCCEEDED, AttemptState.FAILED,

@@ -14,11 +14,11 @@ from taskyard.core.graph import TaskNode
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import JobState
 from taskyard.core.waits import Kind, on_timeout
-from taskyard.sim.scenario import TypeSpec
+from taskyard.sim.specs import TypeSpec
 from taskyard.sim.wait_spec import behaviour_of
 
 if TYPE_CHECKING:
-    from taskyard.sim.engine import Simulation
+    from taskyard.sim.context import SimContext
     from taskyard.sim.model import SimJob
 
 WAIT_TYPES = {kind: TypeSpec(f"({kind})", pools=(), cost=0, retry=RetryPolicy())
@@ -30,7 +30,7 @@ names, in brackets, are no task type's: reports list them apart)."""
 class SimWaits:
     """The awaiting jobs of one simulation, and how long they awaited."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimContext) -> None:
         self.sim = sim
         self.rng = sim.stream("waits")
         self._nodes: dict[int, TaskNode] = {}

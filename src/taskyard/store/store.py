@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import ColumnElement, Engine, literal_column
 
 from taskyard.core.limits import LimitError, Limits, limits_from_env
-from taskyard.model.errors import InvalidInput
+from taskyard.model.errors import InvalidInput, SchemaMissing, StoreError
 from taskyard.model.records import ClaimedJob, JobSubmission
 from taskyard.store.clock import MovableClock
+from taskyard.store.diagnosis import schema_missing
 from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
-from taskyard.store.driver.params import CycleStart
+from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.unit import Tx
@@ -67,7 +68,6 @@ class Store:
         self.now_sql = self.driver.now_sql(clock)
         self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
         self.engine = engine or self.driver.make_engine(normalize_url(url), clock)
-        self._statements: dict[str, Any] = {}
         self._pools: dict[str, ListenerPool] = {}
         self._pools_lock = threading.Lock()
         try:
@@ -75,23 +75,21 @@ class Store:
         except LimitError as exc:
             raise InvalidInput(str(exc)) from None
 
-    def statement(self, key: str, build: Callable[[], Any]) -> Any:
-        """A statement built once per store and reused: building SQLAlchemy statements
-        costs ~5x executing them, which dominates the hot path (claim, complete, cycle).
-        Statements embed this store's clock expression, hence per store, not global."""
-        stmt = self._statements.get(key)
-        if stmt is None:
-            stmt = self._statements[key] = build()
-        return stmt
-
     # -- units of work -------------------------------------------------------------------
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
-        with self.driver.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
-            tx.finish(commit=True)
+        try:
+            with self.driver.write(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+                tx.finish(commit=True)
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
 
     @contextlib.contextmanager
     def submit(self, subs: Sequence[JobSubmission], *,
@@ -105,20 +103,30 @@ class Store:
         registers). Without ``placing``, the scheduler is woken to place them.
 
         On PostgreSQL a lone job's insert may place it itself, as that cycle would from
-        the same state (then there is no cycle to run), or be its own transaction, in
-        autocommit, when no worker is live (postgresql/jobs.py)."""
+        the same state (then there is no cycle to run), and may be the unit's whole
+        transaction: then the cycle, if one is needed, runs in a unit of its own
+        (postgresql/jobs.py)."""
         with self.write() as tx:
             if not placing:
                 yield Submitted(tx.jobs.submit(subs), None)
                 return
             added = tx.jobs.add(subs, placing=True)
-            if not added.live_worker:  # no worker to take them, or placed already
-                yield Submitted(added.ids, None)
+            if not added.committed:
+                if not added.live_worker:  # no worker to take them, or placed already
+                    yield Submitted(added.ids, None)
+                    return
+                with tx.cycle(added.cycle) as cycle:
+                    if cycle is None:
+                        tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+                    yield Submitted(added.ids, cycle)
                 return
-            with tx.cycle(added.cycle) as cycle:
-                if cycle is None:
-                    tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+        # The insert committed the unit itself (a PostgreSQL shortcut): the cycle it leaves
+        # to its caller, when the lock was ours, runs in a unit of its own.
+        if added.live_worker and added.cycle is not None and added.cycle.held:
+            with self.cycle() as cycle:
                 yield Submitted(added.ids, cycle)
+            return
+        yield Submitted(added.ids, None)
 
     @contextlib.contextmanager
     def joined(self, connection: Any) -> Iterator[Tx]:
@@ -137,14 +145,33 @@ class Store:
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction (one snapshot for its statements)."""
-        with self.driver.read(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
+        try:
+            with self.driver.read(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
 
     @contextlib.contextmanager
     def read_each(self) -> Iterator[Tx]:
         """Reads that need no snapshot shared between them (a worker's wake-up path)."""
-        with self.driver.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
+        try:
+            with self.driver.read_each(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
+
+    def _schema_missing(self, exc: Exception) -> SchemaMissing | None:
+        """:class:`SchemaMissing` when ``exc`` failed for want of the schema (a user who
+        never ran ``init`` gets that, not "no such table"), else None."""
+        return None if isinstance(exc, StoreError) else schema_missing(exc, self.url)
 
     def transaction(self, kind: str) -> contextlib.AbstractContextManager[Tx]:
         """:meth:`write`, :meth:`read` or :meth:`read_each` by name."""

@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import CycleStart, EndUnit
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import EndUnit
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store
@@ -57,8 +58,6 @@ class Tx:
         """The transaction is a caller's own (see :meth:`Store.joined`): this unit of work
         never begins, commits or ends it."""
         self.driver = store.driver
-        self.now = store.now_expr
-        """The database clock, as an SQL expression."""
         self._raw: Cursor | None = None
         self._steps: list[Callable[[], None]] = []
         self._channels: dict[str, None] = {}
@@ -70,10 +69,6 @@ class Tx:
             self._raw = Cursor(self.conn, self.driver, self.store.now_sql,
                                keep=self.driver.keeps_cursors and not self.joined)
         return self._raw
-
-    def statement(self, key: str, build: Callable[[], Any]) -> Any:
-        """A statement built once per store (see :meth:`Store.statement`)."""
-        return self.store.statement(key, build)
 
     def notify(self, *channels: str) -> None:
         """Wake the listeners of ``channels`` once this transaction commits."""

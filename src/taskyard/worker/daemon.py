@@ -1,13 +1,12 @@
-"""The worker daemon: lease, placed jobs, execution, batched reports, clean stop.
+"""The worker's loop: lease, placed jobs, batched reports, clean stop — whatever runs
+the jobs (an :class:`~taskyard.worker.executors.Executor`: handlers in child processes
+for ``taskyard worker``, Celery tasks for ``taskyard celery-pool``).
 
-Threads: the pump (the main loop: it records what the executor started and
-finished since its last report, runs the scheduling cycle and picks up the jobs
-placed on this worker — all in one transaction, whatever the batch size: group
-commit), a listener (wakes the pump when jobs are dispatched here or one of ours
-is canceled), a heartbeat (renews the lease; stops attempts the store says are
-canceled or fenced), and a lease watchdog (self-fencing: when the lease has not
-been renewed for two thirds of its length — database unreachable or hanging — it
-kills every child, so that no job runs unowned once the lease expires).
+Threads: the loop (it records what the executor started and finished since its last
+report, runs the scheduling cycle and picks up the jobs placed on this worker — all in
+one transaction, whatever the batch size: group commit), a listener (wakes the loop
+when jobs are dispatched here or one of ours is canceled), and the lease's heartbeat
+and watchdog (:mod:`taskyard.worker.lease`: renewal, attempts to stop, self-fencing).
 """
 
 from __future__ import annotations
@@ -26,7 +25,9 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
 from taskyard.store import Store
 from taskyard.worker.deliveries import Deliveries, Key
-from taskyard.worker.executor import Executor
+from taskyard.worker.executors import ABANDONED, Executor, ExecutorFactory, Hooks
+from taskyard.worker.lease import Lease
+from taskyard.worker.process_executor import ProcessExecutor
 from taskyard.worker.reports import Placer, report_batch
 
 log = logging.getLogger("taskyard.worker")
@@ -44,26 +45,23 @@ LISTEN_SLICE = 0.1
 a worker told to stop leaves within about this long."""
 
 
-ABANDONED = "abandoned"
-"""Stop state of the attempts a fenced worker kills. Their outcomes are not reported:
-the worker gave its lease up, so they end as a lost worker's do (lease expiry, then the
-scheduler requeues them). Reported as errors, they would be accepted if the database
-came back before the lease ran out, failing jobs for a hiccup of the database."""
-
-
 class WorkerDaemon:
+    """One worker: registers, serves its pools with its executor, leaves cleanly."""
+
     def __init__(
         self, store: Store, *, name: str | None = None, pools: Sequence[str] = ("default",),
         capacity: int | None = None, lease_seconds: float = 15.0,
         heartbeat_every: float | None = None, kill_grace: float = 5.0,
         placer: Placer | None = None, prefetch: int = DEFAULT_PREFETCH,
+        executor: ExecutorFactory | None = None,
     ) -> None:
         """``placer`` runs the scheduling cycle inside each batch that reports
         completions (the CLI passes it), so freed capacity is refilled at once (seed
         000 runs schedule() on job completion), and once after the worker registers,
         so that work submitted before it came is placed without a scheduler.
         ``prefetch``: the widest window of jobs queued here beyond ``capacity`` (see
-        :mod:`taskyard.core.prefetch`)."""
+        :mod:`taskyard.core.prefetch`). ``executor`` builds what runs the jobs
+        (default: handlers in child processes, :class:`ProcessExecutor`)."""
         self.store = store
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.pools = tuple(pools)
@@ -73,8 +71,6 @@ class WorkerDaemon:
         self.placer = placer
         self.prefetch = prefetch
         self._kick = threading.Event()
-        self._leaving = threading.Event()
-        """Set once the worker has left: the heartbeat keeps the lease until then."""
         self._woken = threading.Event()
         self._place_first = False
         """A cycle is due once registered: work may be waiting for the room we bring."""
@@ -86,23 +82,29 @@ class WorkerDaemon:
         self._hold_until: float | None = None
         self._pace = PaceTracker()
         self._window = 0
-        self.executor = Executor(self.capacity, on_done=self._on_done, on_start=self._kick.set,
-                                 on_stage=self._report_stage, kill_grace=kill_grace,
-                                 env={"TASKYARD_WORKER": self.name})
+        hooks = Hooks(on_done=self._on_done, on_start=self._kick.set,
+                      on_stage=self._report_stage)
+        self.executor: Executor = (
+            executor(hooks) if executor is not None else ProcessExecutor(
+                self.capacity, on_done=hooks.on_done, on_start=hooks.on_start,
+                on_stage=hooks.on_stage, kill_grace=kill_grace, worker_name=self.name))
+        self.executor.worker_name = self.name
+        self.lease = Lease(store, self.executor, name=self.name, seconds=lease_seconds,
+                           heartbeat_every=self.heartbeat_every, wake=self._kick.set)
         self.worker_id: int | None = None
-        self._fenced = threading.Event()
-        # Monotonic time until which our lease surely holds: the lease runs from the
-        # database's clock at renewal, which is after we sent the request.
-        self._lease_until = time.monotonic() + lease_seconds
         self.stats = {"claimed": 0, "completed": 0, "refused": 0, "reports": 0}
 
     @property
     def fenced(self) -> bool:
-        """Did the worker stop because it lost its lease (it was expelled)?"""
-        return self._fenced.is_set()
+        """Did the worker stop because it lost its lease (expelled, or self-fenced)?"""
+        return self.lease.fenced.is_set()
 
-    def run(self, stop: threading.Event) -> None:
-        """Serve until ``stop`` is set (or the lease is lost), then leave cleanly."""
+    def rename(self, name: str) -> None:
+        """Register as ``name`` instead (the first choice was taken)."""
+        self.name = self.lease.name = self.executor.worker_name = name
+
+    def register(self) -> int:
+        """Join the cluster (the lease runs from now); the worker's id."""
         try:
             record = self.store.workers.register(
                 self.name, self.pools, self.capacity, lease_seconds=self.lease_seconds,
@@ -110,15 +112,21 @@ class WorkerDaemon:
             )
         except InvalidInput:
             # Refused for good (a Conflict may be retried under another name): let the
-            # slots' warming children start and close, so none outlives us half-spawned.
+            # executor's threads end (a child process warming up starts and closes, so
+            # none outlives us half-spawned).
             self.executor.shutdown(kill=True)
             raise
         self.worker_id = record.id
-        self._lease_until = time.monotonic() + self.lease_seconds - 0.1
+        self.lease.granted(record.id)
         log.info("event=worker-started worker=%s id=%s pools=%s capacity=%s", self.name,
                  record.id, ",".join(self.pools), self.capacity)
-        threads = [threading.Thread(target=self._heartbeat, args=(stop,), daemon=True),
-                   threading.Thread(target=self._watch_lease, args=(stop,), daemon=True),
+        return record.id
+
+    def run(self, stop: threading.Event) -> None:
+        """Register, serve until ``stop`` is set (or the lease is lost), then leave
+        cleanly."""
+        self.register()
+        threads = [*self.lease.threads(stop),
                    threading.Thread(target=self._listen, args=(stop,), daemon=True)]
         for thread in threads:
             thread.start()
@@ -129,7 +137,7 @@ class WorkerDaemon:
         try:
             self._woken.set()  # look for work placed before we listened
             self._kick.set()
-            while not stop.is_set() and not self._fenced.is_set():
+            while not stop.is_set() and not self.fenced:
                 hold = self._hold_until
                 self._kick.wait(0.5 if hold is None else
                                 min(0.5, max(0.0, hold - time.monotonic())))
@@ -139,7 +147,7 @@ class WorkerDaemon:
                 if stop.is_set():
                     break
                 try:
-                    self._pump()
+                    self.exchange()
                     failures = 0
                 except Exception as exc:
                     failures += 1
@@ -169,8 +177,9 @@ class WorkerDaemon:
         self._ended.append(outcome)
         self._kick.set()
 
-    def _pump(self) -> None:
-        """One round: report starts and ends (running the cycle), or just look for work.
+    def exchange(self) -> None:
+        """One round with the database: report starts and ends (running the cycle), or
+        just look for work; then start what was placed here.
 
         Jobs placed here by our own cycle come back with the report; jobs another
         process placed here, and cancels, come with a wake-up on our channel, which
@@ -179,7 +188,7 @@ class WorkerDaemon:
         now = time.monotonic()
         look = self._woken.is_set() or now - self._looked >= 1.0
         self._woken.clear()
-        # Starts first, then ends (see Executor._slot): a report never shows a job
+        # Starts first, then ends (see executors.py): a report never shows a job
         # running in the room of one whose end it does not carry.
         self._unsent += self.executor.take_started()
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
@@ -287,7 +296,7 @@ class WorkerDaemon:
         stop.set()
         self._kick.set()
         assert self.worker_id is not None
-        if self._fenced.is_set():
+        if self.fenced:
             # Report what ended by itself: accepted while our lease holds (a self-fenced
             # worker stops before it runs out), refused — changing nothing — once not.
             self._try_flush()
@@ -303,15 +312,15 @@ class WorkerDaemon:
             self.executor.shutdown()
             self._try_flush()
             # Our lease ends with stop_worker: a renewal refused from now on is our own
-            # doing, not an expulsion (see _heartbeat).
-            self._leaving.set()
+            # doing, not an expulsion (see Lease.heartbeat).
+            self.lease.leaving.set()
             try:
                 suspended = self.store.workers.stop(self.worker_id)
                 log.info("event=worker-stopping worker=%s suspended=%d", self.name, suspended)
             except Exception:
                 log.exception("event=stop-failed worker=%s (lease expiry will requeue)",
                               self.name)
-        self._leaving.set()
+        self.lease.leaving.set()
         log.info("event=worker-stopped worker=%s claimed=%d completed=%d refused=%d "
                  "reports=%d", self.name, self.stats["claimed"], self.stats["completed"],
                  self.stats["refused"], self.stats["reports"])
@@ -326,7 +335,7 @@ class WorkerDaemon:
     def _flush(self) -> None:
         """Record the starts and ends not reported yet (no cycle, no new work)."""
         assert self.worker_id is not None
-        if self._fenced.is_set():
+        if self.fenced:
             time.sleep(0.2)  # let slots that the fence just stopped hand in their outcome
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         now = time.monotonic()
@@ -352,48 +361,3 @@ class WorkerDaemon:
             log.error("event=stage-report-failed job=%s attempt=%s error=%s", job_id, attempt,
                       " ".join(str(exc).split())[:200])
             return True
-
-    def _heartbeat(self, stop: threading.Event) -> None:
-        """Renew the lease until the worker has left (through its shutdown: its jobs
-        stay its own until it hands them back), or is fenced."""
-        assert self.worker_id is not None
-        while not self._leaving.wait(self.heartbeat_every) and not self._fenced.is_set():
-            sent = time.monotonic()
-            try:
-                status = self.store.workers.renew_lease(self.worker_id, self.lease_seconds,
-                                                        self.executor.running())
-            except Exception as exc:
-                log.error("event=heartbeat-failed worker=%s error=%s", self.name,
-                          " ".join(str(exc).split())[:200])
-                continue
-            if status.renewed:
-                self._lease_until = sent + self.lease_seconds
-            if not status.renewed and self._leaving.is_set():
-                return  # stop_worker ended the lease while this renewal was in flight
-            if not status.renewed:
-                log.error("event=expelled worker=%s", self.name)
-                self._fence(stop)
-                return
-            for job_id, attempt in status.stop:
-                if self.executor.stop(job_id, attempt):
-                    log.info("event=stop-attempt job=%s attempt=%s", job_id, attempt)
-
-    def _watch_lease(self, stop: threading.Event) -> None:
-        """Self-fencing: kill the children while the lease still holds, if it cannot be
-        renewed in time (a hanging call is caught too: this thread never blocks)."""
-        margin = self.lease_seconds / 3
-        while not stop.wait(min(0.1, self.heartbeat_every)):
-            if time.monotonic() >= self._lease_until - margin:
-                log.error("event=self-fenced worker=%s reason=lease-not-renewed", self.name)
-                self._fence(stop)
-                break
-        # The main loop waits on its kick, not on ``stop`` (which a signal sets): wake it
-        # now, or the worker would leave only at its next look, up to 0.5 s later.
-        self._kick.set()
-
-    def _fence(self, stop: threading.Event) -> None:
-        self._fenced.set()
-        # Children must be gone before the lease expires: a short grace then SIGKILL.
-        self.executor.kill_grace = min(self.executor.kill_grace, self.lease_seconds / 6)
-        self.executor.stop_all(ABANDONED)
-        stop.set()

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from taskyard.api.http.auth import WRITE
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 
 router = APIRouter(prefix="/api/v1/schedules", tags=["schedules"])
 Name = Annotated[str, Path(max_length=200, description="Schedule name.")]

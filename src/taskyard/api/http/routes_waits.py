@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from taskyard.api.http.auth import require
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import ID_MAX, JobOut
 from taskyard.store.transitions.tokens import TokenRecord
 

@@ -3,7 +3,8 @@
 Everything the store's aggregates (``store/transitions``) write or read goes through a
 :class:`Driver`: SQLite's (``store/sqlite``) or PostgreSQL's (``store/postgresql``).
 Each method is a transition or a read, named after it, taking one params value
-(``driver/params.py``) where it takes more than a key; each backend writes its own SQL.
+(``driver/params.py``, the cycle's ``driver/cycle_params.py``) where it takes more
+than a key; each backend writes its own SQL.
 This package holds the interface and what both drivers share: the params and results,
 the wake-up payload format, the maintenance checks, the task type cache.
 """
@@ -14,44 +15,39 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table
+from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.sql import Select
 
 from taskyard.model.errors import UnsupportedDatabase
 from taskyard.store.portable import SharedTransitions
 
 if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
-    # Only named for types: SQLite users never load the PostgreSQL dialect.
-    from sqlalchemy.dialects import postgresql, sqlite
-
     from taskyard.model.records import TaskTypeSpec
     from taskyard.store.clock import MovableClock
     from taskyard.store.cursor import Cursor
+    from taskyard.store.driver.cycle_params import (
+        CycleReads,
+        Dispatched,
+        FinishCycle,
+        ReadCandidates,
+    )
     from taskyard.store.driver.params import (
         AgePending,
-        CycleReads,
         Dispatch,
-        Dispatched,
         EndAttempts,
         EndUnit,
         Event,
         EventCursor,
-        FinishCycle,
         FirstSignals,
         InsertedJobs,
         InsertJobs,
         Placed,
-        ReadCandidates,
         ReadKeyHolders,
         ReadPriorRuns,
         RegisterWorker,
         SendSignal,
         StartAttempts,
     )
-
-    Upsert = postgresql.Insert | sqlite.Insert
-"""An INSERT with ON CONFLICT clauses (both backends write them alike)."""
 
 
 class Listener(Protocol):
@@ -107,16 +103,11 @@ class Driver(SharedTransitions, Protocol):
 
     # locks and wake-ups
     def cycle_lock(self, raw: Cursor | None) -> AbstractContextManager[bool]: ...
-    def lock_rows(self, query: Select[Any], *, shared: bool = False,
-                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]: ...
     def notify(self, raw: Cursor, channels: Sequence[str]) -> None: ...
     def listener(self, channel: str) -> Listener: ...
     def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None: ...
 
-    # SQL building blocks
-    def upsert(self, table: Table) -> Upsert: ...
-    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]: ...
-    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]: ...
+    # what the unit's cursor renders for this backend (store/cursor.py)
     def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]: ...
 
     # jobs

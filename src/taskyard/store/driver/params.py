@@ -7,19 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-FIRST_PAGE = 16
-"""The smallest page of candidates, and the first one a PostgreSQL cycle reads with its
-snapshot, before it knows its room (then: the page its last cycle wanted). Here, not in
-transitions/candidates.py, so that a submit need not import the placement code."""
-
-
-DISPATCH_SLICE = 500
-"""Most jobs one dispatch statement places."""
-
-
-def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]]:
-    """``ids`` cut into consecutive slices of at most ``size``."""
-    return [ids[i:i + size] for i in range(0, len(ids), size)]
+from taskyard.store.driver.cycle_params import CycleStart
 
 
 class Event(NamedTuple):
@@ -112,51 +100,10 @@ class InsertedJobs:
     placed: bool = False
     """(``placing``) The insert placed the jobs itself, as the cycle would have from the
     same state, with its lock (postgresql/jobs.py): no cycle is needed."""
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What the planner starts from, as read: live workers (id, name, pools, capacity,
-    prefetch), what is dispatched or running (holder, type, worker, cost, locks, count),
-    the task types' limits (name, max queue length, rate limit), the paused pools."""
-
-    workers: list[Any]
-    active: list[Any]
-    limits: list[Any]
-    paused: list[Any] = field(default_factory=list)
-    """The paused pools' names: placement sees no worker serving them."""
-
-
-@dataclass(frozen=True, slots=True)
-class CycleReads:
-    """A cycle's first reads: its snapshot and, read with it (PostgreSQL), the pools lists
-    of pending jobs and the first page (``page`` rows at most) of the first list."""
-
-    snapshot: Snapshot
-    lists: list[str] | None = None
-    first: list[Any] | None = None
-    page: int = FIRST_PAGE
-
-
-@dataclass(frozen=True, slots=True)
-class CycleStart:
-    """The cycle's global lock, tried ahead of the cycle in its unit of work, and its
-    first reads when the lock is ours (made in the same round trip)."""
-
-    held: bool
-    reads: CycleReads | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ReadCandidates:
-    """Pending jobs due now of the pools list ``pools``, in placement order, after the
-    keyset ``after`` (priority, id), at most ``limit``; ``skip``: (type, rate key) whose
-    jobs are left out."""
-
-    pools: str
-    after: tuple[int, int] | None
-    limit: int
-    skip: Sequence[tuple[str, str]] = ()
+    committed: bool = False
+    """(``placing``, PostgreSQL) The insert was the unit's whole transaction and
+    committed it (postgresql/jobs.py): the unit writes nothing more, and the cycle it
+    asks for (``cycle.held``) runs in a unit of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,32 +121,6 @@ class Dispatch:
     out of the list when it does)."""
     scans_off: bool = False
     """PostgreSQL: the planner's scans are off; the last statement turns them on."""
-
-
-@dataclass(slots=True)
-class Dispatched:
-    """What one cycle's dispatch statements placed."""
-
-    placed: list[int] = field(default_factory=list)
-    per_worker: dict[int, list[int]] = field(default_factory=dict)
-    wakeups: dict[int, list[str]] = field(default_factory=dict)
-    """Per worker, what each of its dispatch statements' wake-up carries (the jobs, as
-    driver/wakeup_payloads.py writes them, or "" when the worker must read them)."""
-    woken: set[str] = field(default_factory=set)
-    """Channels the statements woke already."""
-    scans_on: bool = False
-    """The statements turned the planner's scans back on."""
-
-
-@dataclass(frozen=True, slots=True)
-class FinishCycle:
-    """The end of a cycle: the channels to wake, with what each wake-up carries, and the
-    page of candidates the cycle wanted (PostgreSQL reads that much ahead next time)."""
-
-    channels: Sequence[str]
-    carried: dict[str, str]
-    scans_off: bool
-    page: int
 
 
 class AttemptStart(NamedTuple):
@@ -330,7 +251,8 @@ class AgePending:
 @dataclass(frozen=True, slots=True)
 class ReadJobs:
     """Jobs to read: by id, graph, state, type; ``due``: pending ones due now; oldest
-    first unless ``newest_first``; at most ``limit``."""
+    first unless ``newest_first``; at most ``limit``, from after the id ``after`` in
+    that order (a keyset page)."""
 
     job_id: int | None = None
     graph_id: int | None = None
@@ -339,6 +261,7 @@ class ReadJobs:
     due: bool = False
     newest_first: bool = False
     limit: int | None = None
+    after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

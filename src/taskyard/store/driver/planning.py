@@ -14,7 +14,7 @@ from taskyard.core.locks import decode_claim
 from taskyard.core.placement import ActiveJob, Candidate, WorkerSlot, without_paused
 from taskyard.core.rate_limits import RateLimit, parse_rate_limit
 from taskyard.model.records import loads
-from taskyard.store.driver.params import Snapshot
+from taskyard.store.driver.cycle_params import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import FailOverdue, ReadCandidates
+from taskyard.store.driver.cycle_params import ReadCandidates
+from taskyard.store.driver.params import FailOverdue
 from taskyard.store.portable.waits import AWAITING
 
 TIMEOUT_GRACE = 10.0

@@ -40,6 +40,9 @@ def read_jobs(raw: Cursor, params: ReadJobs) -> list[dict[str, Any]]:
             values.append(value)
     if params.due:
         where.append("(j.run_after IS NULL OR j.run_after <= {now})")
+    if params.after is not None:
+        where.append("j.id < ?" if params.newest_first else "j.id > ?")
+        values.append(params.after)
     sql = _SELECT + (f" WHERE {' AND '.join(where)}" if where else "")
     sql += " ORDER BY j.id DESC" if params.newest_first else " ORDER BY j.id"
     if params.limit is not None:
@@ -82,3 +85,25 @@ def unfinished_groups(raw: Cursor, horizon: float) -> list[tuple[Any, ...]]:
         "SUM(CASE WHEN run_after > {now} + ? THEN 1 ELSE 0 END), "
         "MIN(CASE WHEN run_after > {now} + ? THEN run_after END) "
         f"FROM jobs WHERE state NOT IN ({_ENDED}) GROUP BY state, pools", (horizon, horizon))
+
+
+def read_jobs_in(raw: Cursor, ids: list[int]) -> list[dict[str, Any]]:
+    """The jobs with these ids (not empty), as mappings of :data:`JOB_NAMES`."""
+    which, values = raw.member("j.id", ids)
+    return [dict(zip(JOB_NAMES, row, strict=True))
+            for row in raw.all(f"{_SELECT} WHERE {which} ORDER BY j.id", values)]
+
+
+def read_attempts_in(raw: Cursor, job_ids: list[int]) -> list[dict[str, Any]]:
+    """The attempts of these jobs (not empty), by job and number."""
+    which, values = raw.member("job_id", job_ids)
+    return [dict(zip(ATTEMPT_NAMES, row, strict=True)) for row in raw.all(
+        f"SELECT {', '.join(ATTEMPT_NAMES)} FROM attempts WHERE {which} "
+        "ORDER BY job_id, attempt", values)]
+
+
+def read_stages_in(raw: Cursor, job_ids: list[int]) -> list[tuple[Any, ...]]:
+    """The stages of these jobs (not empty): rows of the job id and :data:`STAGE_NAMES`."""
+    which, values = raw.member("job_id", job_ids)
+    return raw.all(f"SELECT job_id, {', '.join(STAGE_NAMES)} FROM stages WHERE {which} "
+                   "ORDER BY job_id, attempt, seq", values)

@@ -10,15 +10,14 @@ from typing import Any
 
 from taskyard.model.records import loads
 from taskyard.store.cursor import Cursor, id_array, json_rows
-from taskyard.store.driver.params import (
-    EVENT_TYPES,
+from taskyard.store.driver.cycle_params import (
     CycleReads,
-    Dispatch,
     Dispatched,
     FinishCycle,
     Snapshot,
     slices,
 )
+from taskyard.store.driver.params import EVENT_TYPES, Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
 from taskyard.store.portable.cycle import maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_LOCK_TIMEOUT_MS

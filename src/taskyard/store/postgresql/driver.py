@@ -15,31 +15,19 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
-    BigInteger,
-    ColumnElement,
     Connection,
     Engine,
-    Table,
-    any_,
-    func,
-    literal,
 )
-from sqlalchemy.dialects.postgresql import Insert
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
+from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle
 from taskyard.store.driver.params import (
-    FIRST_PAGE,
     AgePending,
-    CycleReads,
     EndUnit,
-    FinishCycle,
     FirstSignals,
     InsertedJobs,
     InsertJobs,
@@ -164,11 +152,6 @@ class PostgresDriver(SharedTransitions):
         """Transactions serialising on ``key`` run one after the other (until commit)."""
         raw.all("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
-    def lock_rows(self, query: Select[Any], *, shared: bool = False,
-                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
-        """``FOR UPDATE`` (``FOR SHARE`` with ``shared``) on the rows ``query`` reads."""
-        return query.with_for_update(read=shared, skip_locked=skip_locked, of=of)
-
     def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
         """NOTIFY each channel; delivered when the transaction commits."""
         for channel in channels:
@@ -185,19 +168,7 @@ class PostgresDriver(SharedTransitions):
         raw.run(cycle.PASS_GATE)
         return portable_workers.insert_worker(raw, params)
 
-    # -- SQL building blocks -------------------------------------------------------------
-
-    def upsert(self, table: Table) -> Insert:
-        return pg_insert(table)
-
-    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]:
-        """PostgreSQL rounds on CAST: floor first."""
-        return func.floor(value)
-
-    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
-        """One array parameter rather than an expanded IN list (500 placeholders per
-        statement cost the client more than the server)."""
-        return column == any_(literal(list(ids), ARRAY(BigInteger)))
+    # -- what the unit's cursor renders for this backend --------------------------------
 
     member = staticmethod(rows.member)
 

@@ -25,7 +25,10 @@ costs time and never a wrong write:
   dispatch (``cycle.DISPATCH``) guarded by that decision still holding under the lock:
   the snapshot reads as the same text, no other job is pending, no maintenance step
   has work — a cycle run now would decide the same. Otherwise the job stays pending
-  and the caller's cycle places it.
+  and the caller's cycle places it. When nothing was sent in the unit yet, the
+  pipeline is the unit's whole transaction, ``COMMIT`` included: one round trip; a job
+  it leaves pending wakes the scheduler, and the caller's cycle, if the lock was ours,
+  runs in a unit of its own (``InsertedJobs.committed``).
 """
 
 from __future__ import annotations
@@ -40,14 +43,8 @@ from psycopg.pq import TransactionStatus
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema as t
 from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
-from taskyard.store.driver.params import (
-    NO_ID,
-    CycleReads,
-    CycleStart,
-    InsertedJobs,
-    InsertJobs,
-    Snapshot,
-)
+from taskyard.store.driver.cycle_params import CycleReads, CycleStart, Snapshot
+from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.driver.planning import planner_values, to_candidates
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
@@ -65,6 +62,10 @@ _CHECKED = (f" FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) IS
 """Alone (autocommit), a job outside any graph: the statement makes the insert trigger's
 check itself, locking its task type as the trigger would, and says so (an autocommit
 statement is its whole transaction: no other insert of it goes unchecked)."""
+_WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
+                    "WHERE id = (SELECT currval(pg_get_serial_sequence('jobs', 'id'))) "
+                    "AND state = 'pending'")
+"""The scheduler's wake-up, after a placing pipeline that left its job pending."""
 _PLACED_EVENT = ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
                  "created_at) SELECT %(e_topic)s, %(e_key)s, '{\"job_id\":' || j.id || "
                  "%(e_tail)s, j.id, j.graph_id, {now} FROM j) ")
@@ -164,7 +165,7 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
     if params.placing and shortcuts.no_worker and _idle(raw):
         found = _alone(raw, params.columns, row, values)
         if found is not None:
-            return InsertedJobs([found])
+            return InsertedJobs([found], committed=True)
         shortcuts.no_worker = False  # a worker is live (or the type changed)
     insert = insert_sql(params.columns, many=False, placing=params.placing)
     if not params.placing:
@@ -177,10 +178,21 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
         values.update(cycle.dispatch_params(
             None, worker_id, name, [pg_channel(f"worker.{worker_id}")], [], last=True,
             basis=basis.text, grace=TIMEOUT_GRACE))
-        inserted, placed = pipelined(raw, [(insert, values), (cycle.DISPATCH, values)])
+        whole = _idle(raw)  # the unit's transaction is this pipeline's: it commits
+        statements = [(insert, values), (cycle.DISPATCH, values)]
+        if whole:
+            statements.append((_WAKE_IF_PENDING, values))
+        inserted, placed, *_ = pipelined(raw, statements, commit=whole)
         if placed:
-            return InsertedJobs([int(inserted[0][0])], True, CycleStart(True), placed=True)
+            return InsertedJobs([int(inserted[0][0])], True, CycleStart(True), placed=True,
+                                committed=whole)
         shortcuts.basis = None  # the decision did not hold: the cycle reads afresh
+        if whole and inserted:  # pending, the scheduler woken; the caller's cycle after
+            held = inserted[0][1]
+            shortcuts.no_worker = held is None
+            return InsertedJobs([int(inserted[0][0])], held is not None,
+                                None if held is None else CycleStart(bool(held)),
+                                committed=True)
         ahead: list[Any] = []
     else:
         inserted, ahead = pipelined(raw, [(insert, values), (cycle.AHEAD_IF_HELD, values)])

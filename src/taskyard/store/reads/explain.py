@@ -6,17 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
+from taskyard.core.placement import Candidate
 from taskyard.core.states import TERMINAL
 from taskyard.model.errors import NotFound
-from taskyard.store import schema as t
-from taskyard.store.driver.planning import pools_of
+from taskyard.store.driver.planning import pools_of, to_candidates
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_J, _D = t.jobs, t.dependencies
+_ENDED = ", ".join(f"'{s}'" for s in sorted(TERMINAL))
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +33,9 @@ class JobPlace:
     signal_key: str | None = None
     deadline: float | None = None
     """When an awaiting job times out (a sleep ends); None: never."""
+    candidate: Candidate | None = None
+    """The job as the cycle offers it (its priority, cost, locks and rate key); None for
+    an approval, a wait or a sleep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,22 +51,22 @@ class OpenParent:
 
 
 def job_place(tx: Tx, job_id: int) -> JobPlace:
-    """The job's state, due time and pools (NotFound if there is no such job)."""
-    row = tx.conn.execute(
-        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now, _J.c.type, _J.c.rate_key,
-               _J.c.kind, _J.c.signal_name, _J.c.signal_key, _J.c.deadline)
-        .where(_J.c.id == job_id)
-    ).first()
+    """The job's state, due time, pools and placement fields, and what an awaiting job
+    awaits (NotFound if there is no such job)."""
+    row = tx.raw.first("SELECT state, run_after, pools, {now}, type, rate_key, priority, "
+                       "cost, locks, kind, signal_name, signal_key, deadline FROM jobs "
+                       "WHERE id = ?", (job_id,))
     if row is None:
         raise NotFound(f"no job {job_id}")
+    candidate = None if row[4] is None else to_candidates(
+        [(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])[0]
     return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4] or "", row[5],
-                    *row[6:])
+                    row[9], row[10], row[11], row[12], candidate)
 
 
 def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
     """The jobs ``job_id`` waits for that have not ended, oldest first."""
-    return [OpenParent(*r) for r in tx.conn.execute(
-        select(_J.c.id, _J.c.label, _J.c.type, _J.c.state, _D.c.condition, _J.c.kind)
-        .join(_D, _D.c.requires_id == _J.c.id)
-        .where(_D.c.job_id == job_id, _J.c.state.not_in(TERMINAL))
-        .order_by(_J.c.id))]
+    return [OpenParent(*r) for r in tx.raw.all(
+        "SELECT j.id, j.label, j.type, j.state, d.condition, j.kind FROM jobs j "
+        "JOIN dependencies d ON d.requires_id = j.id "
+        f"WHERE d.job_id = ? AND j.state NOT IN ({_ENDED}) ORDER BY j.id", (job_id,))]

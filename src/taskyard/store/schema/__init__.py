@@ -118,7 +118,7 @@ pools = Table(
     Column("name", String(200), primary_key=True),
     Column("description", Text, nullable=False, server_default=""),
     Column("created_at", Time, nullable=False),
-    # Added by migration 0014: nothing new is placed in a paused pool (``pools pause``).
+    # Added by migration 0015: nothing new is placed in a paused pool (``pools pause``).
     Column("paused", Boolean, nullable=False, server_default=text("false")),
     Column("paused_at", Time),
 )
@@ -167,7 +167,7 @@ jobs = Table(
     "jobs",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    # NULL for an approval, a wait or a sleep (migration 0012): they run no task type.
+    # NULL for an approval, a wait or a sleep (migration 0013): they run no task type.
     Column("type", String(200)),
     Column("args", Text, nullable=False, server_default="{}"),
     Column("state", String(20), nullable=False),
@@ -211,14 +211,14 @@ jobs = Table(
     # Added by migration 0007: the key a unique submit holds (per type); the rate-limit
     # key rendered from the args when the type has a template.
     Column("unique_key", String(400)), Column("rate_key", Text),
-    # Added by migration 0012: what the job is (core/waits.py:Kind); the signal a wait
+    # Added by migration 0013: what the job is (core/waits.py:Kind); the signal a wait
     # waits for (its key: NULL for any); signals sent from this time on complete it
     # (NULL: from its creation; a retry moves it). ``timeout`` is an approval's or a
     # wait's timeout, a sleep's duration, and ``deadline`` when an awaiting one ends.
     Column("kind", String(10), nullable=False, server_default=Kind.TASK.value),
     Column("signal_name", String(200)), Column("signal_key", String(400)),
     Column("signals_after", Time),
-    # Added by migration 0013: the tick a schedule's job stands for (its own, or a
+    # Added by migration 0014: the tick a schedule's job stands for (its own, or a
     # backfill's), given to its handler as TASKYARD_LOGICAL_TIME.
     Column("logical_time", Time),
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
@@ -262,7 +262,7 @@ jobs = Table(
     Index("ix_jobs_schedule", "schedule_name", "id", **_partial("schedule_name IS NOT NULL")),
     # Prerequisite reuse looks up recent successes of a type within a cache window.
     Index("ix_jobs_type_succeeded", "type", "finished_at", **_partial("state = 'succeeded'")),
-    # Awaiting jobs (migration 0012): the timer index the cycle reads the due ones
+    # Awaiting jobs (migration 0013): the timer index the cycle reads the due ones
     # through (their number costs it nothing), and the waits a signal completes.
     Index("ix_jobs_awaiting_deadline", "deadline", **_partial("state = 'awaiting'")),
     Index("ix_jobs_awaiting_signal", "signal_name", "signal_key",
@@ -341,7 +341,7 @@ schedules = Table(
     Column("last_outcome", String(40)),
     Column("created_at", Time, nullable=False),
     Column("updated_at", Time, nullable=False),
-    # Added by migration 0013: missed ticks older than the window are dropped; what a
+    # Added by migration 0014: missed ticks older than the window are dropped; what a
     # tick does while the last job runs (core/ticks.py:Overlap).
     Column("catchup_window", Time),
     Column("overlap", String(20), nullable=False, server_default="allow"),
@@ -356,7 +356,7 @@ schedules = Table(
 signals = Table(
     "signals",
     metadata,
-    # Migration 0012: every signal sent (``taskyard signal``), kept so that a wait that
+    # Migration 0013: every signal sent (``taskyard signal``), kept so that a wait that
     # becomes awaiting after it was sent, but was submitted before, still gets it.
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("name", String(200), nullable=False),

@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import (
+from taskyard.store.driver.cycle_params import (
     CycleReads,
-    Dispatch,
     Dispatched,
     FinishCycle,
     ReadCandidates,
     Snapshot,
     slices,
 )
+from taskyard.store.driver.params import Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, carried
 from taskyard.store.portable import cycle as portable
 from taskyard.store.portable.cycle import maintenance_checks

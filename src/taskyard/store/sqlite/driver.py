@@ -11,26 +11,23 @@ that listeners poll.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event
-from sqlalchemy.dialects.sqlite import Insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
-from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
+from taskyard.store.driver.cycle_params import CycleReads, FinishCycle
 from taskyard.store.driver.params import (
     AgePending,
-    CycleReads,
     EndUnit,
-    FinishCycle,
     InsertedJobs,
     InsertJobs,
     ReadKeyHolders,
@@ -143,10 +140,6 @@ class SqliteDriver(SharedTransitions):
         """A prerequisite's runs (portable/submissions.py), under the write lock."""
         return submissions.prior_runs(raw, params)
 
-    def lock_rows(self, query: Select[Any], *, shared: bool = False,
-                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
-        return query
-
     def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
         """Bump each channel's counter (listeners poll it, see sqlite/listen.py)."""
         cycle.notify(raw, channels)
@@ -162,17 +155,7 @@ class SqliteDriver(SharedTransitions):
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
 
-    # -- SQL building blocks -------------------------------------------------------------
-
-    def upsert(self, table: Table) -> Insert:
-        return sqlite_insert(table)
-
-    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]:
-        """SQLite truncates on CAST: the floor, for the values >= 0 this is used on."""
-        return value
-
-    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
-        return column.in_(ids)
+    # -- what the unit's cursor renders for this backend --------------------------------
 
     member = staticmethod(rows.member)
 
@@ -255,9 +238,20 @@ class SqliteDriver(SharedTransitions):
     event_cursor = staticmethod(events.event_cursor)
 
 
+def _create_private(path: str) -> None:
+    """Create the database file readable by its owner only (0600) when it does not
+    exist yet: SQLite would create it with the umask's mode (world-readable), and its
+    -wal and -shm files take the database file's mode."""
+    with contextlib.suppress(FileExistsError, FileNotFoundError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 def sqlite_engine(url: str, clock: MovableClock | None = None) -> Engine:
     """An engine with the settings taskyard relies on (``url``: ``sqlite:///file``)."""
-    memory = make_url(url).database in (None, "", ":memory:")
+    database = make_url(url).database
+    memory = database in (None, "", ":memory:")
+    if not memory and database is not None and not database.startswith("file:"):
+        _create_private(database)
     # An in-memory database lives as long as its one connection: share it.
     extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
     engine = create_engine(

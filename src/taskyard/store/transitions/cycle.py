@@ -16,14 +16,8 @@ from taskyard.core.rate_limits import RateBook
 from taskyard.core.states import AttemptState, JobState
 from taskyard.model.records import ClaimedJob
 from taskyard.store import schema as t
-from taskyard.store.driver.params import (
-    FIRST_PAGE,
-    CycleReads,
-    Dispatch,
-    FailOverdue,
-    FinishCycle,
-    ReadCandidates,
-)
+from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle, ReadCandidates
+from taskyard.store.driver.params import Dispatch, FailOverdue
 from taskyard.store.driver.planning import TypeLimits, planner_values, to_candidates
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.portable.cycle import TIMEOUT_GRACE

@@ -18,7 +18,8 @@ from taskyard.model.records import (
     TaskTypeSpec,
     loads,
 )
-from taskyard.store.driver.params import CancelJob, CycleStart, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.job_rows import attempt_record, job_row, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
@@ -41,6 +42,8 @@ class Added:
     worker to take them, or their insert placed them: InsertedJobs.placed)."""
     cycle: CycleStart | None
     """PostgreSQL: the cycle's lock, tried with the insert."""
+    committed: bool = False
+    """PostgreSQL: the insert committed the unit itself (see InsertedJobs.committed)."""
 
 
 class Jobs:
@@ -81,7 +84,7 @@ class Jobs:
         ids = dict(zip(fresh, added.ids, strict=True))
         ids.update(found.existing)
         return Added([ids[found.earlier.get(i, i)] for i in range(len(subs))],
-                     added.live_worker, added.cycle)
+                     added.live_worker, added.cycle, added.committed)
 
     def _add(self, subs: Sequence[JobSubmission], placing: bool) -> Added:
         if not subs:
@@ -100,7 +103,8 @@ class Jobs:
             spec = specs.get(sub.type)
             if spec is None:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
-            rows.append(job_row(sub, spec, index, limits=tx.store.limits))
+            rows.append(job_row(sub, spec, index if len(subs) > 1 else None,
+                                limits=tx.store.limits))
         plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
             ids = self.insert(rows)
@@ -119,7 +123,7 @@ class Jobs:
             return None
         version, spec = cached
         try:
-            row = job_row(sub, spec, 0, limits=tx.store.limits)
+            row = job_row(sub, spec, None, limits=tx.store.limits)
         except InvalidInput:
             return None
         columns = tuple(row)
@@ -132,7 +136,8 @@ class Jobs:
             return None
         (job_id,) = inserted.ids
         assert job_id is not None
-        return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle)
+        return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle,
+                     inserted.committed)
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,
                                   specs: dict[str, TaskTypeSpec]) -> list[int]:

@@ -9,8 +9,8 @@ passes, which SQLite documents as safe to make by editing the table's schema tex
 (https://sqlite.org/lang_altertable.html#otheralter): done so, with the schema version
 bumped so that open connections reload it.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import re
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -1,8 +1,8 @@
 """Backfill, catch-up window and overlap: ``jobs.logical_time`` (the tick a schedule's
 job stands for), ``schedules.catchup_window`` and ``schedules.overlap``.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

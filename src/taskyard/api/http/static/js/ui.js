@@ -30,14 +30,20 @@ export function badge(state, big = false) {
     dataset: { state } }, state.replace("_", " "));
 }
 
+// A progress bar fills from the left: the jobs that ended first (succeeded, then the
+// other endings), then those under way, then those not started.
+const BAR_ORDER = ["succeeded", "skipped", "failed", "error", "dependency_failed", "canceled",
+  "running", "dispatched", "suspended", "pending", "waiting"];
+
 export function stackedBar(counts, total, thick = false) {
+  const order = BAR_ORDER.concat(STATES.filter((s) => !BAR_ORDER.includes(s)));
   const bar = el("div", { class: `bar${thick ? " thick" : ""}`, role: "img",
-    "aria-label": Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ") });
+    "aria-label": order.filter((s) => counts[s]).map((s) => `${counts[s]} ${s}`).join(", ") });
   const sum = total || Object.values(counts).reduce((a, b) => a + b, 0) || 1;
-  for (const state of STATES) {
+  for (const state of order) {
     if (counts[state]) {
       bar.append(el("span", { style: `--c: var(--s-${state}); width: ${100 * counts[state] / sum}%`,
-        title: `${counts[state]} ${state}` }));
+        title: `${counts[state]} ${state}`, dataset: { state } }));
     }
   }
   return bar;
@@ -66,6 +72,19 @@ export function took(start, end) {
   if (ms < 60000) return `${(ms / 1000).toFixed(1)}s`;
   return `${Math.floor(ms / 60000)}m ${Math.round((ms % 60000) / 1000)}s`;
 }
+
+// How long something took; while it runs (`running`), a span that counts on: every
+// `.ticking` element on the page is updated once a second.
+export function tookNode(start, end, running) {
+  if (!start || end || !running) return took(start, end);
+  return el("span", { class: "ticking", dataset: { since: start } }, took(start, null));
+}
+
+setInterval(() => {
+  for (const node of document.querySelectorAll(".ticking")) {
+    node.textContent = took(node.dataset.since, null);
+  }
+}, 1000);
 
 export function json(value) {
   return el("pre", { class: "json" }, JSON.stringify(value, null, 2));

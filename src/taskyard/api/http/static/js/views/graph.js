@@ -134,7 +134,8 @@ export async function pagedJobs(container, params, pageSize = 100) {
       const page = await api("/api/v1/jobs", { params: { ...params, limit: pageSize, cursor: next } });
       shown = shown.concat(page.items); next = page.next; draw();
     } }, "Show more") : null;
-    foot.replaceChildren(el("span", { class: "faint" }, `${shown.length.toLocaleString()} shown`), more);
+    foot.replaceChildren(...[el("span", { class: "faint" },
+      `${shown.length.toLocaleString()} shown`), more].filter(Boolean));
   };
   const load = async () => {
     const page = await api("/api/v1/jobs", { params: { ...params, limit: Math.min(1000, Math.max(pageSize, shown.length)) } });

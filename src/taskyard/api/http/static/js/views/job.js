@@ -3,7 +3,7 @@
 // the signal a wait expects; live.
 import { api, session } from "../api.js";
 import { onEvent } from "../stream.js";
-import { ACTIVE, badge, el, json, table, took, throttle, toast, when } from "../ui.js";
+import { ACTIVE, badge, el, json, table, tookNode, throttle, toast, when } from "../ui.js";
 
 const RETRYABLE = new Set(["failed", "error", "canceled", "dependency_failed"]);
 
@@ -55,12 +55,14 @@ function view(job, logs, pick, redraw) {
     ["Worker", job.worker], ["Attempt", `${job.attempt} of ${job.retries + 1}`],
     ["Created", when(job.created_at)], ["Run after", when(job.run_after)],
     ["Started", when(job.started_at)], ["Finished", when(job.finished_at)],
-    ["Took", took(job.started_at, job.finished_at)], ["Exit code", job.exit_code],
+    ["Took", tookNode(job.started_at, job.finished_at, job.state === "running")], ["Exit code", job.exit_code],
     ["Error", job.error]].filter(([, v]) => v !== null && v !== undefined && v !== "");
-  const why = job.why.length
-    ? el("ul", { class: "why", id: "why" }, job.why.map((w) => el("li", {}, w)))
-    : el("ul", { class: "why", id: "why" }, el("li", { class: "none" },
-      ACTIVE.has(job.state) ? "Nothing holds it back." : `It ${job.state === "succeeded" ? "succeeded" : `ended ${job.state.replace("_", " ")}`}.`));
+  // Only a job that waits has something to explain (every reason, one a line); a running
+  // or ended job's state and attempts say the rest.
+  // An approval, a wait or a sleep says what it awaits (an approval: with its buttons).
+  const why = job.why.length ? el("div", { class: "card", id: "why-card" },
+    el("h2", {}, job.state === "awaiting" ? "What does it await?" : "Why is it not running?"),
+    el("ul", { class: "why", id: "why" }, job.why.map((w) => el("li", {}, w))), decision) : null;
   const resolved = JSON.stringify(job.resolved_args) !== JSON.stringify(job.args);
   return [
     el("div", { class: "crumbs" }, el("a", { href: "#/jobs" }, "Jobs"), ` / #${job.id}`),
@@ -70,8 +72,7 @@ function view(job, logs, pick, redraw) {
       el("div", { class: "card" }, el("h2", {}, "Details"),
         el("dl", { class: "fields" }, fields.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]))),
       el("div", { class: "grid" },
-        el("div", { class: "card" }, el("h2", {}, job.state === "awaiting"
-          ? "What does it await?" : "Why is it not running?"), why, decision),
+        why,
         el("div", { class: "card" }, el("h2", {}, resolved ? "Args (as submitted)" : "Args"),
           json(job.args), resolved ? [el("h2", { class: "section-gap" },
             "Args as the handler gets them"), json(job.resolved_args)] : null),
@@ -80,12 +81,12 @@ function view(job, logs, pick, redraw) {
       table(["Attempt#", "State", "Worker", "Exit#", "Started", "Took", "Error"],
         job.attempts.map((a) => ({ id: a.attempt, cells: [{ node: String(a.attempt), num: true },
           { node: badge(a.state) }, a.worker || "", { node: a.exit_code ?? "", num: true },
-          when(a.started_at), took(a.started_at, a.finished_at), a.error || ""] })),
+          when(a.started_at), tookNode(a.started_at, a.finished_at, a.state === "running"), a.error || ""] })),
         { empty: "No attempt yet." })),
     job.stages.length ? el("div", { class: "card flush section-gap" }, el("h2", {}, "Stages"),
       table(["Attempt#", "Stage", "State", "Started", "Took", "Result"], job.stages.map((s) => ({
         cells: [{ node: String(s.attempt), num: true }, s.name, { node: badge(s.state) },
-          when(s.started_at), took(s.started_at, s.finished_at),
+          when(s.started_at), tookNode(s.started_at, s.finished_at, s.state === "running" && job.state === "running"),
           s.result === null ? "" : JSON.stringify(s.result)] })))) : null,
     el("div", { class: "card section-gap", id: "logs" }, el("h2", {}, "Logs"),
       logs ? [el("div", { class: "tabs" }, job.attempts.map((a) => el("button", {

@@ -1,7 +1,7 @@
 // Jobs: filters (state, type, graph), newest first, page by page; live.
 import { api } from "../api.js";
 import { onEvent } from "../stream.js";
-import { STATES, badge, el, took, ago, throttle } from "../ui.js";
+import { STATES, badge, el, tookNode, ago, throttle } from "../ui.js";
 import { pagedJobs } from "./graph.js";
 
 export function jobTable(jobs) {
@@ -16,7 +16,7 @@ export function jobTable(jobs) {
   el("td", {}, badge(j.state)), el("td", { class: "num" }, String(j.priority)),
   el("td", { class: "num" }, String(j.attempt)), el("td", { class: "mono" }, j.worker || ""),
   el("td", { class: "faint" }, ago(j.created_at)),
-  el("td", { class: "num" }, took(j.started_at, j.finished_at))))));
+  el("td", { class: "num" }, tookNode(j.started_at, j.finished_at, j.state === "running"))))));
 }
 
 export async function render(page, params) {

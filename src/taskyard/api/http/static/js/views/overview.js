@@ -14,7 +14,8 @@ export async function render(page) {
       el("span", { class: "faint", id: "updated" })),
     stats,
     el("div", { class: "grid cols-main section-gap" },
-      el("div", { class: "card" }, el("h2", {}, "Jobs by state"), states),
+      el("div", { class: "card" }, el("h2", {}, "Jobs by state ",
+        el("span", { class: "faint" }, "· now")), states),
       el("div", { class: "card flush" }, el("h2", {}, "Live events"), ticker)),
     el("div", { class: "card flush section-gap" }, el("h2", {}, "Recent graphs"), graphs),
   );
@@ -28,12 +29,16 @@ export async function render(page) {
     const ended = o.endings["job-completed"] + o.endings["job-failed"]
       + o.endings["job-exception"];
     stats.replaceChildren(
-      stat("Jobs", total.toLocaleString(), `${unfinished.toLocaleString()} not finished`),
+      stat("Jobs", total.toLocaleString(), `${unfinished.toLocaleString()} not finished`, "jobs"),
       stat("Running now", (o.jobs.running + o.jobs.dispatched).toLocaleString(),
-        `${o.jobs.pending.toLocaleString()} pending · ${o.jobs.waiting.toLocaleString()} waiting`),
-      stat("Throughput", `${perMin(ended)}/min`,
-        `${o.endings["job-completed"]} ok · ${o.endings["job-failed"]} failed · `
-        + `${o.endings["job-exception"]} exceptions, last ${o.window_seconds / 60} min`),
+        `${o.jobs.pending.toLocaleString()} pending · ${o.jobs.waiting.toLocaleString()} waiting`,
+        "running"),
+      // Attempts, not jobs: a job that failed twice and then succeeded ended three
+      // attempts. The "Jobs by state" card counts jobs.
+      stat("Attempts ended", `${perMin(ended)}/min`,
+        `last ${o.window_seconds / 60} min: ${o.endings["job-completed"]} succeeded · `
+        + `${o.endings["job-failed"]} failed · ${o.endings["job-exception"]} exceptions`,
+        "attempts"),
       el("div", { class: "card stat" }, el("div", { class: "label" }, "Workers"),
         el("div", { class: "value" }, String(o.workers)),
         el("div", { class: "capacity section-gap" },
@@ -70,8 +75,9 @@ export async function render(page) {
   return () => { stop(); clearInterval(timer); };
 }
 
-function stat(label, value, sub) {
-  return el("div", { class: "card stat" }, el("div", { class: "label" }, label),
+function stat(label, value, sub, name) {
+  return el("div", { class: "card stat", dataset: { stat: name } },
+    el("div", { class: "label" }, label),
     el("div", { class: "value" }, value), el("div", { class: "sub" }, sub));
 }
 

@@ -1,4 +1,5 @@
-"""Runs the jobs placed on a worker in child processes; no database here.
+"""Runs the jobs placed on a worker in child processes; no database here (the
+:class:`~taskyard.worker.executors.Executor` of ``taskyard worker``).
 
 Jobs wait in a local queue in placement order; a slot thread starts the head job as
 soon as the running jobs leave room for its cost (an idle executor always takes
@@ -25,6 +26,7 @@ from taskyard.core.handlers import HandlerSpecError
 from taskyard.core.lifecycle import may_start
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
+from taskyard.worker.executors import Key, StageSink
 from taskyard.worker.guardian import Guardian
 from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
 from taskyard.worker.processes import PythonChild, Stopped, run_shell
@@ -32,32 +34,31 @@ from taskyard.worker.processes import PythonChild, Stopped, run_shell
 log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
 """One line per job started and ended (shown from ``-v`` on)."""
-Key = tuple[int, int]
 PIPELINE = 16
-"""Most jobs sent to a child in one message (a pipeline: see :meth:`Executor._next`)."""
+"""Most jobs sent to a child in one message (a pipeline: see :meth:`ProcessExecutor._next`)."""
 PIPELINE_WINDOW = 0.005
 """Seconds of work (at the recent pace) a pipeline may hold: only short jobs are
 pipelined, so a pipeline never keeps a job waiting behind a long one."""
 PACE_ALPHA = 0.2  # weight of the newest duration in the moving average
-
-StageSink = Callable[[int, int, StageReport], bool]
-"""Records a stage report of (job, attempt); False means refused (fenced)."""
 
 
 def _no_stages(_job: int, _attempt: int, _report: StageReport) -> bool:
     return True
 
 
-class Executor:
+class ProcessExecutor:
+    """Handlers in child processes: ``python:`` ones in a warm interpreter per slot,
+    ``shell:`` ones through ``/bin/sh`` (see the module docstring)."""
+
     def __init__(self, capacity: int, *, on_done: Callable[[Outcome, float], None],
                  on_start: Callable[[], None] = lambda: None,
                  on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
                  kill_grace: float = 5.0, prewarm: bool = True,
-                 env: dict[str, str] | None = None, guard: bool = True,
+                 worker_name: str = "", guard: bool = True,
                  pipeline_window: float = PIPELINE_WINDOW) -> None:
         """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
         ``on_start`` is called when a job starts (see :meth:`take_started`);
-        ``env``: extra environment for every handler (e.g. ``TASKYARD_WORKER``);
+        ``worker_name``: what handlers see as ``TASKYARD_WORKER``;
         ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
         self.capacity = capacity
         self.pipeline_window = pipeline_window
@@ -68,7 +69,7 @@ class Executor:
         self.on_stage = on_stage
         self.tail_bytes = tail_bytes
         self.kill_grace = kill_grace
-        self.env = dict(env or {})
+        self.worker_name = worker_name
         self.guardian = Guardian() if guard else None
         self._cond = threading.Condition()
         # Queued jobs in placement order (highest priority, then oldest): a job placed
@@ -122,9 +123,12 @@ class Executor:
                 self._held[key] = state
         return True
 
-    def stop_all(self, state: str = "error") -> None:
+    def stop_all(self, state: str = "error", *, grace: float | None = None) -> None:
         """Stop every attempt held (see :meth:`stop`) and accept no more: for a worker
-        that leaves or is fenced."""
+        that leaves or is fenced. ``grace`` shortens :attr:`kill_grace` (a fenced
+        worker's children must be gone before its lease runs out)."""
+        if grace is not None:
+            self.kill_grace = min(self.kill_grace, grace)
         with self._cond:
             self._refusing = True
             for _, _, job in self._queue:
@@ -339,7 +343,7 @@ class Executor:
     def _env(self, job: ClaimedJob) -> dict[str, str]:
         # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
         args = json.dumps(job.args, separators=(",", ":"))
-        env = {**self.env, "TASKYARD_JOB_ID": str(job.job_id),
+        env = {"TASKYARD_WORKER": self.worker_name, "TASKYARD_JOB_ID": str(job.job_id),
                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
         if job.logical_time is not None:  # the tick of its schedule it stands for
             env["TASKYARD_LOGICAL_TIME"] = iso(job.logical_time) or ""
