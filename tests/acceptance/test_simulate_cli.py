@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "simulate"
-QUICK = ["farm.yaml", "locks.yaml", "pipeline.yaml", "rate_limits.yaml"]
+QUICK = ["approvals.yaml", "farm.yaml", "locks.yaml", "pipeline.yaml", "rate_limits.yaml"]
 """Every example but the benchmark's million jobs (bench/simulate.py runs that one)."""
 
 

@@ -19,6 +19,10 @@ BELOW = {"write": "read", "admin": "write"}
 
 
 def needed_scope(method: str, path: str) -> str:
+    if path.endswith(("/backfill", "/backfill/cancel")):
+        return "write"  # a schedule's backfill submits and cancels jobs, as a writer may
+    if path.startswith("/api/v1/pools/") and method == "post":
+        return "admin"  # pause and resume a pool
     if path.startswith(ADMIN_PATHS) and (method != "get" or path.startswith("/api/v1/tokens")):
         return "admin"
     return "read" if method == "get" else "write"

@@ -122,7 +122,7 @@ def test_prune_through_the_api(api: Api) -> None:
         job = writer.post("/api/v1/jobs", json={"type": "echo", "pools": ["nowhere"]}).json()
         writer.post(f"/api/v1/jobs/{job['id']}/cancel")
     assert api.post("/api/v1/prune", json={"older_than": "1d"}).json() == {
-        "jobs": 0, "graphs": 0, "events": 0}
+        "jobs": 0, "graphs": 0, "events": 0, "signals": 0}
     assert api.post("/api/v1/prune", json={"older_than": "soon"}).status_code == 422
     assert api.post("/api/v1/prune", json={"older_than": -5}).status_code == 422
     assert api.post("/api/v1/prune", json={"older_than": 0}).json()["jobs"] == 1

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from taskyard.store.driver import make_engine
 from taskyard.store.schema import metadata
@@ -62,7 +64,7 @@ def test_up_down_up(db_url: str) -> None:
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(engine)
     upgrade(engine)  # idempotent, like `taskyard init` run twice
-    assert current_revision(engine) == "0012"
+    assert current_revision(engine) == "0015"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT cycles FROM scheduler_state")).scalar_one() == 0
     engine.dispose()
@@ -119,11 +121,44 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
             "INSERT INTO jobs (type, state, pools, created_at, priority) "
             "VALUES ('old', 'pending', '[\"default\"]', 0, 7)"))
     upgrade(engine)
-    assert current_revision(engine) == "0012"
+    assert current_revision(engine) == "0015"
     with engine.connect() as conn:
         assert conn.execute(text(
             "SELECT max_worker_losses FROM task_types WHERE name = 'old'")).scalar_one() == 3
         row = conn.execute(text(
             "SELECT priority, base_priority, max_worker_losses FROM jobs")).one()
         assert tuple(row) == (7, None, 3)
+    engine.dispose()
+
+
+def test_upgrading_a_0012_database_admits_waits_and_keeps_the_checks(db_url: str) -> None:
+    """0013 edits jobs' constraints in place (SQLite: its schema text): the rows stay,
+    a job without a type may be an approval awaiting, and the checks still refuse."""
+    engine = _fresh_engine(db_url)
+    downgrade(engine, "0012")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO task_types (name, handler, created_at, updated_at) "
+                          "VALUES ('old', 'shell:true', 0, 0)"))
+        conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
+                          "VALUES ('old', 'pending', '[\"default\"]', 0)"))
+    upgrade(engine)
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT type, kind FROM jobs")).one() == ("old", "task")
+        conn.execute(text("INSERT INTO jobs (type, kind, state, pools, created_at) "
+                          "VALUES (NULL, 'approval', 'awaiting', '[]', 0)"))
+    for bad in ("(NULL, 'task', 'pending')", "('old', 'approval', 'awaiting')",
+                "(NULL, 'nap', 'awaiting')", "(NULL, 'sleep', 'napping')"):
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text(f"INSERT INTO jobs (type, kind, state, pools, created_at) "
+                              f"VALUES {bad[:-1]}, '[]', 0)"))
+    # Back down refuses while waits exist, then goes once they are gone.
+    with pytest.raises(RuntimeError, match="1 approval, wait or sleep jobs exist"):
+        downgrade(engine, "0012")
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM jobs WHERE kind <> 'task'"))
+    downgrade(engine, "0012")
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
+                          "VALUES (NULL, 'pending', '[]', 0)"))
+    upgrade(engine)
     engine.dispose()

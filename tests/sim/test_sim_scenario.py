@@ -23,7 +23,7 @@ def bad(doc: object, message: str) -> None:
 @pytest.mark.parametrize(("doc", "message"), [
     ([], "scenario: must be a mapping"),
     ({"wrkers": {}}, "scenario: unknown field 'wrkers' (expected one of arrivals, name, "
-                     "sample, scheduler, seed, start, stop, task_types, until, workers)"),
+                     "sample, scheduler, seed, start, stop, task_types, until, waits, workers)"),
     ({"workers": {"east": {"capacity": -1}}}, "workers.east.capacity: must be an integer >= 0"),
     ({"workers": {"east": {"count": 2}}}, "workers.east.capacity: required (an integer >= 0)"),
     ({"workers": {"east": {"capacity": 1, "crash": {"restart": 1}}}},

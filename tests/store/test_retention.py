@@ -33,3 +33,19 @@ def test_prune_removes_old_finished_work_and_keeps_what_is_needed(store: Store) 
     assert finished_graph not in [g.id for g in store.graphs.list()]
     assert prune(store, 3600).jobs == 0  # nothing that recent is old enough
     _ = worker
+
+
+def test_prune_keeps_the_signals_a_waiting_wait_may_need(store: Store) -> None:
+    store.task_types.put(TaskTypeSpec("t", "shell:true"))
+    graph_id = store.graphs.submit({"tasks": {
+        "first": {"type": "t", "pools": ["nowhere"]},
+        "w": {"wait": {"signal": "kept"}, "requires": ["first"]}}})
+    store.waits.signal("kept", payload=1)
+    store.waits.signal("gone", payload=2)
+    store.clock.advance(10)  # type: ignore[union-attr]
+    report = prune(store, 5)
+    assert report.signals == 1 and report.to_json()["signals"] == 1
+    with store.read() as tx:
+        names = [n for (n,) in tx.raw.all("SELECT name FROM signals")]
+    assert names == ["kept"]  # its wait still waits for its parent, then takes it
+    assert {j.label: j.state for j in store.graphs.get(graph_id).jobs}["w"] == "waiting"

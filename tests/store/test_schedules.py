@@ -24,6 +24,8 @@ from taskyard.model.records import Outcome, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store, open_store
 from taskyard.store import schema as t
+from taskyard.store.transitions.schedule_runs import tick_submission
+from taskyard.store.transitions.tick_jobs import TickJobs
 
 T0 = 2_000_000_000.0  # 2033: always in the future of the database clock
 HOUR = 3600.0
@@ -329,7 +331,9 @@ def test_a_stale_reader_creates_nothing(typed: Store, db_url: str) -> None:
     spec = typed.task_types.get("sync")
     assert spec is not None
     with typed.write() as tx:
-        assert tx.schedule_runs._claim(stale, spec, T0) == []
+        ticks = TickJobs(tx, tick_submission)
+        tx.schedule_runs._claim(stale, spec, T0, ticks)
+        assert ticks.rows == []
     assert len(keys(typed, "tick")) == 1
 
 

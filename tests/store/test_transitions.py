@@ -14,6 +14,7 @@ from sqlalchemy import text
 from tests.store.driver import claim
 
 from taskyard.core.states import JOB_TRANSITIONS, JobState
+from taskyard.core.waits import Decision
 from taskyard.model.records import ClaimedJob, JobSubmission, Prerequisite, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
@@ -78,6 +79,22 @@ def _workload(store: Store) -> None:
     wait_out_lease(store, lost.id)
     schedule(store)
     drive(store)
+    # approvals, waits and sleeps: awaiting, decided, signaled, timed out, retried, canceled
+    waits = store.graphs.submit({"tasks": {
+        "first": {"type": "step"},
+        "yes": {"approval": {}, "requires": ["first"]}, "no": {"approval": {}},
+        "go": {"wait": {"signal": "go"}}, "late": {"wait": {"signal": "x", "timeout": "1s"}},
+        "nap": {"sleep": "1s"}, "dropped": {"approval": {}}}})
+    ids = {j.label: j.id for j in store.graphs.get(waits).jobs}
+    drive(store)
+    store.waits.decide(ids["yes"], Decision.APPROVED, note=None, by="t")
+    store.waits.decide(ids["no"], Decision.DENIED, note=None, by="t")
+    store.waits.signal("go")
+    store.jobs.cancel(ids["dropped"])
+    assert store.clock is not None
+    store.clock.advance(2)
+    schedule(store)
+    store.retries.retry(ids["late"])
 
 
 def test_store_only_performs_allowed_transitions(store: Store) -> None:
@@ -93,4 +110,6 @@ def test_store_only_performs_allowed_transitions(store: Store) -> None:
     assert {("pending", "dispatched"), ("dispatched", "running"), ("running", "succeeded"),
             ("waiting", "pending"), ("waiting", "dependency_failed"), ("waiting", "skipped"),
             ("running", "pending"), ("running", "suspended"), ("suspended", "pending"),
-            ("waiting", "canceled"), ("pending", "canceled")} <= seen
+            ("waiting", "canceled"), ("pending", "canceled"), ("waiting", "awaiting"),
+            ("awaiting", "succeeded"), ("awaiting", "failed"), ("awaiting", "canceled"),
+            ("failed", "awaiting")} <= seen

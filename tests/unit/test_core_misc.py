@@ -21,10 +21,13 @@ def test_every_state_has_a_transition_row_and_success_is_final():
     assert not can_transition(JobState.PENDING, JobState.SUCCEEDED)
     # Only the worker's claim starts a job; nothing jumps from waiting to running.
     assert not can_transition(JobState.WAITING, JobState.RUNNING)
-    # A job that ended only comes back through `job retry` (pending, or waiting for
-    # parents that run again): never straight to a worker.
+    # A job that ended only comes back through `job retry` (pending, awaiting, or waiting
+    # for parents that run again): never straight to a worker.
     for state in TERMINAL:
-        assert JOB_TRANSITIONS[state] <= {JobState.PENDING, JobState.WAITING}
+        assert JOB_TRANSITIONS[state] <= {JobState.PENDING, JobState.WAITING, JobState.AWAITING}
+    # An awaiting job never reaches a worker: a decision, a signal or time ends it.
+    assert not JOB_TRANSITIONS[JobState.AWAITING] & {JobState.DISPATCHED, JobState.RUNNING,
+                                                     JobState.PENDING}
 
 
 @pytest.mark.parametrize(

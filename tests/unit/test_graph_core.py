@@ -17,12 +17,15 @@ from taskyard.core.graph import (
     TaskNode,
     find_cycle,
     parse_graph,
+)
+from taskyard.core.limits import Limits
+from taskyard.core.substitution import (
+    SubstitutionError,
     references,
     result_references,
     substitute_ids,
     substitute_results,
 )
-from taskyard.core.limits import Limits
 from taskyard.store.schema.graph_rows import definition_hash
 
 
@@ -299,7 +302,7 @@ def test_only_a_mapping_with_the_marker_alone_is_a_marker() -> None:
 
 @pytest.mark.parametrize("target", ["build", "taskid:build", 5])
 def test_a_subs_marker_must_name_a_task_id(target: object) -> None:
-    with pytest.raises(GraphError) as caught:
+    with pytest.raises(SubstitutionError) as caught:
         references({"x": [{"$subs": target}]})
     assert str(caught.value) == f"$subs {target!r}: expected 'taskId:LABEL'"
 

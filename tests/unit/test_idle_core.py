@@ -31,3 +31,20 @@ def test_jobs_that_cannot_run_here_are_left_and_said() -> None:
     assert verdict.left == ("2 pending in pools no live worker serves (gpu); "
                             "3 pending not due yet (the first at 2023-11-14T22:13:20Z); "
                             "4 waiting on those")
+
+
+def test_awaiting_jobs_are_waited_for_only_until_their_timeout() -> None:
+    timers = idle_verdict(Unfinished(0, 1, timers=2, awaiting=1), served={"default"})
+    assert not timers.idle and timers.waits_for == "2 awaiting their timeout"
+    decisions = idle_verdict(Unfinished(0, 1, awaiting=3), served={"default"})
+    assert decisions.idle
+    assert decisions.left == "3 awaiting a decision or a signal; 1 waiting on those"
+
+
+def test_jobs_of_paused_pools_are_left_and_said() -> None:
+    jobs = Unfinished(0, 0, [PendingGroup(("gpu",), due=2), PendingGroup(("gpu", "cpu"), due=1)])
+    verdict = idle_verdict(jobs, served={"gpu", "cpu"}, paused={"gpu"})
+    assert not verdict.idle and verdict.waits_for == "1 pending"  # cpu still takes one
+    alone = idle_verdict(Unfinished(0, 0, [PendingGroup(("gpu",), due=2)]), served={"gpu"},
+                         paused={"gpu"})
+    assert alone.idle and alone.left == "2 pending in paused pools (gpu)"

@@ -6,6 +6,12 @@ task, to require it or refer to its job id and result from later tasks::
     g.task("test", "run-tests", {"artifact": build.result}, requires=[build])
     graph_id = yard.submit_graph(g)
 
+Approvals, waits and sleeps hold no worker (see ``core/waits.py``)::
+
+    approve = g.approval("approve", timeout="1h", requires=[build])
+    ready = g.wait("ready", "deploy-ready", key="v2")
+    g.task("deploy", "deploy", {"release": ready.result}, requires=[approve, ready])
+
 It builds the graph document of the YAML format (:meth:`Graph.document`); submitting
 validates it as any graph document is validated (``core/graph.py``): nothing here
 checks a graph a second way.
@@ -68,6 +74,45 @@ class Graph:
         self._tasks[label] = body
         return GraphTask(label)
 
+    def approval(self, label: str, *, timeout: float | str | None = None,
+                 requires: Iterable[Requirement] = (), **options: Any) -> GraphTask:
+        """Add an approval: it awaits ``Yard.approve`` (succeeds) or ``Yard.deny`` (fails)
+        once its requirements are met; past ``timeout`` (seconds or ``1h``) it fails."""
+        body = {} if timeout is None else {"timeout": timeout}
+        return self._wait(label, "approval", body, requires, options)
+
+    def wait(self, label: str, signal: str, *, key: str | None = None,
+             timeout: float | str | None = None, requires: Iterable[Requirement] = (),
+             **options: Any) -> GraphTask:
+        """Add a wait: it succeeds on the first ``Yard.signal(signal, key=…)`` sent after
+        the graph was submitted (the signal's payload is its result); past ``timeout``
+        it fails."""
+        body: dict[str, Any] = {"signal": signal}
+        if key is not None:
+            body["key"] = key
+        if timeout is not None:
+            body["timeout"] = timeout
+        return self._wait(label, "wait", body, requires, options)
+
+    def sleep(self, label: str, duration: float | str, *,
+              requires: Iterable[Requirement] = (), **options: Any) -> GraphTask:
+        """Add a durable timer: it succeeds ``duration`` (seconds or ``10m``) after its
+        requirements are met, holding no worker meanwhile."""
+        return self._wait(label, "sleep", duration, requires, options)
+
+    def _wait(self, label: str, kind: str, body: Any, requires: Iterable[Requirement],
+              options: dict[str, Any]) -> GraphTask:
+        """An approval, a wait or a sleep; ``options``: routing, requires_mode,
+        convergence (it runs no handler)."""
+        if label in self._tasks:
+            raise InvalidInput(f"graph: task {label!r} is in the graph already")
+        task: dict[str, Any] = {kind: body, **options}
+        edges = [_edge(r) for r in requires]
+        if edges:
+            task["requires"] = edges
+        self._tasks[label] = task
+        return GraphTask(label)
+
     @property
     def tasks(self) -> Sequence[GraphTask]:
         """The tasks added so far, in order."""
@@ -80,7 +125,11 @@ class Graph:
         return {"tasks": tasks} if tasks_only else {"routing": self.routing, "tasks": tasks}
 
 
-def _edge(requirement: GraphTask | str | tuple[GraphTask | str, str]) -> str | dict[str, str]:
+Requirement = GraphTask | str | tuple[GraphTask | str, str]
+"""A task a task requires: the task, its label, or ``(task, "success"|"failure"|"always")``."""
+
+
+def _edge(requirement: Requirement) -> str | dict[str, str]:
     if isinstance(requirement, tuple):
         task, on = requirement
         return {"label": _label(task), "on": on}

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
+import getpass
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
+from taskyard.api.handler_import import verify_handler
 from taskyard.api.handles import JobHandle, wait_until
 from taskyard.api.submissions import SubmitOptions, submit_batch
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
-from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import (
     EventRecord,
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from taskyard.core.explain import Reason
     from taskyard.model.schedules import ScheduleRecord
     from taskyard.scheduler.cycle import CycleReport
+    from taskyard.store.transitions.backfills import Backfill
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -41,31 +41,12 @@ EVENT_MAINTENANCE = 0.25
 _POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
 
 
-def verify_handler(handler: str) -> None:
-    """Check that a ``python:`` handler imports here; InvalidInput names what is missing."""
+def user() -> str:
+    """Who acts, when the caller does not say: the operating system's user name."""
     try:
-        spec = parse_handler(handler)
-    except HandlerSpecError as exc:
-        raise InvalidInput(str(exc)) from None
-    if spec.kind != "python":
-        return
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        # Workers import handlers relative to their working directory; so do we.
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(spec.module)
-    except Exception as exc:
-        raise InvalidInput(
-            f"handler {handler!r}: module {spec.module!r} cannot be imported "
-            f"({type(exc).__name__}: {exc})"
-        ) from None
-    target: Any = module
-    for part in spec.function.split("."):
-        target = getattr(target, part, None)
-    if not callable(target):
-        raise InvalidInput(
-            f"handler {handler!r}: module {spec.module!r} has no function {spec.function!r}"
-        )
+        return getpass.getuser()
+    except (OSError, KeyError):  # no user name in the environment nor the password file
+        return f"uid {os.getuid()}"
 
 
 class Yard:
@@ -273,6 +254,30 @@ class Yard:
         self._cycle()
         return job
 
+    def approve(self, job_id: int, *, note: str | None = None, by: str | None = None) -> JobRecord:
+        """Approve an awaiting approval (it succeeds); ``by``: who (default: the user)."""
+        return self._decide(job_id, "approved", note, by)
+
+    def deny(self, job_id: int, *, note: str | None = None, by: str | None = None) -> JobRecord:
+        """Deny an awaiting approval (it fails; its failure edges apply)."""
+        return self._decide(job_id, "denied", note, by)
+
+    def _decide(self, job_id: int, decision: str, note: str | None, by: str | None) -> JobRecord:
+        from taskyard.core.waits import Decision  # noqa: PLC0415 - start-up time
+
+        job = self.store.waits.decide(job_id, Decision(decision), note=note, by=by or user())
+        self._cycle()
+        return job
+
+    def signal(self, name: str, key: str | None = None, payload: Any = None, *,
+               by: str | None = None) -> list[int]:
+        """Send a signal: every wait it matches succeeds with ``payload`` as its result,
+        and it is kept for the waits of graphs submitted before it that await it later.
+        Returns the ids of the jobs it completed."""
+        completed = self.store.waits.signal(name, key, payload, by=by or user())
+        self._cycle()
+        return completed
+
     def submit_graph(self, doc: Mapping[str, Any] | Graph) -> int:
         """Submit a task graph — a :class:`Graph` built in Python, or TaskCluster's
         format as a mapping; returns the graph id."""
@@ -321,15 +326,25 @@ class Yard:
         return self.store.workers.list(include_gone=include_gone)
 
     def pools(self) -> list[dict[str, Any]]:
-        """Every pool with its live workers' names, capacity and capacity used."""
+        """Every pool with its live workers' names, capacity and capacity used, and
+        whether it is paused."""
         workers = self.store.workers.list()
+        paused = set(self.store.task_types.paused_pools())
         found = []
         for name in self.store.task_types.pools():
             members = [w for w in workers if name in w.pools]
             found.append({"name": name, "workers": [w.name for w in members],
                           "capacity": sum(w.capacity for w in members),
-                          "used": sum(w.used for w in members)})
+                          "used": sum(w.used for w in members), "paused": name in paused})
         return found
+
+    def pause_pool(self, name: str, *, paused: bool = True) -> dict[str, Any]:
+        """Place nothing new in pool ``name`` (running jobs go on); ``paused=False``
+        resumes it. Returns the pool as :meth:`pools` shows it."""
+        self.store.task_types.pause_pool(name, paused=paused)
+        if not paused:
+            self._cycle()
+        return next(p for p in self.pools() if p["name"] == name)
 
     def schedule(self) -> CycleReport | None:
         """Run one scheduling cycle now (None if another is running)."""
@@ -348,6 +363,24 @@ class Yard:
                                           **options)
         self._cycle()
         return record
+
+    def backfill(self, schedule: str, start: float | str, end: float | str = "now", *,
+                 max_active: int | None = None, dry_run: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> Backfill:
+        """One job per tick of ``schedule`` in ``[start, end)`` (epoch seconds, ISO 8601
+        times, ``now``, or durations ago: ``7d``), oldest first, as one graph; a tick
+        that has a job gets none. ``max_active``: at most that many pending, dispatched or
+        running at once. ``dry_run``: the ticks only, nothing written."""
+        from taskyard.api.backfill import backfill  # noqa: PLC0415 - start-up time
+
+        done = backfill(self.store, schedule, start, end, max_active=max_active,
+                        dry_run=dry_run, progress=progress)
+        self._cycle()
+        return done
+
+    def cancel_backfill(self, schedule: str) -> int:
+        """Cancel what remains of the schedule's backfills; how many jobs were canceled."""
+        return self.store.backfills.cancel(schedule)
 
     def list_schedules(self) -> list[ScheduleRecord]:
         return self.store.schedules.list()

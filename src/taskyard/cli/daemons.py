@@ -291,7 +291,8 @@ class _IdleWatch:
         try:
             store = self.state.yard.store
             served = self.own_pools | {p for w in store.workers.list() for p in w.pools}
-            verdict = idle_verdict(store.jobs.unfinished(self.horizon), served)
+            verdict = idle_verdict(store.jobs.unfinished(self.horizon), served,
+                                   store.task_types.paused_pools())
         except Exception as exc:  # a database hiccup must not end `up`: count it as busy
             log.warning("event=idle-check-failed error=%s", " ".join(str(exc).split())[:200])
             self.since = None

@@ -61,11 +61,15 @@ def _tree(yard: Yard, record: GraphRecord) -> list[list[Any]]:
     explained = 0
     for j in sorted(record.jobs, key=lambda j: j.id):
         why = j.error if j.state in ("skipped", "dependency_failed", "canceled") else ""
-        if j.state in ("waiting", "pending", "suspended") and explained < EXPLAINED:
+        if j.state in ("waiting", "pending", "suspended", "awaiting") and explained < EXPLAINED:
             explained += 1
             why = "; ".join(r.message for r in yard.explain(j.id))
-        rows.append([j.label, j.type, j.state, j.attempt, duration(j.started_at, j.finished_at),
-                     j.worker or "", j.id, short(why or "", 70)])
+        elif isinstance(j.result, dict) and j.kind != "task" and "decision" in j.result:
+            note = j.result.get("note")
+            why = f"{j.result['decision']} by {j.result.get('by')}" + (f": {note}" if note else "")
+        rows.append([j.label, j.type or j.kind, j.state, j.attempt,
+                     duration(j.started_at, j.finished_at), j.worker or "", j.id,
+                     short(why or "", 70)])
     return rows
 
 

@@ -36,6 +36,15 @@ def read_args(text: str | None, option: str = "--args") -> dict[str, Any] | None
     Unreadable or malformed input is bad usage (exit 2), naming ``option``."""
     if text is None:
         return None
+    args = read_json(text, option)
+    if not isinstance(args, dict):
+        raise click.BadParameter("must be a JSON object", param_hint=option)
+    return args
+
+
+def read_json(text: str, option: str) -> Any:
+    """The JSON value ``text`` gives (itself, ``@FILE`` or ``-``); unreadable or
+    malformed input is bad usage (exit 2), naming ``option``."""
     source = text
     if text == "-":
         source = sys.stdin.read()
@@ -51,8 +60,6 @@ def read_args(text: str | None, option: str = "--args") -> dict[str, Any] | None
         raise InvalidInput(str(too_deep(option))) from None
     except ValueError as exc:
         raise click.BadParameter(f"not valid JSON ({exc})", param_hint=option) from None
-    if not isinstance(args, dict):
-        raise click.BadParameter("must be a JSON object", param_hint=option)
     return args
 
 

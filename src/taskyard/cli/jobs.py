@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import Any
 
@@ -80,7 +81,7 @@ STATES = click.Choice([s.value for s in JobState])
 
 
 def _job_rows(jobs: list[JobRecord]) -> list[list[Any]]:
-    return [[j.id, j.type, j.label or "", j.state, j.priority, j.attempt, j.worker or "",
+    return [[j.id, j.type or j.kind, j.label or "", j.state, j.priority, j.attempt, j.worker or "",
              when(j.created_at), duration(j.started_at, j.finished_at),
              "" if j.result is None else short(j.result, 40)] for j in jobs]
 
@@ -154,7 +155,8 @@ def job_show(state: State, job_id: int, as_json: bool) -> None:
         print_json({**record.to_json(), "dispatched_args": received,
                     "explain": [r.to_json() for r in reasons]})
         return
-    fields = [("id", record.id), ("type", record.type), ("state", record.state),
+    fields = [("id", record.id), ("type", record.type), ("kind", _kind(record)),
+              ("state", record.state),
               ("label", record.label), ("graph", record.graph_id), ("priority", record.priority),
               ("pools", ", ".join(record.pools)), ("locks", ", ".join(record.locks) or None),
               ("args", short(record.args if received is None else received, 200)),
@@ -168,6 +170,8 @@ def job_show(state: State, job_id: int, as_json: bool) -> None:
             click.echo(f"{name + ':':<10} {value}")
     for reason in reasons:
         click.echo(f"{'why:':<10} {reason.message}")
+    for name, how in _decisions(record):
+        click.echo(f"{name + ':':<10} {how}")
     if record.attempts:
         click.echo("")
         print_table(["attempt", "state", "worker", "exit", "started", "took", "error"],
@@ -185,6 +189,30 @@ def job_show(state: State, job_id: int, as_json: bool) -> None:
         for name, tail in (("stdout", last.stdout_tail), ("stderr", last.stderr_tail)):
             if tail:
                 click.echo(f"\n--- {name} (tail) ---\n{tail.rstrip()}")
+
+
+def _kind(record: JobRecord) -> str | None:
+    """An approval's, a wait's or a sleep's kind (with the signal a wait expects)."""
+    if record.kind == "task":
+        return None
+    if record.signal is None:
+        return record.kind
+    key = "any key" if record.signal_key is None else f"key {record.signal_key!r}"
+    return f"wait for signal {record.signal!r} ({key})"
+
+
+def _decisions(record: JobRecord) -> list[tuple[str, str]]:
+    """What ends an awaiting approval or wait, as the commands to type."""
+    if record.state != JobState.AWAITING:
+        return []
+    if record.kind == "approval":
+        return [("approve", f"taskyard job approve {record.id} [--note TEXT]"),
+                ("deny", f"taskyard job deny {record.id} [--note TEXT]")]
+    if record.kind == "wait":
+        key = "" if record.signal_key is None else f" --key {shlex.quote(record.signal_key)}"
+        return [("signal", f"taskyard signal {shlex.quote(record.signal or '')}{key} "
+                           "[--payload JSON]")]
+    return []
 
 
 @job.command("cancel")

@@ -107,15 +107,17 @@ class DatabaseFailure(click.ClickException):
 _COMMANDS: dict[str, tuple[str, ...]] = {
     "init": ("daemons",), "scheduler": ("daemons",), "worker": ("daemons",),
     "up": ("daemons",), "submit": ("jobs",), "jobs": ("jobs",), "workers": ("jobs",),
-    "job": ("jobs", "logs"), "events": ("events",), "task-type": ("task_types",),
-    "apply": ("task_types",), "pools": ("task_types",), "graph": ("graphs",),
+    "job": ("jobs", "logs", "waits"), "signal": ("waits",), "events": ("events",),
+    "task-type": ("task_types",), "apply": ("task_types",), "pools": ("task_types",),
+    "graph": ("graphs",),
     "prune": ("retention",), "serve": ("serve",), "token": ("tokens",),
     "publisher": ("publisher",), "celery-pool": ("celery_pool",),
-    "schedule": ("schedules",), "simulate": ("simulate",),
+    "schedule": ("schedules", "backfill"), "simulate": ("simulate",),
 }
-"""Each command, by the modules of ``taskyard.cli`` that define it (``job logs`` hangs
-off the ``job`` group from logs.py). A command's module is imported when the command is
-looked up: ``taskyard submit`` does not load the HTTP API, the daemons or the simulator."""
+"""Each command, by the modules of ``taskyard.cli`` that define it (``job logs``, ``job
+approve`` and ``job deny`` hang off the ``job`` group from logs.py and waits.py). A
+command's module is imported when the command is looked up: ``taskyard submit`` does not
+load the HTTP API, the daemons or the simulator."""
 
 
 class _TaskyardGroup(click.Group):

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Protocol
 import click
 
 from taskyard.cli.inputs import PRIORITY, args_option, read_args
+from taskyard.cli.main import POSITIVE_DURATION
 from taskyard.cli.output import humanize, json_option, print_json, print_table
 from taskyard.core.durations import duration_text, iso
 from taskyard.core.recurrence import Catchup
+from taskyard.core.ticks import Overlap
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard
@@ -73,13 +75,19 @@ def schedule_group() -> None:
 @click.option("--priority", type=PRIORITY, default=0, show_default=True)
 @click.option("--catchup", type=click.Choice([c.value for c in Catchup]), default="one",
               show_default=True, help="Missed runs after downtime: one, all (≤100/cycle), none.")
+@click.option("--catchup-window", type=POSITIVE_DURATION,
+              help="Missed runs older than this (1d) are skipped, whatever --catchup says.")
+@click.option("--overlap", type=click.Choice([o.value for o in Overlap]), default="allow",
+              show_default=True, help="A run due while the last one has not ended: start "
+              "another, skip it, or keep one queued (buffer-one).")
 @click.option("--paused", is_flag=True, help="Create it paused.")
 @click.option("--replace", is_flag=True, help="Redefine an existing schedule, keeping history.")
 @json_option
 @click.pass_obj
 def add(state: State, *, name: str, type_name: str, every: str | None, cron: str | None,
         args_text: str | None, timezone: str | None, priority: int, catchup: str,
-        paused: bool, replace: bool, as_json: bool) -> None:
+        catchup_window: float | None, overlap: str, paused: bool, replace: bool,
+        as_json: bool) -> None:
     """Create schedule NAME of task type TYPE.
 
     With neither --every nor --cron it follows TYPE's adaptive interval.
@@ -89,6 +97,7 @@ def add(state: State, *, name: str, type_name: str, every: str | None, cron: str
     args = read_args(args_text)
     record = state.yard.add_schedule(name, type_name, every=every, cron=cron, args=args,
                                      timezone=timezone, priority=priority, catchup=catchup,
+                                     catchup_window=catchup_window, overlap=overlap,
                                      paused=paused, replace=replace)
     if as_json:
         print_json(record.to_json())

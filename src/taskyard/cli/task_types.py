@@ -175,14 +175,32 @@ def pools() -> None:
 @json_option
 @click.pass_obj
 def pools_list(state: State, as_json: bool) -> None:
-    """Pools with their live workers and capacity."""
+    """Pools with their live workers and capacity, and whether they are paused."""
     rows = state.yard.pools()
     if as_json:
         print_json(rows)
         return
-    print_table(["pool", "workers", "capacity", "used"],
-                ([r["name"], ", ".join(r["workers"]) or "-", r["capacity"], r["used"]]
-                 for r in rows), empty="no pools")
+    print_table(["pool", "workers", "capacity", "used", "paused"],
+                ([r["name"], ", ".join(r["workers"]) or "-", r["capacity"], r["used"],
+                  "paused" if r["paused"] else "-"] for r in rows), empty="no pools")
+
+
+@pools.command("pause")
+@click.argument("name")
+@click.pass_obj
+def pools_pause(state: State, name: str) -> None:
+    """Place nothing new in pool NAME (jobs running there go on)."""
+    state.yard.pause_pool(name)
+    click.echo(f"pool {name} paused")
+
+
+@pools.command("resume")
+@click.argument("name")
+@click.pass_obj
+def pools_resume(state: State, name: str) -> None:
+    """Place jobs in pool NAME again."""
+    state.yard.pause_pool(name, paused=False)
+    click.echo(f"pool {name} resumed")
 
 
 def register(group: click.Group) -> None:

@@ -24,7 +24,8 @@ PROVISIONER = SCHEDULER_ID
 """The provisioner word of job keys: taskyard places its jobs itself."""
 TOPICS = ("graph-running", "graph-blocked", "graph-finished", "graph-canceled",
           "graph-stalled", "job-pending", "job-running", "job-completed", "job-failed",
-          "job-exception", "schedule-error")
+          "job-exception", "job-awaiting", "schedule-error", "schedule-skipped",
+          "pool-paused", "pool-resumed")
 """Every topic taskyard writes (docs/events.md): the publisher declares their exchanges."""
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from taskyard.core.durations import iso
 from taskyard.core.placement import Candidate, Placement, Planner, Skip, SkipReason
+from taskyard.core.waits import Kind, awaits_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,33 @@ def from_decision(decision: Placement | Skip, *, ahead: int, worker_names: dict[
         return Reason("no_worker", f"no live worker serves its pools ({d})", detail=d)
     return Reason("no_capacity", f"no worker in its pools ({d}) has room for it; "
                   f"{'at least ' if at_least else ''}{ahead} job(s) ahead in line", detail=d)
+
+
+def pool_paused(paused: Iterable[str], *, every: bool) -> Reason:
+    """A pending job held back by paused pools (``every``: all of its pools are)."""
+    names = ", ".join(paused)
+    held = "its pools are" if every else "of its pools,"
+    return Reason("pool_paused", f"{held} paused ({names}): nothing new is placed there "
+                  f"until taskyard pools resume", detail=names)
+
+
+def awaiting(job_id: int, kind: str, signal: str | None, key: str | None, *,
+             deadline: float | None, now: float) -> Reason:
+    """What an awaiting job (an approval, a wait, a sleep) awaits, how to give it, and
+    when it times out."""
+    if kind == Kind.SLEEP:
+        assert deadline is not None  # a sleep always has its end
+        return Reason("sleeping", f"sleeps until {iso(deadline)} "
+                      f"(in {max(0.0, deadline - now):.0f}s)", detail=iso(deadline) or "")
+    if kind == Kind.APPROVAL:
+        how = f"taskyard job approve {job_id} or taskyard job deny {job_id}"
+    else:
+        how = f"taskyard signal {shlex.quote(signal or '')}" + (
+            "" if key is None else f" --key {shlex.quote(key)}")
+    limit = "no timeout" if deadline is None else \
+        f"times out at {iso(deadline)} (in {max(0.0, deadline - now):.0f}s)"
+    return Reason(f"awaiting_{kind}", f"awaits {awaits_text(kind, signal, key)} ({how}); "
+                  f"{limit}", detail=signal or "")
 
 
 def explain_candidate(planner: Planner, job: Candidate, *, ahead: int,

@@ -24,15 +24,19 @@ from taskyard.core.limits import (
     quoted,
     whole,
 )
+from taskyard.core.substitution import SubstitutionError, references, result_references
+from taskyard.core.waits import WAIT_KINDS, Kind, WaitError, parse_wait
 
 CONDITIONS = ("success", "failure", "always")
 REQUIRES_MODES = {"all-completed": "success", "all-resolved": "always"}
 MAX_ROUTING = 99  # graph + job routing are stored together in a 200-character column
 _TASK_KEYS = {
     "type", "args", "requires", "reruns", "priority", "pools", "routing", "requires_mode",
-    "convergence", "locks", "timeout",
+    "convergence", "locks", "timeout", *WAIT_KINDS,
 }
 _PLAIN_KEYS = {"type", "args", "requires", "requires_mode"}
+_WAIT_KEYS = {"requires", "requires_mode", "convergence", "routing"}
+"""What an approval, a wait or a sleep takes besides its own key (it runs no handler)."""
 
 
 class GraphError(ValueError):
@@ -61,8 +65,14 @@ class TaskNode:
     convergence: str = "all"
     locks: tuple[str, ...] = ()
     timeout: float | None = None
+    """Per attempt; an approval's or a wait's timeout; a sleep's duration."""
     args_text: str = "{}"
     """``args`` as stored: checked against the limits and encoded once."""
+    kind: str = Kind.TASK
+    """``task`` (``type`` names its task type), or approval, wait, sleep (``type`` is "")."""
+    signal: str | None = None
+    key: str | None = None
+    """The signal a ``wait`` waits for, and its key (None: any key)."""
 
     def definition(self) -> dict[str, Any]:
         """A canonical form, to tell an identical re-added task from a changed one."""
@@ -71,6 +81,7 @@ class TaskNode:
             "requires": [(e.label, e.on) for e in self.requires], "reruns": self.reruns,
             "priority": self.priority, "pools": self.pools, "routing": self.routing,
             "convergence": self.convergence, "locks": self.locks, "timeout": self.timeout,
+            **({} if self.kind == Kind.TASK else {"wait": [self.kind, self.signal, self.key]}),
         }
 
 
@@ -106,7 +117,8 @@ def parse_graph(
     for raw_label, body in tasks.items():
         label = raw_label if type(raw_label) is str else str(raw_label)
         nodes[label] = _parse_task(label, body, limits)
-    unknown_types = {n for n in {node.type for node in nodes.values()} if not known_types(n)}
+    unknown_types = {n for n in {node.type for node in nodes.values() if node.type}
+                     if not known_types(n)}
     position = {label: index for index, label in enumerate(nodes)}
     outside = set(existing)
     ordered = True  # every parent comes before its child: then there is no cycle
@@ -123,7 +135,11 @@ def parse_graph(
                 ordered = False
         if '"$' not in node.args_text:
             continue  # no substitution marker anywhere in its args
-        for ref in references(node.args):
+        try:
+            named = references(node.args)
+        except SubstitutionError as exc:
+            raise GraphError(str(exc)) from None
+        for ref in named:
             if ref not in position and ref not in outside:
                 raise GraphError(f"task {node.label!r}: refers to unknown label {quoted(ref)}")
         for ref in result_references(node.args):
@@ -155,6 +171,8 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
         raise GraphError(f"task {label!r}: unknown keys {sorted(set(body) - _TASK_KEYS)}")
     get = body.get
     type_ = get("type")
+    if type_ is None or not body.keys().isdisjoint(WAIT_KINDS):
+        return _parse_wait_task(label, body)
     if not isinstance(type_, str) or not type_:
         raise GraphError(f"task {label!r}: 'type' must name a task type")
     _check(check_name, type_, f"task {label!r}: type")
@@ -166,18 +184,54 @@ def _parse_task(label: str, body: Any, limits: Limits) -> TaskNode:
             args_text = encode_args(args, where=f"task {label!r}", limits=limits)
         except LimitError as exc:
             raise GraphError(str(exc)) from None
-    requires: tuple[Edge, ...] = ()
-    mode = get("requires_mode")
-    raw_requires = get("requires")
-    if mode is not None or raw_requires:
-        if mode is not None and mode not in REQUIRES_MODES:
-            raise GraphError(
-                f"task {label!r}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
-        requires = _parse_requires(f"task {label!r}", raw_requires or [], mode)
+    requires = _requires_of(label, body)
     if _PLAIN_KEYS.issuperset(body):  # every other field takes its default
         return TaskNode(label, type_, dict(args), requires, args_text=args_text)
     return _parse_options(label, body, type_=type_, args=dict(args), requires=requires,
                           args_text=args_text)
+
+
+def _requires_of(label: str, body: Mapping[str, Any]) -> tuple[Edge, ...]:
+    mode = body.get("requires_mode")
+    raw_requires = body.get("requires")
+    if mode is None and not raw_requires:
+        return ()
+    if mode is not None and mode not in REQUIRES_MODES:
+        raise GraphError(
+            f"task {label!r}: requires_mode must be one of {sorted(REQUIRES_MODES)}")
+    return _parse_requires(f"task {label!r}", raw_requires or [], mode)
+
+
+def _parse_wait_task(label: str, body: Mapping[str, Any]) -> TaskNode:
+    """An approval, a wait or a sleep: exactly one of them (and no type); besides, only
+    requires, requires_mode, convergence and routing apply (it runs no handler)."""
+    where = f"task {label!r}"
+    kinds = [kind for kind in (*WAIT_KINDS, "type") if kind in body]
+    if not kinds:
+        raise GraphError(f"{where}: 'type' must name a task type (or give approval, wait "
+                         "or sleep instead)")
+    if len(kinds) != 1:
+        raise GraphError(f"{where}: give exactly one of type, approval, wait or sleep "
+                         f"(it has {', '.join(kinds)})")
+    kind = Kind(kinds[0])
+    extra = set(body) - _WAIT_KEYS - {kind}
+    if extra:
+        raise GraphError(f"{where}: {', '.join(sorted(extra))} do not apply to "
+                         f"{'an' if kind is Kind.APPROVAL else 'a'} {kind} "
+                         "(it runs no handler); it takes requires, requires_mode, "
+                         "convergence and routing")
+    try:
+        spec = parse_wait(where, kind, body[kind])
+    except WaitError as exc:
+        raise GraphError(str(exc)) from None
+    routing = body.get("routing", "") or ""
+    _check_routing(routing, f"{where} routing")
+    convergence = body.get("convergence", "all")
+    if convergence not in ("all", "any"):
+        raise GraphError(f"{where}: convergence must be 'all' or 'any'")
+    return TaskNode(label, "", {}, _requires_of(label, body), routing=routing,
+                    convergence=convergence, timeout=spec.timeout, kind=kind,
+                    signal=spec.signal, key=spec.key)
 
 
 def _parse_options(label: str, body: Mapping[str, Any], *, type_: str, args: dict[str, Any],
@@ -312,89 +366,3 @@ def find_cycle(requires: Mapping[str, list[str]]) -> list[str] | None:
                 stack.pop()
                 path.pop()
     return None
-
-
-def _walk(value: Any, visit: Callable[[Mapping[str, Any]], Any]) -> Any:
-    """Rebuild ``value`` without recursion. ``visit`` gets each mapping and returns it
-    unchanged (keep and descend) or any other object (the replacement, not descended)."""
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
-    while stack:
-        item, parent, key = stack.pop()
-        if isinstance(item, Mapping):
-            replaced = visit(item)
-            if replaced is not item:
-                parent[key] = replaced
-                continue
-            new: dict[str, Any] = {}
-            parent[key] = new
-            stack.extend((v, new, k) for k, v in item.items())
-        elif isinstance(item, list):
-            new_list: list[Any] = [None] * len(item)
-            parent[key] = new_list
-            stack.extend((v, new_list, i) for i, v in enumerate(item))
-        else:
-            parent[key] = item
-    return root[0]
-
-
-def _marker(item: Mapping[str, Any], name: str) -> Any:
-    if len(item) == 1 and name in item:
-        return item[name]
-    return None
-
-
-def references(args: Any) -> set[str]:
-    """Labels named by ``{$subs: "taskId:LABEL"}`` markers."""
-    found: set[str] = set()
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$subs")
-        if isinstance(target, str) and target.startswith("taskId:"):
-            found.add(target[len("taskId:"):])
-            return 0
-        if target is not None:
-            raise GraphError(f"$subs {target!r}: expected 'taskId:LABEL'")
-        return item
-
-    _walk(args, visit)
-    return found
-
-
-def result_references(args: Any) -> set[str]:
-    """Labels named by ``{$result: LABEL}`` markers."""
-    found: set[str] = set()
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$result")
-        if isinstance(target, str):
-            found.add(target)
-            return 0
-        return item
-
-    _walk(args, visit)
-    return found
-
-
-def substitute_ids(args: Any, ids: Mapping[str, int]) -> Any:
-    """Replace ``{$subs: "taskId:LABEL"}`` with that label's job id (at submission)."""
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$subs")
-        if isinstance(target, str) and target.startswith("taskId:"):
-            return ids[target[len("taskId:"):]]
-        return item
-
-    return _walk(args, visit)
-
-
-def substitute_results(args: Any, results: Mapping[str, Any]) -> Any:
-    """Replace ``{$result: LABEL}`` with that label's job result (at dispatch)."""
-
-    def visit(item: Mapping[str, Any]) -> Any:
-        target = _marker(item, "$result")
-        if isinstance(target, str) and target in results:
-            return results[target]
-        return item
-
-    return _walk(args, visit)

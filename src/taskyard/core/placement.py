@@ -341,6 +341,18 @@ class Planner:
         return None if worker_id is None else self.workers[worker_id]
 
 
+def without_paused(workers: Iterable[WorkerSlot],
+                   paused: frozenset[str]) -> list[WorkerSlot]:
+    """The workers as placement sees them while ``paused`` pools are paused: serving
+    none of those pools, so that nothing new is placed there (jobs running there go on;
+    a job of several pools goes to one that is not paused)."""
+    if not paused:
+        return list(workers)
+    return [w if paused.isdisjoint(w.pools) else
+            WorkerSlot(w.id, w.name, tuple(p for p in w.pools if p not in paused),
+                       w.capacity, w.prefetch) for w in workers]
+
+
 def place(
     workers: Iterable[WorkerSlot],
     active: Iterable[ActiveJob],

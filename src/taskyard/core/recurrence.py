@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from taskyard.core.durations import Interval
+from taskyard.core.durations import Interval, duration_text, iso
+from taskyard.core.ticks import Dropped, dropped, parse_choice
 
 MAX_CATCHUP_RUNS = 100
 """Most jobs one schedule creates in one cycle under ``catchup: all``."""
@@ -37,12 +38,7 @@ class Catchup(StrEnum):
 
 def parse_catchup(value: str | None) -> Catchup:
     """``one`` (also for ``None``), ``all`` or ``none``; ValueError otherwise."""
-    if value is None:
-        return Catchup.ONE
-    try:
-        return Catchup(str(value).lower())
-    except ValueError:
-        raise ValueError(f"catchup: {value!r} is not one of one, all, none") from None
+    return parse_choice(Catchup, value, Catchup.ONE, "catchup")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +48,9 @@ class TickPlan:
     ticks: tuple[float, ...]
     next_run: float
     skipped: bool = False
-    """True when missed ticks were dropped (policy ``one`` or ``none``)."""
+    """True when missed ticks were dropped (policy ``one`` or ``none``, or the window)."""
+    dropped: tuple[Dropped, ...] = ()
+    """The ticks that get no job of their own, and why (a ``schedule-skipped`` event)."""
 
 
 def plan_ticks(
@@ -63,15 +61,35 @@ def plan_ticks(
     *,
     grace: float = MISFIRE_GRACE,
     limit: int = MAX_CATCHUP_RUNS,
+    window: float | None = None,
 ) -> TickPlan:
     """Decide the jobs of a fixed-rhythm schedule due at ``next_run``.
 
-    ``following(t)`` is the first tick strictly after ``t``. Cost: at most
-    ``limit`` calls of ``following`` (policy ``all``), else two — never one per
-    missed tick, however long the downtime.
+    ``following(t)`` is the first tick strictly after ``t``. ``window``: missed ticks
+    at or before ``now - window`` are dropped whatever the policy (the catch-up
+    window). Cost: at most ``limit`` calls of ``following`` (policy ``all``), else a
+    few — never one per missed tick, however long the downtime — plus the counting of
+    dropped ticks (at most :data:`taskyard.core.ticks.DROPPED_COUNTED`).
     """
     if next_run > now:
         return TickPlan((), next_run)
+    too_old: tuple[Dropped, ...] = ()
+    if window is not None and next_run <= now - window:
+        kept = following(now - window)
+        span = dropped(next_run, kept, following, f"older than the catch-up window "
+                                                 f"({duration_text(window)})")
+        too_old = (span,) if span else ()
+        next_run = kept
+        if next_run > now:
+            return TickPlan((), next_run, skipped=True, dropped=too_old)
+    plan = _plan_due(next_run, now, following, policy, grace=grace, limit=limit)
+    if too_old:
+        return TickPlan(plan.ticks, plan.next_run, True, too_old + plan.dropped)
+    return plan
+
+
+def _plan_due(next_run: float, now: float, following: Callable[[float], float],
+              policy: Catchup, *, grace: float, limit: int) -> TickPlan:
     if policy is Catchup.ALL:
         ticks: list[float] = []
         tick = next_run
@@ -80,16 +98,26 @@ def plan_ticks(
             tick = following(tick)
         return TickPlan(tuple(ticks), tick)
     upcoming = following(now)
+    second = following(next_run)
     if policy is Catchup.ONE:
         # Keyed by the oldest due tick: every scheduler that read the same
         # next_run picks the same key, so racing schedulers create one job.
-        return TickPlan((next_run,), upcoming, skipped=following(next_run) <= now)
+        folded = dropped(second, upcoming, following,
+                         f"catchup one: run once, as the job of {iso(next_run)}")
+        return TickPlan((next_run,), upcoming, skipped=folded is not None,
+                        dropped=() if folded is None else (folded,))
+    missed = "catchup none: missed while no scheduler ran"
     if now - next_run <= grace:
-        return TickPlan((next_run,), upcoming, skipped=following(next_run) <= now)
-    late = following(now - grace)
-    if late <= now:
-        return TickPlan((late,), upcoming, skipped=True)
-    return TickPlan((), upcoming, skipped=True)
+        late = dropped(second, upcoming, following, missed)
+        return TickPlan((next_run,), upcoming, skipped=late is not None,
+                        dropped=() if late is None else (late,))
+    late_tick = following(now - grace)
+    if late_tick <= now:
+        span = dropped(next_run, late_tick, following, missed)
+        return TickPlan((late_tick,), upcoming, skipped=True,
+                        dropped=() if span is None else (span,))
+    span = dropped(next_run, upcoming, following, missed)
+    return TickPlan((), upcoming, skipped=True, dropped=() if span is None else (span,))
 
 
 def every_after(anchor: float, every: float, after: float) -> float:

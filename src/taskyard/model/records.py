@@ -111,6 +111,8 @@ class JobSubmission:
     unique_for: float | None = None
     on_duplicate: str = "existing"
     """One of :data:`ON_DUPLICATE`."""
+    logical_time: float | None = None
+    """The tick of its schedule it stands for (a schedule's job, or a backfill's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +168,8 @@ class JobRecord:
     """A job as stored, with its attempts when asked for."""
 
     id: int
-    type: str
+    type: str | None
+    """Its task type; None for an approval, a wait or a sleep (see ``kind``)."""
     state: str
     attempt: int
     args: dict[str, JSON]
@@ -198,6 +201,15 @@ class JobRecord:
     """Its rate-limit key, rendered from its args when it was submitted."""
     schedule_name: str | None = None
     """The schedule that created it (a recurring job), else None (a one-shot job)."""
+    kind: str = "task"
+    """``task`` (work for a worker), ``approval``, ``wait`` or ``sleep``."""
+    signal: str | None = None
+    signal_key: str | None = None
+    """The signal a ``wait`` expects, and its key (None: any key)."""
+    deadline: float | None = None
+    """When its running attempt times out; when an awaiting job times out (a sleep ends)."""
+    logical_time: float | None = None
+    """The tick of its schedule it stands for (a schedule's job, or a backfill's)."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -230,6 +242,11 @@ class JobRecord:
             "unique_key": self.unique_key,
             "rate_key": self.rate_key,
             "schedule": self.schedule_name,
+            "kind": self.kind,
+            "signal": None if self.signal is None else {"name": self.signal,
+                                                        "key": self.signal_key},
+            "deadline": iso(self.deadline),
+            "logical_time": iso(self.logical_time),
         }
 
 
@@ -281,6 +298,8 @@ class ClaimedJob:
     """Results of the stages earlier attempts finished: this attempt skips them."""
     cost: int = 1
     priority: int = 0
+    logical_time: float | None = None
+    """The tick of its schedule it stands for (TASKYARD_LOGICAL_TIME), if any."""
 
 
 @dataclass(slots=True)

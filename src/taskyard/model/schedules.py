@@ -16,11 +16,13 @@ from taskyard.core.cron import CronError, next_fire, parse_cron, resolve_zone
 from taskyard.core.durations import DurationError, Interval, iso, parse_duration
 from taskyard.core.limits import PRIORITY_MAX, check_name, encode_args, whole
 from taskyard.core.recurrence import MIN_EVERY, Catchup, every_after, parse_catchup
+from taskyard.core.ticks import Overlap, grid_after, parse_overlap
 from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import JSON
 
 SCHEDULE_FIELDS = frozenset(
-    {"type", "args", "every", "cron", "timezone", "paused", "priority", "catchup"}
+    {"type", "args", "every", "cron", "timezone", "paused", "priority", "catchup",
+     "catchup_window", "overlap"}
 )
 """Field names of a schedule in ``taskyard apply`` files (DESIGN.md, plus priority/catchup)."""
 
@@ -38,6 +40,9 @@ class ScheduleDef:
     timezone: str = "UTC"
     catchup: Catchup = Catchup.ONE
     paused: bool = False
+    catchup_window: float | None = None
+    """Missed ticks older than this many seconds are dropped (None: no window)."""
+    overlap: Overlap = Overlap.ALLOW
 
     @property
     def adaptive(self) -> bool:
@@ -55,6 +60,8 @@ def define_schedule(
     priority: int = 0,
     catchup: str | None = None,
     paused: bool = False,
+    catchup_window: float | str | None = None,
+    overlap: str | None = None,
 ) -> ScheduleDef:
     """Check a definition's own fields; InvalidInput names the schedule and the problem."""
     with refused_as_invalid():
@@ -84,14 +91,19 @@ def define_schedule(
         zone = timezone or "UTC"
         resolve_zone(zone)
         policy = parse_catchup(catchup)
+        overlaps = parse_overlap(overlap)
+        window = None if catchup_window is None else parse_duration(
+            catchup_window, field=f"{where}: catchup_window")
     except DurationError as exc:
         raise InvalidInput(str(exc)) from None
     except (CronError, ValueError) as exc:
         raise InvalidInput(f"{where}: {exc}") from None
     if seconds is not None and seconds < MIN_EVERY:
         raise InvalidInput(f"{where}: every must be at least {MIN_EVERY:g}s")
+    if window is not None and window <= 0:
+        raise InvalidInput(f"{where}: catchup_window must be more than 0 seconds")
     return ScheduleDef(name, type, dict(args or {}), priority, seconds,
-                       expr.text if expr else None, zone, policy, paused)
+                       expr.text if expr else None, zone, policy, paused, window, overlaps)
 
 
 def definition_from_mapping(name: str, body: Mapping[str, Any]) -> ScheduleDef:
@@ -104,6 +116,7 @@ def definition_from_mapping(name: str, body: Mapping[str, Any]) -> ScheduleDef:
         every=body.get("every"), cron=body.get("cron"), args=body.get("args"),
         timezone=body.get("timezone"), priority=body.get("priority", 0),
         catchup=body.get("catchup"), paused=body.get("paused", False),
+        catchup_window=body.get("catchup_window"), overlap=body.get("overlap"),
     )
 
 
@@ -127,6 +140,8 @@ class ScheduleRecord:
     last_outcome: str | None
     created_at: float
     updated_at: float
+    catchup_window: float | None = None
+    overlap: str = "allow"
 
     @property
     def kind(self) -> str:
@@ -151,6 +166,8 @@ class ScheduleRecord:
             "args": self.args,
             "priority": self.priority,
             "catchup": self.catchup,
+            "catchup_window": self.catchup_window,
+            "overlap": self.overlap,
             "current_interval": self.current_interval,
             "last_job_id": self.last_job_id,
             "last_run_at": iso(self.last_run_at),
@@ -167,10 +184,13 @@ def type_interval(m: Any) -> Interval | None:
     return Interval(m["interval_default"], m["interval_min"], m["interval_max"])
 
 
-def following(m: Any) -> Callable[[float], float]:
-    """``t -> first tick after t`` of an every/cron schedule row (anchored on next_run)."""
+def following(m: Any, *, past: bool = False) -> Callable[[float], float]:
+    """``t -> first tick after t`` of an every/cron schedule row (anchored on next_run;
+    ``past``: an every grid extends before it too, for a backfill)."""
     if m["every"] is not None:
         anchor, every = float(m["next_run"]), float(m["every"])
+        if past:
+            return lambda after: grid_after(anchor, every, after)
         return lambda after: every_after(anchor, every, after)
     expr, zone = parse_cron(m["cron"]), resolve_zone(m["timezone"])
     return lambda after: next_fire(expr, after, zone)

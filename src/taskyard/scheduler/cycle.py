@@ -33,6 +33,8 @@ class CycleReport:
     timed_out: list[int] = field(default_factory=list)
     requeued: int = 0
     scheduled: list[int] = field(default_factory=list)  # recurring: jobs from schedules
+    awaited: list[int] = field(default_factory=list)
+    """Approvals and waits that timed out, sleeps that ended."""
     placed: list[Placement] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     stalled: list[int] = field(default_factory=list)
@@ -45,7 +47,7 @@ class CycleReport:
     def changed(self) -> bool:
         return bool(
             self.expelled or self.timed_out or self.requeued or self.placed or self.stalled
-            or self.scheduled  # recurring:
+            or self.scheduled or self.awaited
         )
 
 
@@ -111,7 +113,10 @@ def run_cycle(
             report.requeued = tx.requeue_suspended()
         if work.due:
             report.scheduled = tx.tx.schedule_runs.create_due_jobs()  # step 3
-        if report.expelled or report.timed_out or report.requeued or report.scheduled:
+        if work.timers:  # through the timer index: awaiting jobs cost nothing here
+            report.awaited = tx.tx.waits.time_out()
+        if (report.expelled or report.timed_out or report.requeued or report.scheduled
+                or report.awaited):
             tx.reads_are_stale()
     workers, active, limits = tx.snapshot()
     if workers:

@@ -118,13 +118,14 @@ class SchedulerDaemon:
                 if report.changed:
                     # Placement alone is the steady state: keep it out of the INFO log.
                     maintenance = (report.expelled or report.timed_out or report.requeued
-                                   or report.stalled or report.scheduled)
+                                   or report.stalled or report.scheduled or report.awaited)
                     log.log(
                         logging.INFO if maintenance else logging.DEBUG,
                         "event=cycle placed=%d expelled=%d timed_out=%d requeued=%d "
-                        "scheduled=%d stalled=%d scanned=%d ms=%.2f",
+                        "scheduled=%d awaited=%d stalled=%d scanned=%d ms=%.2f",
                         len(report.placed), len(report.expelled), len(report.timed_out),
-                        report.requeued, len(report.scheduled), len(report.stalled),
+                        report.requeued, len(report.scheduled), len(report.awaited),
+                        len(report.stalled),
                         report.scanned, report.seconds * 1000,
                     )
                     # Something changed: look again at once (more may be placeable).

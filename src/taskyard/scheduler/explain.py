@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from taskyard.core.durations import iso
-from taskyard.core.explain import Reason, explain_candidate
+from taskyard.core.explain import Reason, awaiting, explain_candidate, pool_paused
 from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
-from taskyard.store.reads.explain import job_place, open_parents
+from taskyard.store.reads.explain import OpenParent, job_place, open_parents
 from taskyard.store.transitions.cycle import SCAN_LIMIT
 
 EXPLAIN_PAGE = 1000
+
+
+def _what(parent: OpenParent) -> str:
+    if parent.type is not None:
+        return f"of type {parent.type}"
+    return "an approval" if parent.kind == "approval" else f"a {parent.kind}"
 
 
 def explain_job(store: Store, job_id: int) -> list[Reason]:
@@ -24,9 +30,12 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
             return [Reason("suspended", "its worker was lost; the next cycle requeues it")]
         if state is JobState.WAITING:
             return [Reason("dependency", f"waits for job {p.id}"
-                           f"{f' ({p.label})' if p.label else ''} of type {p.type}, "
+                           f"{f' ({p.label})' if p.label else ''} {_what(p)}, "
                            f"which is {p.state}", p.id, p.condition)
                     for p in open_parents(tx, job_id)]
+        if state is JobState.AWAITING:
+            return [awaiting(job_id, job.kind, job.signal, job.signal_key,
+                             deadline=job.deadline, now=job.now)]
         if job.run_after is not None and job.run_after > job.now:
             return [Reason("run_after", f"not due before {iso(job.run_after)} "
                            f"(in {job.run_after - job.now:.0f}s)")]
@@ -35,6 +44,10 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         # them): to count the jobs ahead of it, and to reach it for its other reasons.
         cycle = CycleTx(tx)
         workers = cycle.workers()
+        paused = [p for p in job.pools if p in cycle.paused_pools()]
+        if paused and len(paused) == len(job.pools):
+            return [pool_paused(paused, every=True)]
+        held = [pool_paused(paused, every=False)] if paused else []
         limits = cycle.limits()
         rates = cycle.rate_book(limits)
         planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits.queue, rates)
@@ -50,12 +63,15 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         ahead = 0
         for candidate in cycle.ordered_candidates(room, EXPLAIN_PAGE, SCAN_LIMIT, spent):
             if candidate.id == job_id:
-                return explain_candidate(planner, candidate, ahead=ahead, worker_names=names,
-                                         queue_limit=limits.queue.get(candidate.type))
+                return [*held, *explain_candidate(
+                    planner, candidate, ahead=ahead, worker_names=names,
+                    queue_limit=limits.queue.get(candidate.type))]
             planner.offer(candidate)
             if not mine.isdisjoint(candidate.pools):
                 ahead += 1
         # Not reached: past the scan limit of its pools' lists.
         assert job.candidate is not None
-        return explain_candidate(planner, job.candidate, ahead=ahead, worker_names=names,
-                                 queue_limit=limits.queue.get(job.type), reached=False)
+        return [*held, *explain_candidate(planner, job.candidate, ahead=ahead,
+                                          worker_names=names,
+                                          queue_limit=limits.queue.get(job.type),
+                                          reached=False)]

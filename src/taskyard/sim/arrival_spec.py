@@ -161,7 +161,8 @@ def _graph(value: Any, where: str, types: Mapping[str, TypeSpec], base: Path) ->
     except GraphError as exc:
         raise ScenarioError(f"{where}: {exc}") from None
     for label, node in spec.tasks.items():
-        _check_args(types[node.type], set(node.args), f"{where} task {label!r}")
+        if node.type:  # an approval, a wait or a sleep has none (see sim/waits.py)
+            _check_args(types[node.type], set(node.args), f"{where} task {label!r}")
     return spec
 
 

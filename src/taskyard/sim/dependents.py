@@ -11,9 +11,11 @@ from taskyard.core.graph import GraphSpec
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.prerequisites import PrerequisiteError, PriorRun, Reuse, decide, render_args
 from taskyard.core.states import TERMINAL, JobState
+from taskyard.core.waits import Kind
 from taskyard.sim.context import SimContext
 from taskyard.sim.fields import ScenarioError
 from taskyard.sim.model import SimGraph, SimJob
+from taskyard.sim.waits import SimWaits
 
 _WAITING, _PENDING = JobState.WAITING, JobState.PENDING
 _FAILED_ITSELF = (JobState.FAILED, JobState.ERROR, JobState.CANCELED)
@@ -23,11 +25,14 @@ _RunKey = tuple[str, str]
 class Dependents:
     """Graphs and prerequisites of one simulation."""
 
-    def __init__(self, sim: SimContext, schedule_ended: Callable[[SimJob], None]) -> None:
+    def __init__(self, sim: SimContext, schedule_ended: Callable[[SimJob], None],
+                 waits: SimWaits) -> None:
         """``schedule_ended``: told of each job of a schedule that ended (after its
-        dependents), for the schedule's next tick."""
+        dependents), for the schedule's next tick; ``waits``: the graphs' approvals,
+        waits and sleeps (they await instead of becoming pending)."""
         self.sim = sim
         self.schedule_ended = schedule_ended
+        self.waits = waits
         self._graphs = 0
         prereq_types = {p.type for spec in sim.scenario.types.values()
                         for p in spec.prerequisites}
@@ -46,9 +51,12 @@ class Dependents:
         graph = SimGraph(self._graphs, name, sim.now)
         by_label: dict[str, SimJob] = {}
         for label, node in spec.tasks.items():
-            job = sim.new_job(sim.scenario.types[node.type], node.args, node.priority,
-                              node.pools, extra_locks=node.locks, retries=node.reruns,
-                              timeout=node.timeout, rng=rng)
+            if node.kind != Kind.TASK:  # an approval, a wait or a sleep: no worker
+                job = self.waits.new(node, rng)
+            else:
+                job = sim.new_job(sim.scenario.types[node.type], node.args, node.priority,
+                                  node.pools, extra_locks=node.locks, retries=node.reruns,
+                                  timeout=node.timeout, rng=rng)
             job.graph, job.label, job.convergence = graph, label, node.convergence
             by_label[label] = job
             graph.jobs.append(job)
@@ -58,7 +66,7 @@ class Dependents:
                 by_label[label].requires(by_label[edge.label], edge.on)
         for job in graph.jobs:
             if job.unmet == 0:
-                sim.release(job)
+                self.waits.ready(job)
         sim.metrics.graph_submitted(graph)
         return graph
 
@@ -85,7 +93,7 @@ class Dependents:
             if new is _PENDING:
                 job.unmet = 0
         if job.unmet == 0:
-            self.sim.release(job)
+            self.waits.ready(job)
 
     # -- update on launch ----------------------------------------------------------------
 
@@ -172,7 +180,7 @@ class Dependents:
                                    failures_after=failures)
             child.unmet, child.dep_failures = unmet, failures
             if new is _PENDING:
-                self.sim.release(child)
+                self.waits.ready(child)  # pending, or awaiting (core/waits.py)
             elif new is not None:
                 self.sim.finish(child, new)
 

@@ -33,6 +33,7 @@ from taskyard.sim.periodic import Periodic
 from taskyard.sim.rates import KeyedStream, SimRates, render_key
 from taskyard.sim.scenario import Scenario
 from taskyard.sim.specs import TypeSpec
+from taskyard.sim.waits import SimWaits
 
 _PENDING, _DISPATCHED, _RUNNING = JobState.PENDING, JobState.DISPATCHED, JobState.RUNNING
 _LOCKS = (SkipReason.LOCK_HELD, SkipReason.LOCK_WANTED_AHEAD)
@@ -82,7 +83,9 @@ class Simulation:
         """The rate limits, if a type has one."""
         # The helpers see the run through SimContext, and each other only as wired here
         # (the lambda: self.arrivals is built below).
-        self.dependents = Dependents(self, lambda job: self.arrivals.ended(job))  # noqa: PLW0108
+        self.waits = SimWaits(self)
+        self.dependents = Dependents(self, lambda job: self.arrivals.ended(job),  # noqa: PLW0108
+                                     self.waits)
         self.faults = Faults(self)
         self.arrivals = Arrivals(self, self.dependents)
         self.periodic = Periodic(self)
@@ -132,6 +135,7 @@ class Simulation:
                 self.dependents.resolve()
             if self.pending and not planner.exhausted():
                 self._place()
+        self.metrics.awaiting = self.waits.report(self.now)
         self.metrics.close(self.now, self.live.values(),
                            None if self.rates is None else self.rates.stats)
         return self.metrics
@@ -147,7 +151,7 @@ class Simulation:
         ``claims``: its locks as recorded (else rendered from the type's templates);
         ``rng``: its arrival's stream, which draws its first attempt now."""
         self._next_job += 1
-        retry = self._retry[spec.name]
+        retry = self._retry.get(spec.name, spec.retry)  # an approval's, a wait's: none
         if retries is not None and retries != retry.retries:
             retry = RetryPolicy(retries, retry.delay, retry.backoff, retry.max_delay)
         if claims is None:

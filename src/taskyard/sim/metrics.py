@@ -7,7 +7,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from taskyard.core.states import JobState
 
@@ -56,6 +56,8 @@ class Metrics:
         self.workers: list[SimWorker] = []
         self.end = 0.0
         self.unfinished: Counter[str] = Counter()
+        self.awaiting: dict[str, Any] = {}
+        """Approvals, waits and sleeps: how many, how long they awaited (SimWaits.report)."""
         self.starving: list[tuple[float, int, str]] = []
         """(seconds waited so far, job id, type) of jobs of the lowest priority that
         were still waiting to start when the run ended."""

@@ -46,8 +46,23 @@ def build_report(metrics: Metrics, *, seed: int, wall_seconds: float) -> dict[st
         "locks": _locks(metrics),
         "rate_limits": _rate_limits(metrics),
         "graphs": _graphs(metrics),
+        "awaiting": _awaiting(metrics),
         "queue": _queue(metrics),
     }
+
+
+def _awaiting(metrics: Metrics) -> dict[str, Any]:
+    """Approvals, waits and sleeps: per kind, how many ended and how long they awaited;
+    ``slots_mean`` / ``slots_max``: the worker slots handlers polling for them instead
+    would have held, on average and at most."""
+    found = metrics.awaiting
+    if not found:
+        return {"jobs": 0}
+    return {**found, "seconds": round(found["seconds"], 6),
+            "slots_mean": round(found["slots_mean"], 3),
+            "by_kind": {kind: {"jobs": k["jobs"], "seconds": round(k["seconds"], 6),
+                               "mean": round(k["mean"], 6)}
+                        for kind, k in found["by_kind"].items()}}
 
 
 def _type_throughput(metrics: Metrics, name: str, hours: float) -> dict[str, Any]:
@@ -210,6 +225,16 @@ def tables(report: dict[str, Any]) -> list[Table]:
                                              "waited", "mean"),
                          [(lk["lock"], lk["jobs"], lk["skips"], human(lk["seconds"]),
                            human(lk["mean"])) for lk in report["locks"][:10]]))
+    awaiting = report["awaiting"]
+    if awaiting["jobs"] or awaiting.get("still_awaiting"):
+        rows: list[tuple[Any, ...]] = [
+            (kind, k["jobs"], human(k["seconds"]), human(k["mean"]), "-", "-")
+            for kind, k in awaiting["by_kind"].items()]
+        rows.append(("all", awaiting["jobs"], human(awaiting["seconds"]), "-",
+                     f"{awaiting['slots_mean']:g}", awaiting["slots_max"]))
+        out.append(Table("awaiting (no worker slot held)",
+                         ("kind", "jobs", "awaited", "mean", "slots saved", "at most"),
+                         rows))
     if report["rate_limits"]:
         out.append(Table("rate limits", ("type", "key", "limit", "jobs held back", "cycles",
                                          "skips", "waited", "mean"),

@@ -43,6 +43,7 @@ from taskyard.sim.specs import (
     TypeSpec,
     WorkerGroup,
 )
+from taskyard.sim.wait_spec import WaitBehaviour, check_graph, parse_waits
 
 DEFAULT_START = "2026-01-05T00:00:00Z"
 """Virtual time 0 (a Monday, 00:00 UTC), for cron schedules."""
@@ -63,6 +64,8 @@ class Scenario:
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
     recorded: tuple[RecordedJob, ...] = ()
     """Replay: jobs from a database's history (see :mod:`taskyard.sim.replay`)."""
+    waits: Mapping[str, WaitBehaviour] = field(default_factory=dict)
+    """When the graphs' approvals and waits are decided (see :mod:`taskyard.sim.wait_spec`)."""
 
     def with_workers(self, sizes: Mapping[str, tuple[int, int | None]], *,
                      new_groups: bool = False) -> Scenario:
@@ -87,7 +90,7 @@ class Scenario:
 
 
 _TOP = {"name", "seed", "start", "until", "stop", "sample", "scheduler", "workers",
-        "task_types", "arrivals"}
+        "task_types", "arrivals", "waits"}
 _TYPE_FIELDS = {
     "handler", "description", "pools", "cost", "timeout", "retries", "retry_delay",
     "retry_backoff", "retry_max_delay", "interval", "backoff_factor", "max_queue_length",
@@ -122,6 +125,10 @@ def parse_scenario(doc: Any, *, name: str = "scenario", base: Path | None = None
                     for k, v in mapping(doc.get("workers") or {}, "workers").items())
     until = None if doc.get("until") is None else duration(doc["until"], "until")
     arrivals = parse_arrivals(doc.get("arrivals"), types, until, base or Path.cwd())
+    waits = parse_waits(doc.get("waits"))
+    for n, arrival in enumerate(arrivals):
+        if arrival.graph is not None:
+            check_graph(arrival.graph, waits, f"arrivals[{n}].graph")
     scheduler = mapping(doc.get("scheduler") or {}, "scheduler")
     known_keys(scheduler, {"aging", "scan_limit", "timeout_grace"}, "scheduler")
     return Scenario(
@@ -133,6 +140,7 @@ def parse_scenario(doc: Any, *, name: str = "scenario", base: Path | None = None
         stop=None if doc.get("stop") is None else duration(doc["stop"], "stop", positive=True),
         sample=None if doc.get("sample") is None else duration(doc["sample"], "sample",
                                                                positive=True),
+        waits=waits,
         scheduler=SchedulerSpec(
             aging=duration(scheduler.get("aging", 600), "scheduler.aging"),
             scan_limit=integer(scheduler.get("scan_limit", 10_000), "scheduler.scan_limit",

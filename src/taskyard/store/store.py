@@ -38,6 +38,7 @@ from taskyard.store.unit import Tx
 if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
+    from taskyard.store.transitions.backfills import Backfills
     from taskyard.store.transitions.cycle import CycleTx
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.schedules import Schedules
     from taskyard.store.transitions.stages import Stages
     from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.waits import Waits
     from taskyard.store.transitions.workers import Workers
 
 
@@ -303,6 +305,18 @@ class Store:
         from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
 
         return cast("TaskTypes", OneShot(self, lambda tx: tx.task_types, TaskTypes.READS))
+
+    @property
+    def backfills(self) -> Backfills:
+        from taskyard.store.transitions.backfills import Backfills  # noqa: PLC0415 - start-up time
+
+        return cast("Backfills", OneShot(self, lambda tx: tx.backfills, Backfills.READS))
+
+    @property
+    def waits(self) -> Waits:
+        from taskyard.store.transitions.waits import Waits  # noqa: PLC0415 - start-up time
+
+        return cast("Waits", OneShot(self, lambda tx: tx.waits, Waits.READS))
 
     @property
     def workers(self) -> Workers:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from taskyard.store.store import Store
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
+    from taskyard.store.transitions.backfills import Backfills
     from taskyard.store.transitions.cycle import CycleTx
     from taskyard.store.transitions.dependents import Dependents
     from taskyard.store.transitions.events import Events
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.schedules import Schedules
     from taskyard.store.transitions.stages import Stages
     from taskyard.store.transitions.task_types import TaskTypes
+    from taskyard.store.transitions.waits import Waits
     from taskyard.store.transitions.workers import Workers
 
 
@@ -214,6 +216,18 @@ class Tx:
         from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
 
         return TaskTypes(self)
+
+    @cached_property
+    def backfills(self) -> Backfills:
+        from taskyard.store.transitions.backfills import Backfills  # noqa: PLC0415 - start-up time
+
+        return Backfills(self)
+
+    @cached_property
+    def waits(self) -> Waits:
+        from taskyard.store.transitions.waits import Waits  # noqa: PLC0415 - start-up time
+
+        return Waits(self)
 
     @cached_property
     def workers(self) -> Workers:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from taskyard.core.durations import iso
 from taskyard.core.handlers import HandlerSpecError
 from taskyard.core.lifecycle import may_start
 from taskyard.core.stages import StageReport
@@ -342,8 +343,11 @@ class ProcessExecutor:
     def _env(self, job: ClaimedJob) -> dict[str, str]:
         # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
         args = json.dumps(job.args, separators=(",", ":"))
-        return {"TASKYARD_WORKER": self.worker_name, "TASKYARD_JOB_ID": str(job.job_id),
-                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
+        env = {"TASKYARD_WORKER": self.worker_name, "TASKYARD_JOB_ID": str(job.job_id),
+               "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
+        if job.logical_time is not None:  # the tick of its schedule it stands for
+            env["TASKYARD_LOGICAL_TIME"] = iso(job.logical_time) or ""
+        return env
 
     def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
         key = (job.job_id, job.attempt)

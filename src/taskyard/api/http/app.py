@@ -29,12 +29,15 @@ from taskyard.api.http.feed import EventFeed
 from taskyard.api.http.guard import BodyLimits, Guard, trusted_hosts
 from taskyard.api.http.jsonio import answer
 from taskyard.api.http.metrics import Metrics
+from taskyard.api.http.routes_backfill import router as backfills
 from taskyard.api.http.routes_catalog import router as catalog
 from taskyard.api.http.routes_cluster import router as cluster
 from taskyard.api.http.routes_events import router as events
 from taskyard.api.http.routes_graphs import router as graphs
 from taskyard.api.http.routes_jobs import router as jobs
+from taskyard.api.http.routes_pools import router as pools
 from taskyard.api.http.routes_tokens import router as tokens
+from taskyard.api.http.routes_waits import router as waits
 from taskyard.api.http.schemas import REQUEST_MODELS
 from taskyard.api.http.submitter import Submitter
 from taskyard.api.http.tokens import AuthThrottle, TokenChecker
@@ -85,7 +88,7 @@ def create_app(yard: Yard, *, settings: Settings | None = None,
     app.state.submitter = Submitter(
         yard, writers=1 if yard.store.driver.writes_one_at_a_time else 2)
     errors.install(app)
-    for router in (jobs, graphs, catalog, cluster, events, tokens):
+    for router in (jobs, waits, graphs, catalog, backfills, cluster, pools, events, tokens):
         app.include_router(router)
     app.include_router(_meta_router(app))
     static.install(app)

@@ -78,6 +78,11 @@ class ScheduleIn(_In):
     timezone: StrictStr | None = None
     priority: StrictInt = Field(default=0, ge=-INT32, le=INT32)
     catchup: StrictStr | None = Field(default=None, description="one, all or none.")
+    catchup_window: Duration | None = Field(
+        default=None, description="Missed runs older than this are skipped (`1d`).")
+    overlap: StrictStr | None = Field(
+        default=None, description="allow, skip or buffer-one: a run due while the last "
+        "one has not ended.")
     paused: StrictBool = False
     replace: StrictBool = Field(default=False, description="Redefine an existing one.")
 
@@ -143,7 +148,9 @@ class StageOut(_Out):
 
 class JobOut(_Out):
     id: int
-    type: str
+    type: str | None = Field(description="Its task type; null for an approval, a wait or a "
+                             "sleep.")
+    kind: str = Field(description="task, approval, wait or sleep.")
     state: str
     attempt: int
     args: Json
@@ -264,6 +271,7 @@ class PoolOut(_Out):
     capacity: int
     used: int
     free: int
+    paused: bool = Field(default=False, description="Nothing new is placed in it.")
 
 
 class PoolListOut(_Out):

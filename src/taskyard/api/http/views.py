@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskyard.api.yard import Yard
-from taskyard.core.graph import result_references, substitute_results
+from taskyard.core.substitution import result_references, substitute_results
 from taskyard.model.errors import NotFound
 from taskyard.model.records import AttemptRecord, GraphRecord, JobRecord
 from taskyard.store.reads.job_pages import states_by_graph, succeeded_results

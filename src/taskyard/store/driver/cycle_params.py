@@ -27,11 +27,13 @@ def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]
 class Snapshot:
     """What the planner starts from, as read: live workers (id, name, pools, capacity,
     prefetch), what is dispatched or running (holder, type, worker, cost, locks, count),
-    the task types' limits (name, max queue length, rate limit)."""
+    the task types' limits (name, max queue length, rate limit), the paused pools."""
 
     workers: list[Any]
     active: list[Any]
     limits: list[Any]
+    paused: list[Any] = field(default_factory=list)
+    """The paused pools' names: placement sees no worker serving them."""
 
 
 @dataclass(frozen=True, slots=True)

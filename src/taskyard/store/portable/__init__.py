@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.params import (
         CancelJob,
+        EndAwaiting,
         EventCursor,
         FailOverdue,
         PutSchedule,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         ReopenJob,
         ReportStage,
         SetGraphState,
+        StartAwaiting,
         SuspendJobs,
         UpdateDependents,
     )
@@ -43,7 +45,9 @@ from taskyard.store.portable import (
     schedules,
     stages,
     submissions,
+    ticks,
     upkeep,
+    waits,
     workers,
 )
 
@@ -143,6 +147,8 @@ class SharedTransitions(Protocol):
     read_task_types: Callable[..., list[tuple[Any, ...]]] = staticmethod(
         definitions.read_task_types)
     pool_names: Callable[[Cursor], list[str]] = staticmethod(definitions.pool_names)
+    pause_pool: Callable[[Cursor, str, bool], bool] = staticmethod(definitions.pause_pool)
+    paused_pools: Callable[[Cursor], list[str]] = staticmethod(definitions.paused_pools)
     event_id_range: Callable[[Cursor], tuple[Any, Any]] = staticmethod(events.id_range)
     event_from: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(
         events.event_from)
@@ -188,6 +194,8 @@ class SharedTransitions(Protocol):
         outbox.attempt_workers)
     old_jobs: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_jobs)
     old_events: Callable[[Cursor, float, int], list[int]] = staticmethod(retention.old_events)
+    old_signals: Callable[[Cursor, float, int], list[int]] = staticmethod(
+        retention.old_signals)
     empty_graphs: Callable[[Cursor, float, int], list[int]] = staticmethod(
         retention.empty_graphs)
     delete_jobs: Callable[[Cursor, Sequence[int]], None] = staticmethod(retention.delete_jobs)
@@ -195,3 +203,15 @@ class SharedTransitions(Protocol):
         retention.delete_rows)
     graphs_progressed: Callable[[Cursor, Sequence[int]], None] = staticmethod(
         graphs.graphs_progressed)
+    start_awaiting: Callable[[Cursor, StartAwaiting], list[tuple[Any, ...]]] = staticmethod(
+        waits.start_awaiting)
+    end_awaiting: Callable[[Cursor, EndAwaiting], list[tuple[Any, ...]]] = staticmethod(
+        waits.end_awaiting)
+    read_kind: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(waits.read_kind)
+    count_timers: Callable[[Cursor, float], int] = staticmethod(waits.count_timers)
+    lock_run: Callable[[Cursor, int], str | None] = staticmethod(ticks.lock_run)
+    queue_behind: Callable[[Cursor, Sequence[int]], None] = staticmethod(ticks.queue_behind)
+    job_of_key: Callable[[Cursor, str], int | None] = staticmethod(ticks.job_of_key)
+    size_graph: Callable[[Cursor, int, int], None] = staticmethod(ticks.size_graph)
+    drop_graph: Callable[[Cursor, int], None] = staticmethod(ticks.drop_graph)
+    backfill_graphs: Callable[[Cursor, str], list[int]] = staticmethod(ticks.backfill_graphs)

@@ -10,25 +10,36 @@ from typing import Any
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.cycle_params import ReadCandidates
 from taskyard.store.driver.params import FailOverdue
+from taskyard.store.portable.waits import AWAITING
 
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the
 worker normally kills the child at the deadline; this covers a vanished worker)."""
 
 
-def maintenance_checks(false: str, grace: str) -> tuple[str, str, str, str]:
+def maintenance_checks(false: str, grace: str,
+                       timers: str = "") -> tuple[str, str, str, str, str]:
     """SQL conditions, in CycleTx.maintenance_work's order: a live worker's lease ran
     out; an attempt is past its deadline and ``grace`` (a parameter marker); jobs are
-    suspended; a schedule is due. ``false``: the backend's false, as the schedules'
-    partial index is written (its planner must see it to use the index). A cycle reads
-    them in one statement; a submit placing its job from the last cycle's snapshot
-    checks that none has work, as a cycle would have found (postgresql/jobs.py)."""
+    suspended; a schedule is due; an awaiting job's timeout passed (the earliest
+    deadline, the first entry of the timer index whatever the number of awaiting jobs:
+    an EXISTS over ``deadline <= now`` let PostgreSQL's planner, which cannot know how
+    many are due, scan every job, 149 ms with 100,000 awaiting; MIN(deadline) scans the
+    whole index on SQLite, 58 ms; see bench/awaiting.py); ``timers``: how a backend must
+    be told to use the index). ``false``: the backend's
+    false, as the schedules' partial index is written (its planner must see it to use
+    the index). A cycle reads them in one statement; a submit placing its job from the
+    last cycle's snapshot checks that none has work, as a cycle would have found
+    (postgresql/jobs.py)."""
     return ("EXISTS (SELECT 1 FROM workers WHERE state = 'active' "
             "AND lease_expires_at < {now})",
             "EXISTS (SELECT 1 FROM jobs WHERE state IN ('dispatched', 'running') "
             f"AND deadline < {{now}} - {grace})",
             "EXISTS (SELECT 1 FROM jobs WHERE state = 'suspended')",
-            f"EXISTS (SELECT 1 FROM schedules WHERE paused = {false} AND next_run <= {{now}})")
+            f"EXISTS (SELECT 1 FROM schedules WHERE paused = {false} AND next_run <= {{now}})",
+            f"EXISTS (SELECT 1 FROM (SELECT deadline FROM jobs {timers} WHERE {AWAITING} "
+            "AND deadline IS NOT NULL ORDER BY deadline LIMIT 1) AS t "
+            "WHERE t.deadline <= {now})")
 
 
 def expel_expired_workers(raw: Cursor) -> list[int]:

@@ -42,6 +42,17 @@ def read_task_types(raw: Cursor, name: str | None = None) -> list[tuple[Any, ...
     return raw.all(f"{_TYPES} ORDER BY name")
 
 
+def pause_pool(raw: Cursor, name: str, paused: bool) -> bool:
+    """Pool ``name`` paused (nothing new is placed in it) or not; False: no such pool."""
+    return raw.run("UPDATE pools SET paused = ?, paused_at = CASE WHEN ? THEN {now} END "
+                   "WHERE name = ?", (paused, paused, name)) == 1
+
+
+def paused_pools(raw: Cursor) -> list[str]:
+    """The paused pools' names."""
+    return [n for (n,) in raw.all("SELECT name FROM pools WHERE paused ORDER BY name")]
+
+
 def pool_names(raw: Cursor) -> list[str]:
     """Every pool named by a worker or a task type."""
     return [n for (n,) in raw.all("SELECT name FROM pools ORDER BY name")]

@@ -26,23 +26,24 @@ def read_edges_from(raw: Cursor, parents: Sequence[int]) -> list[tuple[Any, ...]
 
 
 def lock_waiting(raw: Cursor, ids: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The jobs of ``ids`` still waiting: (id, unmet deps, dep failures, convergence),
-    locked as the update locks them (a concurrent end of another of their parents waits
-    for this commit, or this read waits for its and reads what it wrote)."""
+    """The jobs of ``ids`` still waiting: (id, unmet deps, dep failures, convergence,
+    kind), locked as the update locks them (a concurrent end of another of their parents
+    waits for this commit, or this read waits for its and reads what it wrote)."""
     which, params = raw.member("id", ids)
-    return raw.all("SELECT id, unmet_deps, dep_failures, convergence FROM jobs "
+    return raw.all("SELECT id, unmet_deps, dep_failures, convergence, kind FROM jobs "
                    f"WHERE {which} AND {STILL_WAITING}{raw.row_lock}", params)
 
 
 def update_dependents(raw: Cursor, params: UpdateDependents) -> list[tuple[Any, ...]]:
     """Counters and state in one write per child: (id, graph, routing) of the updated.
-    Pending with edges still open (convergence 'any'): the counter is cleared, as a
-    waiting job has unmet edges and a pending one none."""
+    Released (pending, or awaiting) with edges still open (convergence 'any'): the
+    counter is cleared, as a waiting job has unmet edges and a released one none."""
     which, ids = raw.member("id", params.ids)
-    unmet = "0" if params.state == "pending" else "unmet_deps - ?"
+    released = params.state in ("pending", "awaiting")
+    unmet = "0" if released else "unmet_deps - ?"
     state = "" if params.state is None else ", state = ?"
-    ended = params.state not in (None, "pending")
-    values: list[Any] = [] if params.state == "pending" else [params.resolved]
+    ended = params.state is not None and not released
+    values: list[Any] = [] if released else [params.resolved]
     values.append(params.fails)
     if params.state is not None:
         values.append(params.state)

@@ -32,9 +32,10 @@ def advance_position(raw: Cursor, name: str, cursor: EventCursor) -> bool:
 
 
 def job_types(raw: Cursor, job_ids: Sequence[int]) -> list[tuple[Any, ...]]:
-    """(id, type) of the jobs of ``job_ids`` that exist."""
+    """(id, type) of the jobs of ``job_ids`` that exist; an approval's, a wait's or a
+    sleep's kind stands for its type (it has none)."""
     which, params = raw.member("id", job_ids)
-    return raw.all(f"SELECT id, type FROM jobs WHERE {which}", params)
+    return raw.all(f"SELECT id, COALESCE(type, kind) FROM jobs WHERE {which}", params)
 
 
 def attempt_workers(raw: Cursor, job_ids: Sequence[int]) -> list[tuple[Any, ...]]:

@@ -31,6 +31,16 @@ def old_events(raw: Cursor, older_than: float, limit: int) -> list[int]:
         "SELECT id FROM events WHERE created_at < {now} - ? LIMIT ?", (older_than, limit))]
 
 
+def old_signals(raw: Cursor, older_than: float, limit: int) -> list[int]:
+    """Signals sent more than ``older_than`` seconds ago that no wait still waiting for
+    its parents may need (a wait takes a signal sent before it awaits); at most
+    ``limit``."""
+    return [int(s) for (s,) in raw.all(
+        "SELECT s.id FROM signals s WHERE s.created_at < {now} - ? AND NOT EXISTS "
+        "(SELECT 1 FROM jobs j WHERE j.state = 'waiting' AND j.kind = 'wait' "
+        "AND j.signal_name = s.name) LIMIT ?", (older_than, limit))]
+
+
 def empty_graphs(raw: Cursor, older_than: float, limit: int) -> list[int]:
     """Graphs that ended more than ``older_than`` seconds ago and have no job left."""
     return [int(g) for (g,) in raw.all(
@@ -52,8 +62,8 @@ def delete_jobs(raw: Cursor, ids: Sequence[int]) -> None:
 
 
 def delete_rows(raw: Cursor, table: str, ids: Sequence[int]) -> None:
-    """Rows of ``events`` or ``graphs`` by id."""
-    assert table in ("events", "graphs")
+    """Rows of ``events``, ``graphs`` or ``signals`` by id."""
+    assert table in ("events", "graphs", "signals")
     for start in range(0, len(ids), _CHUNK):
         which, params = raw.member("id", ids[start:start + _CHUNK])
         raw.run(f"DELETE FROM {table} WHERE {which}", params)

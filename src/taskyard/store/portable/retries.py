@@ -38,9 +38,9 @@ def reset_job(raw: Cursor, params: ReopenJob, failures: int) -> bool:
 
 def undone_children(raw: Cursor, parents: Sequence[int]) -> list[tuple[Any, ...]]:
     """The dependents of ``parents`` that ended dependency_failed or skipped: (id,
-    graph, routing, convergence)."""
+    graph, routing, convergence, kind)."""
     which, params = raw.member("d.requires_id", parents)
-    return raw.all("SELECT DISTINCT j.id, j.graph_id, j.routing, j.convergence "
+    return raw.all("SELECT DISTINCT j.id, j.graph_id, j.routing, j.convergence, j.kind "
                    "FROM dependencies d JOIN jobs j ON j.id = d.job_id "
                    f"WHERE {which} AND j.state IN {_UNDONE}", params)
 

@@ -36,15 +36,17 @@ def put_schedule(raw: Cursor, params: PutSchedule) -> None:
     history — last job, last run, outcome — kept)."""
     p = params
     raw.run("INSERT INTO schedules (name, type, args, priority, every, cron, timezone, "
-            "catchup, paused, current_interval, next_run, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {now}, {now}) ON CONFLICT (name) "
+            "catchup, paused, current_interval, next_run, catchup_window, overlap, "
+            "created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {now}, {now}) ON CONFLICT (name) "
             "DO UPDATE SET type = excluded.type, args = excluded.args, "
             "priority = excluded.priority, every = excluded.every, cron = excluded.cron, "
             "timezone = excluded.timezone, catchup = excluded.catchup, "
             "paused = excluded.paused, current_interval = excluded.current_interval, "
-            "next_run = excluded.next_run, updated_at = {now}",
+            "next_run = excluded.next_run, catchup_window = excluded.catchup_window, "
+            "overlap = excluded.overlap, updated_at = {now}",
             (p.name, p.type, p.args, p.priority, p.every, p.cron, p.timezone, p.catchup,
-             p.paused, p.current_interval, p.next_run))
+             p.paused, p.current_interval, p.next_run, p.catchup_window, p.overlap))
 
 
 def pause_schedule(raw: Cursor, name: str) -> bool:

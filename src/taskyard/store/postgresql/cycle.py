@@ -41,7 +41,8 @@ SNAPSHOT_TEXT = (
     "FROM jobs WHERE state IN ('dispatched', 'running') "
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
     "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit) ORDER BY name) "
-    "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL))::text")
+    "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL), "
+    "(SELECT json_agg(name ORDER BY name) FROM pools WHERE paused))::text")
 """SQL: the cycle's snapshot (:class:`Snapshot`) as one JSON text."""
 # The cycle reads and writes jobs through their indexes only: no bitmap scans (see
 # LOCK_AHEAD) and no sequential scans. Before autovacuum has analysed a table that
@@ -155,9 +156,9 @@ def read_cycle(raw: Cursor, page: int) -> tuple[Any, ...]:
 def reads_of_row(row: Sequence[Any], page: int) -> CycleReads:
     """The reads from the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`)."""
     text, lists, first, _ = row
-    workers, active, limits = loads(text)
-    return CycleReads(Snapshot(workers or [], active or [], limits or []), lists or [],
-                      first or [], page)
+    workers, active, limits, paused = loads(text)
+    return CycleReads(Snapshot(workers or [], active or [], limits or [], paused or []),
+                      lists or [], first or [], page)
 
 
 def take_lock(raw: Cursor) -> bool:
@@ -178,7 +179,8 @@ def finish(raw: Cursor, params: FinishCycle) -> None:
 
 # "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
 # them) instead of looking the ids up.
-DISPATCHED_COLUMNS = "id, attempt, type, args, timeout, graph_id, label, cost, priority"
+DISPATCHED_COLUMNS = ("id, attempt, type, args, timeout, graph_id, label, cost, priority, "
+                      "logical_time")
 """What the jobs statement ``d`` of :data:`DISPATCH` returns (and pg_placed's insert)."""
 DISPATCH_TAIL = (
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
@@ -196,7 +198,8 @@ DISPATCH_TAIL = (
     "p AS (SELECT CASE WHEN NOT bool_or(tt.name IS NULL OR d.attempt > 1 OR (d.graph_id IS NOT "
     f"NULL AND strpos(d.args, '{RESULT_MARK}') > 0)) THEN json_agg(json_build_array(d.id, "
     "d.attempt, tt.handler, d.type, d.args, d.timeout, d.graph_id, d.label, d.cost, "
-    "d.priority))::text END AS body FROM d LEFT JOIN task_types tt ON tt.name = d.type "
+    "d.priority, d.logical_time))::text END AS body FROM d "
+    "LEFT JOIN task_types tt ON tt.name = d.type "
     "WHERE %(carry)s), "
     "q AS (SELECT CASE WHEN octet_length(body) <= %(most)s THEN body ELSE '' END AS body "
     "FROM p) "

@@ -29,16 +29,19 @@ from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCyc
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
+    FirstSignals,
     InsertedJobs,
     InsertJobs,
     ReadKeyHolders,
     ReadPriorRuns,
     RegisterWorker,
+    SendSignal,
 )
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions, submissions, upkeep
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import schedules as portable_schedules
+from taskyard.store.portable import waits as portable_waits
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
@@ -219,11 +222,28 @@ class PostgresDriver(SharedTransitions):
     def restore_planner(self, raw: Cursor) -> None:
         raw.run(f"SELECT {cycle.SCANS_ON}")
 
-    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
+    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, ...]:
         """Which maintenance steps have work (see portable/cycle.py), in one statement."""
-        expired, overdue, suspended, due = (
+        return tuple(
             bool(v) for v in rows.named(raw, cycle.MAINTENANCE_WORK, {"grace": grace})[0])
-        return expired, overdue, suspended, due
+
+    read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
+
+    def first_signals(self, raw: Cursor, params: FirstSignals) -> dict[int, tuple[Any, ...]]:
+        """The stored signals of waits just made awaiting (portable/waits.py), read once
+        each name is locked for the transaction (in order: two transactions taking
+        several never wait for each other in a cycle). A signal sent at the same moment
+        takes its name's lock before it is stored: whichever of the two commits second
+        sees the other (READ COMMITTED), and the wait never misses its signal."""
+        for name in sorted({name for _, name, _, _ in params.waits}):
+            self._serialize(raw, portable_waits.signal_lock(name))
+        return portable_waits.first_signals(raw, params)
+
+    def send_signal(self, raw: Cursor, params: SendSignal) -> list[tuple[Any, ...]]:
+        """A signal stored and the waits it completes (portable/waits.py), under its
+        name's lock (see :meth:`first_signals`)."""
+        self._serialize(raw, portable_waits.signal_lock(params.name))
+        return portable_waits.send_signal(raw, params)
 
     read_candidates = staticmethod(portable_cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)

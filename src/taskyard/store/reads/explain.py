@@ -28,8 +28,14 @@ class JobPlace:
     """The database clock when read."""
     type: str = ""
     rate_key: str | None = None
+    kind: str = "task"
+    signal: str | None = None
+    signal_key: str | None = None
+    deadline: float | None = None
+    """When an awaiting job times out (a sleep ends); None: never."""
     candidate: Candidate | None = None
-    """The job as the cycle offers it (its priority, cost, locks and rate key)."""
+    """The job as the cycle offers it (its priority, cost, locks and rate key); None for
+    an approval, a wait or a sleep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,25 +44,29 @@ class OpenParent:
 
     id: int
     label: str | None
-    type: str
+    type: str | None
     state: str
     condition: str
+    kind: str = "task"
 
 
 def job_place(tx: Tx, job_id: int) -> JobPlace:
-    """The job's state, due time, pools and placement fields (NotFound if there is
-    no such job)."""
+    """The job's state, due time, pools and placement fields, and what an awaiting job
+    awaits (NotFound if there is no such job)."""
     row = tx.raw.first("SELECT state, run_after, pools, {now}, type, rate_key, priority, "
-                       "cost, locks FROM jobs WHERE id = ?", (job_id,))
+                       "cost, locks, kind, signal_name, signal_key, deadline FROM jobs "
+                       "WHERE id = ?", (job_id,))
     if row is None:
         raise NotFound(f"no job {job_id}")
-    (candidate,) = to_candidates([(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])
-    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4], row[5], candidate)
+    candidate = None if row[4] is None else to_candidates(
+        [(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])[0]
+    return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4] or "", row[5],
+                    row[9], row[10], row[11], row[12], candidate)
 
 
 def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
     """The jobs ``job_id`` waits for that have not ended, oldest first."""
     return [OpenParent(*r) for r in tx.raw.all(
-        "SELECT j.id, j.label, j.type, j.state, d.condition FROM jobs j "
+        "SELECT j.id, j.label, j.type, j.state, d.condition, j.kind FROM jobs j "
         "JOIN dependencies d ON d.requires_id = j.id "
         f"WHERE d.job_id = ? AND j.state NOT IN ({_ENDED}) ORDER BY j.id", (job_id,))]

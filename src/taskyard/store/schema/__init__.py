@@ -32,6 +32,7 @@ from sqlalchemy import (
 )
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.core.waits import Kind
 from taskyard.store.postgresql import references as pg_references
 from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
@@ -61,6 +62,7 @@ __all__ = [
     "rate_starts",
     "scheduler_state",
     "schedules",
+    "signals",
     "stages",
     "task_types",
     "wakeups",
@@ -76,6 +78,7 @@ def _quoted(states: Iterable[str]) -> str:
 _ACTIVE_SQL = _quoted(ACTIVE)
 _JOB_STATES_SQL = _quoted(JobState)
 _TERMINAL_SQL = _quoted(TERMINAL)
+_KINDS_SQL = _quoted(Kind)
 
 task_types = Table(
     "task_types",
@@ -115,6 +118,9 @@ pools = Table(
     Column("name", String(200), primary_key=True),
     Column("description", Text, nullable=False, server_default=""),
     Column("created_at", Time, nullable=False),
+    # Added by migration 0015: nothing new is placed in a paused pool (``pools pause``).
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    Column("paused_at", Time),
 )
 
 workers = Table(
@@ -161,7 +167,8 @@ jobs = Table(
     "jobs",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column("type", String(200), nullable=False),
+    # NULL for an approval, a wait or a sleep (migration 0013): they run no task type.
+    Column("type", String(200)),
     Column("args", Text, nullable=False, server_default="{}"),
     Column("state", String(20), nullable=False),
     Column("priority", Integer, nullable=False, server_default="0"),
@@ -204,6 +211,16 @@ jobs = Table(
     # Added by migration 0007: the key a unique submit holds (per type); the rate-limit
     # key rendered from the args when the type has a template.
     Column("unique_key", String(400)), Column("rate_key", Text),
+    # Added by migration 0013: what the job is (core/waits.py:Kind); the signal a wait
+    # waits for (its key: NULL for any); signals sent from this time on complete it
+    # (NULL: from its creation; a retry moves it). ``timeout`` is an approval's or a
+    # wait's timeout, a sleep's duration, and ``deadline`` when an awaiting one ends.
+    Column("kind", String(10), nullable=False, server_default=Kind.TASK.value),
+    Column("signal_name", String(200)), Column("signal_key", String(400)),
+    Column("signals_after", Time),
+    # Added by migration 0014: the tick a schedule's job stands for (its own, or a
+    # backfill's), given to its handler as TASKYARD_LOGICAL_TIME.
+    Column("logical_time", Time),
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
@@ -218,6 +235,8 @@ jobs = Table(
     CheckConstraint("unmet_deps >= 0", name="unmet_nonnegative"),
     CheckConstraint("cost >= 0 AND attempt >= 0", name="counts_nonnegative"),
     CheckConstraint("convergence IN ('all', 'any')", name="convergence_known"),
+    CheckConstraint(f"kind IN ({_KINDS_SQL})", name="kind_known"),
+    CheckConstraint("(kind = 'task') = (type IS NOT NULL)", name="type_iff_task"),
     # The placement index (migration 0003): per list of pools, pending jobs in
     # placement order. The cycle reads each list whose pools have room, bounded, and
     # merges them: its cost follows the work placed, not the backlog, and jobs for an
@@ -243,6 +262,11 @@ jobs = Table(
     Index("ix_jobs_schedule", "schedule_name", "id", **_partial("schedule_name IS NOT NULL")),
     # Prerequisite reuse looks up recent successes of a type within a cache window.
     Index("ix_jobs_type_succeeded", "type", "finished_at", **_partial("state = 'succeeded'")),
+    # Awaiting jobs (migration 0013): the timer index the cycle reads the due ones
+    # through (their number costs it nothing), and the waits a signal completes.
+    Index("ix_jobs_awaiting_deadline", "deadline", **_partial("state = 'awaiting'")),
+    Index("ix_jobs_awaiting_signal", "signal_name", "signal_key",
+          **_partial("state = 'awaiting'")),
 )
 
 attempts = Table(
@@ -317,12 +341,31 @@ schedules = Table(
     Column("last_outcome", String(40)),
     Column("created_at", Time, nullable=False),
     Column("updated_at", Time, nullable=False),
+    # Added by migration 0014: missed ticks older than the window are dropped; what a
+    # tick does while the last job runs (core/ticks.py:Overlap).
+    Column("catchup_window", Time),
+    Column("overlap", String(20), nullable=False, server_default="allow"),
     CheckConstraint("every IS NULL OR cron IS NULL", name="every_xor_cron"),
     Index(
         "ix_schedules_due",
         "next_run",
         **_partial("paused = 0", postgresql="paused = false"),
     ),
+)
+
+signals = Table(
+    "signals",
+    metadata,
+    # Migration 0013: every signal sent (``taskyard signal``), kept so that a wait that
+    # becomes awaiting after it was sent, but was submitted before, still gets it.
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("key", String(400)),
+    Column("payload", Text),
+    Column("sent_by", String(200)),
+    Column("created_at", Time, nullable=False),
+    Index("ix_signals_name_created_at", "name", "created_at"),
+    Index("ix_signals_name_key_created_at", "name", "key", "created_at"),
 )
 
 events = Table(

@@ -18,6 +18,7 @@ from taskyard.core.handlers import HandlerSpecError, check_shell_job
 from taskyard.core.locks import LockTemplateError
 from taskyard.core.rate_limits import RateLimitError
 from taskyard.core.states import JobState
+from taskyard.core.waits import Kind
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.schema.job_rows import locks_text, pools_text, rate_key_of
@@ -60,10 +61,14 @@ def definition_text(node: TaskNode) -> str:
     """The canonical JSON that :func:`definition_hash` hashes. Its keys sort as args,
     convergence, locks, pools, priority, requires, reruns, routing, timeout, type: the
     parts before and after requires repeat from task to task, and are encoded once."""
-    return ('{"args":' + node.args_text + "," + _head(node.convergence, node.locks, node.pools,
+    text = ('{"args":' + node.args_text + "," + _head(node.convergence, node.locks, node.pools,
                                                       node.priority)
             + ',"requires":' + _requires_text(node.requires) + ","
             + _tail(node.reruns, node.routing, node.timeout, node.type))
+    if node.kind == Kind.TASK:
+        return text
+    return f'{text[:-1]},"wait":{_canonical([node.kind, node.signal, node.key])}}}'
+
 
 
 _string = json.encoder.encode_basestring_ascii  # as _canonical encodes a string
@@ -93,7 +98,7 @@ COLUMNS = (
     "type", "args", "priority", "pools", "cost", "locks", "retries", "retry_delay",
     "retry_backoff", "retry_max_delay", "max_worker_losses", "timeout", "run_after", "label",
     "graph_id", "routing", "launch_type", "schedule_name", "dedup_key", "state", "unmet_deps",
-    "convergence", "definition_hash", "rate_key",
+    "convergence", "definition_hash", "rate_key", "kind", "signal_name", "signal_key",
 )
 """The keys of :func:`job_row`, in the order of :func:`graph_rows`' tuples."""
 
@@ -110,6 +115,13 @@ def graph_rows(graph_id: int, spec: GraphSpec,
     }
     routings: dict[str, str] = {}
     for label, node in spec.tasks.items():
+        routing = routings.get(node.routing)
+        if routing is None:
+            # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
+            routing = routings[node.routing] = f"{spec.routing or '_'}.{node.routing or '_'}"
+        if node.kind != Kind.TASK:
+            yield _wait_row(graph_id, label, node, routing)
+            continue
         ts = specs[node.type]
         cost, retries, delay, backoff, max_delay, losses, timeout, pools = types[node.type]
         try:
@@ -119,10 +131,6 @@ def graph_rows(graph_id: int, spec: GraphSpec,
                 check_shell_job(ts.handler[6:], node.args, node.args_text)
         except (LockTemplateError, RateLimitError, HandlerSpecError) as exc:
             raise InvalidInput(f"task {label!r}: {exc}") from None
-        routing = routings.get(node.routing)
-        if routing is None:
-            # Stored as "<graph routing>.<job routing>": the tail of its events' keys.
-            routing = routings[node.routing] = f"{spec.routing or '_'}.{node.routing or '_'}"
         yield (
             node.type, node.args_text, node.priority,
             pools if node.pools is None else pools_text(node.pools), cost, locks,
@@ -130,5 +138,19 @@ def graph_rows(graph_id: int, spec: GraphSpec,
             losses, timeout if node.timeout is None else node.timeout, None, label, graph_id,
             routing, "graph", None, None,
             JobState.WAITING if node.requires else JobState.PENDING, len(node.requires),
-            node.convergence, definition_hash(node), rate_key,
+            node.convergence, definition_hash(node), rate_key, Kind.TASK.value, None, None,
         )
+
+
+_NO_POOLS = pools_text(())
+
+
+def _wait_row(graph_id: int, label: str, node: TaskNode, routing: str) -> tuple[Any, ...]:
+    """An approval's, a wait's or a sleep's row: no task type, cost, pools or locks; its
+    timeout (a sleep's duration) in ``timeout``; awaiting at once without parents."""
+    return (
+        None, "{}", node.priority, _NO_POOLS, 0, "[]", 0, 0.0, 1.0, 3600.0, 3, node.timeout,
+        None, label, graph_id, routing, "graph", None, None,
+        JobState.WAITING if node.requires else JobState.AWAITING, len(node.requires),
+        node.convergence, definition_hash(node), None, node.kind, node.signal, node.key,
+    )

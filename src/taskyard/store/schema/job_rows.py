@@ -95,6 +95,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
         "definition_hash": None,
         "unique_key": sub.unique_key,
         "rate_key": rate_key,
+        "logical_time": sub.logical_time,
     }
 
 
@@ -157,6 +158,11 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         unique_key=m["unique_key"],
         rate_key=m["rate_key"],
         schedule_name=m["schedule_name"],
+        kind=m["kind"],
+        signal=m["signal_name"],
+        signal_key=m["signal_key"],
+        deadline=m["deadline"],
+        logical_time=m["logical_time"],
     )
 
 

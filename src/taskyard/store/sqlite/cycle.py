@@ -25,7 +25,10 @@ from taskyard.store.portable import cycle as portable
 from taskyard.store.portable.cycle import maintenance_checks
 from taskyard.store.sqlite.rows import insert_rows, member
 
-MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
+TIMERS = "INDEXED BY ix_jobs_awaiting_deadline"
+"""SQLite must be told the timer index: without statistics it may read every awaiting
+job through the state index."""
+MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?", TIMERS))
 _HINT = "INDEXED BY ix_jobs_pending_pools"
 """SQLite must be told the placement index (and see the state as a literal)."""
 _WORKERS = ("SELECT id, name, pools, capacity, prefetch FROM workers "
@@ -35,13 +38,15 @@ _ACTIVE = ("SELECT CASE WHEN locks = '[]' THEN 0 ELSE id END AS holder, type, wo
            "GROUP BY worker_id, type, locks, CASE WHEN locks = '[]' THEN 0 ELSE id END")
 _LIMITS = ("SELECT name, max_queue_length, rate_limit FROM task_types "
            "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL")
+_PAUSED = "SELECT name FROM pools WHERE paused ORDER BY name"
 
 
 def read_cycle(raw: Cursor) -> CycleReads:
     """The snapshot: live workers, what is dispatched or running (summed per worker and
     type; jobs with locks one by one: the holder of a lock is shown to the user), the
-    types' limits. Three reads in the process: no round trips to fold."""
-    return CycleReads(Snapshot(raw.all(_WORKERS), raw.all(_ACTIVE), raw.all(_LIMITS)))
+    types' limits, the paused pools. Four reads in the process: no round trips to fold."""
+    return CycleReads(Snapshot(raw.all(_WORKERS), raw.all(_ACTIVE), raw.all(_LIMITS),
+                               [name for (name,) in raw.all(_PAUSED)]))
 
 
 def read_candidates(raw: Cursor, params: ReadCandidates) -> list[Any]:
@@ -63,7 +68,7 @@ def read_pools_lists(raw: Cursor) -> list[str]:
 
 
 _CARRIED = ("RETURNING id, attempt, (SELECT handler FROM task_types WHERE name = jobs.type), "
-            "type, args, timeout, graph_id, label, cost, priority")
+            "type, args, timeout, graph_id, label, cost, priority, logical_time")
 """A dispatch of a few jobs returns what their worker's wake-up carries (wakeup_payloads)."""
 
 

@@ -35,7 +35,7 @@ from taskyard.store.driver.params import (
     RegisterWorker,
 )
 from taskyard.store.driver.type_cache import TypeCache
-from taskyard.store.portable import SharedTransitions, submissions, upkeep
+from taskyard.store.portable import SharedTransitions, submissions, upkeep, waits
 from taskyard.store.portable import schedules as portable_schedules
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
@@ -199,12 +199,19 @@ class SqliteDriver(SharedTransitions):
     def restore_planner(self, raw: Cursor) -> None:
         """Nothing was changed (see :meth:`scans_off`)."""
 
-    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
+    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, ...]:
         """Which maintenance steps have work (see portable/cycle.py), in one statement."""
         row = raw.first(cycle.MAINTENANCE_WORK, (grace,))
         assert row is not None
-        expired, overdue, suspended, due = (bool(v) for v in row)
-        return expired, overdue, suspended, due
+        return tuple(bool(v) for v in row)
+
+    def read_due_awaiting(self, raw: Cursor, limit: int) -> list[tuple[Any, ...]]:
+        """See portable/waits.py, through the timer index (SQLite must be told)."""
+        return waits.read_due_awaiting(raw, limit, index=cycle.TIMERS)
+
+    # A signal and the waits that look for one: nothing to lock, writers are serial.
+    first_signals = staticmethod(waits.first_signals)
+    send_signal = staticmethod(waits.send_signal)
 
     read_candidates = staticmethod(cycle.read_candidates)
     dispatch = staticmethod(cycle.dispatch)

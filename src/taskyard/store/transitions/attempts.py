@@ -18,9 +18,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.lifecycle import after_attempt
 from taskyard.core.states import AttemptState, JobState
+from taskyard.core.substitution import result_references, substitute_results
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import (
     Assignment,
@@ -173,7 +173,7 @@ class Attempts:
                 job_id=j.id, attempt=j.attempt, type=j.type, handler=j.handler,
                 args=_substituted(j.graph_id, j.args, results), timeout=j.timeout,
                 graph_id=j.graph_id, label=j.label, stages=stages.get(j.id, {}), cost=j.cost,
-                priority=j.priority,
+                priority=j.priority, logical_time=j.logical_time,
             )
             for j in jobs
         ]
@@ -214,6 +214,7 @@ class _Row:
     cost: int
     priority: int
     handler: str
+    logical_time: float | None = None
 
 
 def _substituted(graph_id: int | None, args_text: str,

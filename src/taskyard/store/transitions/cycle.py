@@ -147,6 +147,12 @@ class CycleTx:
         one by one (the holder of a lock is shown to the user)."""
         return self.snapshot()[1]
 
+    def paused_pools(self) -> frozenset[str]:
+        """The pools paused: placement sees no worker serving them."""
+        if self._reads is None:
+            self._reads = self.tx.driver.read_cycle(self.tx.raw)
+        return frozenset(self._reads.snapshot.paused)
+
     def limits(self) -> TypeLimits:
         """The task types' max queue lengths and rate limits."""
         return self.snapshot()[2]
@@ -258,6 +264,8 @@ class Maintenance:
     """Jobs wait to be requeued."""
     due: bool
     """A schedule is due."""
+    timers: bool = False
+    """An awaiting job's timeout (a sleep's end) has passed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
 from taskyard.core.states import TERMINAL, JobState
+from taskyard.core.waits import ready_state
 from taskyard.model.records import JSON
 from taskyard.store.driver.params import SetGraphState, UpdateDependents
 from taskyard.store.transitions.events import graph_changed, job_pending
@@ -118,7 +119,8 @@ class Dependents:
         self.graph_progress(later.progressed - {e.graph_id for e in later.ended})
 
     def propagate(self, parents: Sequence[Ended], only: set[int] | None = None) -> list[Ended]:
-        """Apply the parents' outcomes to their waiting dependents; return those that ended."""
+        """Apply the parents' outcomes to their waiting dependents; return those that ended
+    (a wait released may end at once: its signal was sent already)."""
         tallies = self._tallies(parents, only)
         if not tallies:
             return []
@@ -128,11 +130,13 @@ class Dependents:
         # sets counters and state together: one write per child.
         groups: dict[tuple[JobState | None, int, int], list[int]] = defaultdict(list)
         for part in chunks(sorted(tallies)):
-            for job_id, unmet, failures, convergence in driver.lock_waiting(raw, part):
+            for job_id, unmet, failures, convergence, kind in driver.lock_waiting(raw, part):
                 tally = tallies[job_id]
                 new = decide_dependent(convergence, tally.holds, tally.skips, tally.fails,
                                        unmet_after=unmet - tally.resolved,
                                        failures_after=failures + tally.fails)
+                if new is JobState.PENDING:
+                    new = ready_state(kind)  # an approval, a wait or a sleep: awaiting
                 groups[(new, tally.resolved, tally.fails)].append(job_id)
         ended: list[Ended] = []
         for (state, resolved, fails), ids in groups.items():
@@ -142,6 +146,8 @@ class Dependents:
                     _WHY.get(state) if state in TERMINAL else None))
                 if state in TERMINAL:
                     ended.extend(Ended(job_id, state, graph_id) for job_id, graph_id, _ in rows)
+                elif state is JobState.AWAITING:  # a wait may find its signal sent already
+                    ended.extend(self.tx.waits.started([job_id for job_id, _, _ in rows]))
                 elif state is not None:
                     self.tx.events.append(job_pending(job_id, graph_id, routing)
                                           for job_id, graph_id, routing in rows)

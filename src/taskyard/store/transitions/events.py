@@ -24,9 +24,26 @@ from taskyard.store.driver.params import Event, EventCursor, ReadEvents
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-__all__ = ["EVENTS_CHANNEL", "START", "Event", "EventCursor", "EventPage", "Events",
-           "attempt_ended", "encode_payload", "graph_changed", "graph_stalled",
-           "job_exception", "job_pending", "job_running", "schedule_error"]
+__all__ = [
+    "EVENTS_CHANNEL",
+    "START",
+    "Event",
+    "EventCursor",
+    "EventPage",
+    "Events",
+    "attempt_ended",
+    "awaiting_ended",
+    "encode_payload",
+    "graph_changed",
+    "graph_stalled",
+    "job_awaiting",
+    "job_exception",
+    "job_pending",
+    "job_running",
+    "pool_changed",
+    "schedule_error",
+    "schedule_skipped",
+]
 
 EVENTS_CHANNEL = "events"
 """Woken whenever a transaction that wrote events commits."""
@@ -71,6 +88,28 @@ def attempt_ended(job_id: int, attempt: int, state: str, *, retry: bool,
                  f'"retry":{"true" if retry else "false"}{code}}}', job_id, graph_id)
 
 
+def job_awaiting(job_id: int, graph_id: int | None, routing: str, kind: str, *,
+                 signal: str | None = None, key: str | None = None,
+                 deadline: float | None = None) -> Event:
+    """An approval, a wait or a sleep became awaiting (its dependencies are met): what it
+    awaits, and when it times out (None: never)."""
+    payload: dict[str, JSON] = {"job_id": job_id, "kind": kind}
+    if signal is not None:
+        payload.update(signal=signal, key=key)
+    payload["deadline"] = deadline
+    return Event("job-awaiting", job_key(graph_id, routing), encode_payload(payload),
+                 job_id, graph_id)
+
+
+def awaiting_ended(job_id: int, graph_id: int | None, routing: str, kind: str, state: str,
+                   **facts: JSON) -> Event:
+    """An awaiting job ended in ``state`` (succeeded: ``job-completed``, failed:
+    ``job-failed``); ``facts`` say how: the decision, its note and who took it, the
+    signal that completed a wait."""
+    return Event(_ENDED_TOPIC[state], job_key(graph_id, routing), encode_payload(
+        {"job_id": job_id, "kind": kind, "state": state, **facts}), job_id, graph_id)
+
+
 def job_exception(job_id: int, graph_id: int | None, routing: str, reason: str, *,
                   attempt: int | None = None, state: str | None = None) -> Event:
     """A job or its attempt ended for a reason not its handler's (canceled, its worker
@@ -96,6 +135,22 @@ def graph_stalled(graph_id: int, routing: str, stall_after: float) -> Event:
     return Event("graph-stalled", routing_key(graph_id, routing, ""),
                  encode_payload({"graph_id": graph_id, "stall_after": stall_after}),
                  None, graph_id)
+
+
+def pool_changed(pool: str, *, paused: bool) -> Event:
+    """A pool was paused (nothing new is placed in it) or resumed."""
+    return Event("pool-paused" if paused else "pool-resumed", routing_key(None, "", ""),
+                 encode_payload({"pool": pool, "paused": paused}), None, None)
+
+
+def schedule_skipped(schedule: str, first: float, last: float, count: int, reason: str, *,
+                     more: bool = False) -> Event:
+    """Ticks of a schedule that get no job of their own (``count`` of them, from
+    ``first`` to ``last``; ``more``: more than counted), and why: missed while no
+    scheduler ran, older than the catch-up window, or overlapping the previous job."""
+    return Event("schedule-skipped", routing_key(None, "", ""), encode_payload(
+        {"schedule": schedule, "tick": first, "last": last, "count": count, "more": more,
+         "reason": reason}), None, None)
 
 
 def schedule_error(schedule: str, tick: float, reason: str) -> Event:

@@ -6,15 +6,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from taskyard.core.graph import (
-    GraphError,
-    GraphSpec,
-    TaskNode,
-    parse_graph,
-    references,
-    substitute_ids,
-)
+from taskyard.core.graph import GraphError, GraphSpec, TaskNode, parse_graph
 from taskyard.core.states import TERMINAL, JobState
+from taskyard.core.substitution import references, substitute_ids
+from taskyard.core.waits import Kind
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
 from taskyard.store.driver.params import ReadGraphs, ReadJobs
@@ -103,7 +98,7 @@ class Graphs:
     def _write_tasks(self, graph_id: int, spec: GraphSpec,
                      existing: Mapping[str, tuple[int, str]]) -> list[int]:
         tx = self.tx
-        specs = tx.task_types.by_name({n.type for n in spec.tasks.values()})
+        specs = tx.task_types.by_name({n.type for n in spec.tasks.values() if n.type})
         plan = None
         if any(ts.prerequisites for ts in specs.values()):
             # Update on launch applies to graph tasks too: a prerequisite is one more
@@ -123,7 +118,7 @@ class Graphs:
                 job_pending(job_id, graph_id, f"{spec.routing or '_'}.{node.routing or '_'}",
                             type=node.type)
                 for job_id, node in zip(ids, spec.tasks.values(), strict=True)
-                if not node.requires)
+                if not node.requires and node.kind == Kind.TASK)
         id_of = dict(zip(spec.tasks, ids, strict=True))
         id_of.update({label: pair[0] for label, pair in existing.items()})
         # $subs needs every id, known only now: rewrite the args that use it.
@@ -137,6 +132,13 @@ class Graphs:
             tx.driver.rewrite_args(tx.raw, rewrites)
         tx.driver.insert_edges(tx.raw, [(id_of[label], id_of[e.label], e.on)
                             for label, node in spec.tasks.items() for e in node.requires])
+        # Approvals, waits and sleeps without parents await from now on.
+        awaiting = [job_id for job_id, node in zip(ids, spec.tasks.values(), strict=True)
+                    if node.kind != Kind.TASK and not node.requires]
+        if awaiting:
+            signaled = tx.waits.started(awaiting)
+            if signaled:
+                tx.dependents.jobs_ended(signaled)
         # Edges to tasks that already ended (add-tasks) resolve now.
         done = [Ended(job_id, JobState(state), graph_id)
                 for job_id, state in existing.values() if state in TERMINAL]

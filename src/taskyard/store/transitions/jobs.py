@@ -251,9 +251,11 @@ class Jobs:
 
         rows = self.tx.driver.unfinished_groups(self.tx.raw, horizon)
         counts = {state: sum(r[2] for r in rows if r[0] == state) for state in JobState}
+        timers = self.tx.driver.count_timers(self.tx.raw, horizon)
         return Unfinished(
             active=counts[JobState.DISPATCHED] + counts[JobState.RUNNING]
             + counts[JobState.SUSPENDED],
+            timers=timers, awaiting=counts[JobState.AWAITING] - timers,
             waiting=counts[JobState.WAITING],
             pending=[PendingGroup(tuple(loads(pools)), count - int(n_later or 0),
                                   int(n_later or 0), next_due)

@@ -47,8 +47,8 @@ class Prerequisites:
         spawned: dict[tuple[str, str], int] = {}
         now: float | None = None
         for index, sub in enumerate(subs):
-            spec = specs[sub.type]
-            if not spec.prerequisites or sub.launch_type == "dependent":
+            spec = specs.get(sub.type)  # none for an approval, a wait or a sleep
+            if spec is None or not spec.prerequisites or sub.launch_type == "dependent":
                 continue
             if now is None:
                 now = self.tx.driver.read_now(self.tx.raw)

@@ -18,9 +18,11 @@ class PruneReport:
     jobs: int = 0
     graphs: int = 0
     events: int = 0
+    signals: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"jobs": self.jobs, "graphs": self.graphs, "events": self.events}
+        return {"jobs": self.jobs, "graphs": self.graphs, "events": self.events,
+                "signals": self.signals}
 
 
 def prune(store: Store, older_than: float, *, batch: int = 10_000, dry_run: bool = False,
@@ -50,7 +52,10 @@ def prune(store: Store, older_than: float, *, batch: int = 10_000, dry_run: bool
             break
     with store.write() as tx:
         graphs = tx.driver.empty_graphs(tx.raw, older_than, batch)
+        signals = tx.driver.old_signals(tx.raw, older_than, batch)
         if graphs:
             tx.driver.delete_rows(tx.raw, "graphs", graphs)
-        report.graphs = len(graphs)
+        if signals:
+            tx.driver.delete_rows(tx.raw, "signals", signals)
+        report.graphs, report.signals = len(graphs), len(signals)
     return report

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from taskyard.core.edges import EdgeOutcome, edge_outcome, failure_is_handled, reopened
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import FAILURES, TERMINAL, JobState
+from taskyard.core.waits import ready_state
 from taskyard.model.errors import Conflict, NotFound
 from taskyard.model.records import JobRecord
 from taskyard.store.driver.params import ReopenJob
@@ -62,7 +63,8 @@ class Retries:
                            f"{', '.join(map(str, sorted(blockers)))}, which did not end as "
                            "its edges need; retry those instead")
         unmet = sum(1 for _, o in outcomes if o is None)
-        new = JobState.WAITING if unmet else JobState.PENDING
+        kind = (driver.read_kind(raw, job_id) or ("task",))[0]
+        new = JobState.WAITING if unmet else ready_state(kind)
         if not driver.reset_job(raw, ReopenJob(job_id, new.value, unmet, was=state.value),
                                 driver.count_failures(raw, job_id)):
             raise Conflict(f"job {job_id} changed state while retrying; try again")
@@ -70,6 +72,9 @@ class Retries:
         if new is JobState.PENDING:
             self.tx.events.append([job_pending(job_id, graph_id, routing, retry="manual")])
         self._reopen_graphs([(job_id, graph_id), *again])
+        # An approval, a wait or a sleep awaits again: its timeout starts over, and only
+        # a signal sent from now on completes a wait (the first one did, or timed out).
+        self._awaiting([job_id] if new is JobState.AWAITING else [], anew=True)
         self.tx.notify("scheduler")
         record = self.tx.jobs.get(job_id)
         assert record is not None
@@ -92,22 +97,35 @@ class Retries:
         reopening = set(roots)
         frontier = list(roots)
         done: list[tuple[int, int | None]] = []
+        awaiting: list[int] = []
         while frontier:
             children = driver.undone_children(raw, frontier)
             frontier = []
-            for child, graph_id, routing, convergence in children:
+            for child, graph_id, routing, convergence, kind in children:
                 outcomes = [o for _, o in self._parent_outcomes(child, reopening)]
                 decision = reopened(convergence, outcomes)
                 if decision is None:
                     continue  # another of its edges still cannot hold
                 state, unmet, fails = decision
+                if state is JobState.PENDING:
+                    state = ready_state(kind)  # an approval, a wait or a sleep: awaiting
                 driver.reopen_child(raw, ReopenJob(child, state.value, unmet, fails=fails))
                 if state is JobState.PENDING:
                     self.tx.events.append([job_pending(child, graph_id, routing)])
+                elif state is JobState.AWAITING:
+                    awaiting.append(child)
                 reopening.add(child)
                 frontier.append(child)
                 done.append((child, graph_id))
+        self._awaiting(awaiting, anew=False)
         return done
+
+    def _awaiting(self, ids: Sequence[int], *, anew: bool) -> None:
+        """Jobs that await again (see Waits.started); a wait whose signal came ends now."""
+        if ids:
+            ended = self.tx.waits.started(ids, anew=anew)
+            if ended:
+                self.tx.dependents.jobs_ended(ended)
 
     def _reopen_graphs(self, jobs: Sequence[tuple[int, int | None]]) -> None:
         """Jobs of a graph run again: they are no longer done, and a graph blocked by

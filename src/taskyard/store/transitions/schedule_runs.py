@@ -23,22 +23,19 @@ from taskyard.core.recurrence import (
     tick_key,
 )
 from taskyard.core.states import TERMINAL, JobState
-from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec, loads
 from taskyard.model.schedules import ScheduleDef, following, type_interval
 from taskyard.store.driver.params import InsertJobs, RecordRun
-from taskyard.store.schema.job_rows import job_row
 from taskyard.store.schema.task_type_rows import cached_spec
 from taskyard.store.transitions.dependents import Ended, chunks
 from taskyard.store.transitions.events import job_pending, schedule_error
+from taskyard.store.transitions.tick_jobs import TickJobs
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
 DUE_LIMIT = 100
 """Schedules one cycle handles; the rest (ordered by next_run) wait for the next."""
-TICK_SKIPPED = "skipped: invalid job"
-"""last_outcome when a tick's job could not be built (reason in a schedule-error event)."""
 PAUSED_ON_ERROR = "paused: cron error"
 """last_outcome when the schedule's cron or zone stopped working on this host."""
 
@@ -50,7 +47,8 @@ def tick_submission(d: ScheduleDef | Any, spec: TaskTypeSpec, tick: float) -> Jo
         else (d["name"], loads(d["args"]), d["priority"])
     )
     return JobSubmission(spec.name, args, priority, launch_type="schedule",
-                         schedule_name=name, dedup_key=tick_key(name, tick))
+                         schedule_name=name, dedup_key=tick_key(name, tick),
+                         logical_time=tick)
 
 
 class ScheduleRuns:
@@ -81,9 +79,10 @@ class ScheduleRuns:
         clock = self.clock(now)  # read after the query: never before a due next_run
         specs = {spec.name: spec for spec in map(cached_spec, driver.task_types(
             raw, sorted({r["type"] for r in rows})))}
-        tick_rows: list[dict[str, Any]] = []
+        ticks = TickJobs(self.tx, tick_submission)
         for row in rows:
-            tick_rows.extend(self._claim(row, specs[row["type"]], clock))
+            self._claim(row, specs[row["type"]], clock, ticks)
+        tick_rows = ticks.rows
         if not tick_rows:
             return []
         # One statement for every tick job of the cycle. A key already taken (by a
@@ -96,19 +95,20 @@ class ScheduleRuns:
                     for job_id, row in zip(ids, tick_rows, strict=True) if job_id is not None]
         if not inserted:
             return []
-        self._after_insert(inserted, tick_rows, specs)
+        self._after_insert(inserted, ticks, specs)
         return sorted(job_id for job_id, _, _, _ in inserted)
 
-    def _after_insert(self, inserted: Sequence[Any], tick_rows: list[dict[str, Any]],
+    def _after_insert(self, inserted: Sequence[Any], ticks: TickJobs,
                       specs: dict[str, TaskTypeSpec]) -> None:
-        """Prerequisites of the new jobs, the schedules' last jobs, the events."""
+        """Prerequisites of the new jobs, the jobs queued behind their schedule's last
+        one, the schedules' last jobs, the events."""
         # Update on launch applies to scheduled jobs too: they may wait on prerequisites.
-        by_key = {row["dedup_key"]: row for row in tick_rows}
+        by_key = {row["dedup_key"]: row for row in ticks.rows}
         waiting = self.tx.jobs.wait_on_prerequisites([
             (job_id, JobSubmission(type_name, loads(by_key[key]["args"]),
                                    by_key[key]["priority"], launch_type="schedule"))
             for job_id, _, type_name, key in inserted if specs[type_name].prerequisites
-        ], specs)
+        ], specs) | ticks.queue_behind(inserted)
         last: dict[str, int] = {}
         for job_id, name, _, _ in inserted:
             last[name] = max(last.get(name, 0), job_id)
@@ -120,17 +120,17 @@ class ScheduleRuns:
     @staticmethod
     def _plan(m: Any, clock: float) -> TickPlan:
         if m["every"] is not None or m["cron"] is not None:
-            return plan_ticks(m["next_run"], clock, following(m), Catchup(m["catchup"]))
+            return plan_ticks(m["next_run"], clock, following(m), Catchup(m["catchup"]),
+                              window=m["catchup_window"])
         bounds = type_interval(m)
         interval = m["current_interval"] or (bounds.default if bounds else 60.0)
         ended = m["last_state"] is None or m["last_state"] in TERMINAL
         return adaptive_tick(m["next_run"], clock, interval, ended)
 
-    def _claim(self, m: Any, spec: TaskTypeSpec, clock: float) -> list[dict[str, Any]]:
-        """Advance one due schedule past its due ticks (guarded); return their job rows.
-
-        Empty when another scheduler advanced it first: those jobs are its to create.
-        """
+    def _claim(self, m: Any, spec: TaskTypeSpec, clock: float, ticks: TickJobs) -> None:
+        """Advance one due schedule past its due ticks (guarded); add their jobs to
+        ``ticks``. Nothing when another scheduler advanced it first: those jobs are its
+        to create."""
         driver, raw = self.tx.driver, self.tx.raw
         name, old = m["name"], m["next_run"]
         try:
@@ -139,20 +139,9 @@ class ScheduleRuns:
             # E.g. the zone vanished from this host: stop the schedule and say why.
             driver.pause_on_error(raw, name, old, PAUSED_ON_ERROR)
             self._schedule_error(name, old, str(exc))
-            return []
-        if not driver.advance_schedule(raw, name, old, plan.next_run):
-            return []
-        rows: list[dict[str, Any]] = []
-        for tick in plan.ticks:
-            try:
-                rows.append(job_row(tick_submission(m, spec, tick), spec, 0))
-            except InvalidInput as exc:
-                # The type changed under the schedule (e.g. a lock template wants an
-                # arg it lacks): skip the tick, keep the schedule, say why.
-                driver.note_outcome(raw, name, TICK_SKIPPED)
-                self._schedule_error(name, tick, str(exc))
-                break
-        return rows
+            return
+        if driver.advance_schedule(raw, name, old, plan.next_run):
+            ticks.add(m, spec, plan)
 
     def _schedule_error(self, name: str, tick: float, reason: str) -> None:
         """A ``schedule-error`` event: the reason is longer than ``last_outcome`` holds."""

@@ -62,17 +62,22 @@ class Schedules:
         paused: bool = False,
         replace: bool = False,
         now: float | None = None,
+        catchup_window: float | str | None = None,
+        overlap: str | None = None,
     ) -> ScheduleRecord:
         """Create a schedule (``replace``: or redefine it, keeping its history).
 
         ``every``: seconds or a duration (``5m``); ``cron``: five fields read in
         ``timezone`` (IANA name, default UTC); neither: adaptive, on the type's
-        interval. ``catchup``: ``one`` (default), ``all`` or ``none``. ``now``:
+        interval. ``catchup``: ``one`` (default), ``all`` or ``none``; missed ticks older
+        than ``catchup_window`` (seconds or a duration) are dropped. ``overlap``: what a
+        tick does while the previous job runs (``allow``, ``skip``, ``buffer-one``). ``now``:
         the clock for the first next_run (default: database clock). Raises
         InvalidInput naming the problem; Conflict if it exists and not ``replace``.
         """
         d = define_schedule(name, type, every=every, cron=cron, args=args, timezone=timezone,
-                            priority=priority, catchup=catchup, paused=paused)
+                            priority=priority, catchup=catchup, paused=paused,
+                            catchup_window=catchup_window, overlap=overlap)
         self.put(d, replace=replace, now=now)
         return self._get(name)
 
@@ -112,7 +117,7 @@ class Schedules:
         current, next_run = initial_timing(d, spec.interval, old, self.tx.schedule_runs.clock(now))
         driver.put_schedule(raw, PutSchedule(
             d.name, d.type, dumps(d.args), d.priority, d.every, d.cron, d.timezone,
-            d.catchup.value, d.paused, current, next_run))
+            d.catchup.value, d.paused, current, next_run, d.catchup_window, d.overlap.value))
         self.tx.notify("scheduler")
 
     def _get(self, name: str) -> ScheduleRecord:
@@ -167,4 +172,5 @@ def record_from_row(row: Any) -> ScheduleRecord:
         current_interval=m["current_interval"], last_job_id=m["last_job_id"],
         last_run_at=m["last_run_at"], last_outcome=m["last_outcome"],
         created_at=m["created_at"], updated_at=m["updated_at"],
+        catchup_window=m["catchup_window"], overlap=m["overlap"],
     )

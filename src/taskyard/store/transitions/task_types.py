@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from taskyard.model.errors import InvalidInput
+from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import TaskTypeSpec
 from taskyard.model.task_types import validate_task_type
 from taskyard.store.schema.task_type_rows import cached_spec, spec_to_row
+from taskyard.store.transitions.events import pool_changed
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 class TaskTypes:
     """Task types and the pools they name, in one transaction."""
 
-    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list', 'pools'})
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list', 'pools', 'paused_pools'})
     """Methods a call through the store (``store.task_types.<method>``) runs in a read
     transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
@@ -71,6 +72,19 @@ class TaskTypes:
     def pools(self) -> list[str]:
         """Every pool named by a worker or a task type."""
         return self.tx.driver.pool_names(self.tx.raw)
+
+    def paused_pools(self) -> list[str]:
+        """The pools paused: nothing new is placed in them."""
+        return self.tx.driver.paused_pools(self.tx.raw)
+
+    def pause_pool(self, name: str, *, paused: bool = True) -> None:
+        """Pause pool ``name`` (nothing new is placed in it; running jobs go on), or
+        resume it; announced by a ``pool-paused`` / ``pool-resumed`` event. NotFound
+        when no worker nor task type named it."""
+        if not self.tx.driver.pause_pool(self.tx.raw, name, paused):
+            raise NotFound(f"no pool {name!r} (pools list shows them)")
+        self.tx.events.append([pool_changed(name, paused=paused)])
+        self.tx.notify("scheduler")
 
     def list(self) -> list[TaskTypeSpec]:
         return [cached_spec(tuple(r)) for r in self.tx.driver.read_task_types(self.tx.raw)]

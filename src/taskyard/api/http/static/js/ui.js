@@ -1,7 +1,7 @@
 // Small DOM and formatting helpers. Text always goes in as text (never as HTML).
-export const STATES = ["waiting", "pending", "dispatched", "running", "suspended", "succeeded",
-  "failed", "error", "canceled", "dependency_failed", "skipped"];
-export const ACTIVE = new Set(["waiting", "pending", "dispatched", "running", "suspended"]);
+export const STATES = ["waiting", "pending", "dispatched", "running", "suspended", "awaiting",
+  "succeeded", "failed", "error", "canceled", "dependency_failed", "skipped"];
+export const ACTIVE = new Set(["waiting", "pending", "dispatched", "running", "suspended", "awaiting"]);
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);

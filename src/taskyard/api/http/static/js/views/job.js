@@ -1,5 +1,6 @@
 // One job: its fields, why it is not running, args as given and as its handler gets them,
-// attempts, stages, log tails per attempt, cancel and retry; live.
+// attempts, stages, log tails per attempt, cancel and retry; an approval's approve and deny,
+// the signal a wait expects; live.
 import { api, session } from "../api.js";
 import { onEvent } from "../stream.js";
 import { ACTIVE, badge, el, json, table, tookNode, throttle, toast, when } from "../ui.js";
@@ -9,17 +10,28 @@ const RETRYABLE = new Set(["failed", "error", "canceled", "dependency_failed"]);
 export async function render(page, params) {
   const id = Number(params.id);
   let logAttempt = null;
+  let drawn = 0;
   const draw = async () => {
+    const mine = ++drawn;
     const job = await api(`/api/v1/jobs/${id}`);
     const attempt = logAttempt || (job.attempts.length ? job.attempts[job.attempts.length - 1].attempt : null);
     const logs = attempt ? await api(`/api/v1/jobs/${id}/logs`, { params: { attempt } }) : null;
+    if (mine !== drawn) return;  // a later draw, started after newer news, shows the job
     page.replaceChildren(...view(job, logs, (n) => { logAttempt = n; draw(); }, draw).filter(Boolean));
   };
-  await draw();
+  // Listen before the first read: a job that ends while it is read is drawn again (a
+  // listener added after the read missed its end, and the page showed it pending).
   const refresh = throttle(() => draw().catch(() => {}), 1000);
-  return onEvent((events) => {
+  const stop = onEvent((events) => {
     if (events.some((e) => e.payload && e.payload.job_id === id)) refresh();
   });
+  try {
+    await draw();
+  } catch (err) {
+    stop();
+    throw err;
+  }
+  return stop;
 }
 
 function view(job, logs, pick, redraw) {
@@ -30,7 +42,12 @@ function view(job, logs, pick, redraw) {
   if (session.canWrite() && RETRYABLE.has(job.state)) {
     actions.push(el("button", { class: "primary", id: "retry-job", onclick: () => act(job, "retry", redraw) }, "Retry"));
   }
-  const fields = [["Type", job.type], ["Label", job.label],
+  const decision = session.canWrite() && job.state === "awaiting" && job.kind === "approval"
+    ? decide(job, redraw) : null;
+  const signal = job.signal ? `${job.signal.name}${job.signal.key !== null ? ` (key ${job.signal.key})` : " (any key)"}` : null;
+  const fields = [["Type", job.type], ["Kind", job.kind !== "task" ? job.kind : null],
+    ["Expects signal", signal], ["Times out", job.kind !== "task" ? when(job.deadline) : null],
+    ["Label", job.label],
     ["Graph", job.graph_id ? el("a", { href: `#/graphs/${job.graph_id}` }, `#${job.graph_id}`) : null],
     ["Priority", job.base_priority !== null && job.base_priority !== undefined
       ? `${job.priority} (submitted ${job.base_priority})` : String(job.priority)],
@@ -42,9 +59,10 @@ function view(job, logs, pick, redraw) {
     ["Error", job.error]].filter(([, v]) => v !== null && v !== undefined && v !== "");
   // Only a job that waits has something to explain (every reason, one a line); a running
   // or ended job's state and attempts say the rest.
+  // An approval, a wait or a sleep says what it awaits (an approval: with its buttons).
   const why = job.why.length ? el("div", { class: "card", id: "why-card" },
-    el("h2", {}, "Why is it not running?"),
-    el("ul", { class: "why", id: "why" }, job.why.map((w) => el("li", {}, w)))) : null;
+    el("h2", {}, job.state === "awaiting" ? "What does it await?" : "Why is it not running?"),
+    el("ul", { class: "why", id: "why" }, job.why.map((w) => el("li", {}, w))), decision) : null;
   const resolved = JSON.stringify(job.resolved_args) !== JSON.stringify(job.args);
   return [
     el("div", { class: "crumbs" }, el("a", { href: "#/jobs" }, "Jobs"), ` / #${job.id}`),
@@ -81,6 +99,25 @@ function view(job, logs, pick, redraw) {
       el("p", { class: "faint" }, "The worker keeps the end of each stream, written when the attempt ends.")]
         : el("p", { class: "faint" }, "No attempt yet: nothing was written.")),
   ];
+}
+
+// Approve or deny an awaiting approval, with an optional note (kept in its result with
+// who decided: the token's name).
+function decide(job, redraw) {
+  const note = el("input", { type: "text", id: "decision-note", placeholder: "Note (optional)", maxlength: 1000 });
+  const send = async (verb) => {
+    try {
+      const body = note.value.trim() ? { note: note.value.trim() } : undefined;
+      const after = await api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST", body });
+      toast(`Job #${job.id}: ${verb === "approve" ? "approved" : "denied"} (${after.state})`);
+      await redraw();
+    } catch (err) {
+      toast(err.message, true);
+    }
+  };
+  return el("div", { class: "decision section-gap", id: "decision" }, note,
+    el("button", { class: "primary", id: "approve-job", onclick: () => send("approve") }, "Approve"),
+    el("button", { class: "danger", id: "deny-job", onclick: () => send("deny") }, "Deny"));
 }
 
 async function act(job, verb, redraw) {

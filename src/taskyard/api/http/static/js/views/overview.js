@@ -23,7 +23,7 @@ export async function render(page) {
 
   const load = async () => {
     const o = await api("/api/v1/overview");
-    const unfinished = STATES.filter((s) => ACTIVE.has(s)).reduce((a, s) => a + o.jobs[s], 0);
+    const unfinished = STATES.filter((s) => ACTIVE.has(s)).reduce((a, s) => a + (o.jobs[s] || 0), 0);
     const total = Object.values(o.jobs).reduce((a, b) => a + b, 0);
     const perMin = (n) => (n / (o.window_seconds / 60)).toFixed(n ? 1 : 0);
     const ended = o.endings["job-completed"] + o.endings["job-failed"]

@@ -1,4 +1,4 @@
-// Schedules with their next runs, rhythm and last outcome.
+// Schedules with their next runs, rhythm, catch-up and overlap policies, last outcome.
 import { api } from "../api.js";
 import { ago, badge, el, when } from "../ui.js";
 
@@ -14,6 +14,13 @@ function duration(seconds) {
   if (seconds < 3600) return `${Math.round(seconds / 60)}m`;
   if (seconds < 86400) return `${(seconds / 3600).toFixed(seconds % 3600 ? 1 : 0)}h`;
   return `${(seconds / 86400).toFixed(seconds % 86400 ? 1 : 0)}d`;
+}
+
+// What a missed tick and a tick while the previous run goes on do (recurring.md).
+function policy(s) {
+  const window = s.catchup_window !== null && s.catchup_window !== undefined
+    ? ` within ${duration(s.catchup_window)}` : "";
+  return `catch-up ${s.catchup ?? "one"}${window}; overlap ${s.overlap ?? "allow"}`;
 }
 
 function outcomeState(outcome) {
@@ -34,12 +41,12 @@ export async function render(page) {
   const load = async () => {
     const found = await api("/api/v1/schedules");
     body.replaceChildren(found.items.length ? el("table", {}, el("thead", {}, el("tr", {},
-      ["Schedule", "Type", "Next run", "Rhythm", "Last run", "Last outcome", "State"].map((h) => el("th", {}, h)))),
+      ["Schedule", "Type", "Next run", "Rhythm", "Missed ticks", "Last run", "Last outcome", "State"].map((h) => el("th", {}, h)))),
     el("tbody", {}, found.items.map((s) => el("tr", { dataset: { name: s.name } },
       el("td", { class: "mono" }, s.name), el("td", {}, s.type),
       el("td", {}, s.paused ? el("span", { class: "faint" }, "paused")
         : [el("b", {}, ago(s.next_run)), el("div", { class: "faint" }, when(s.next_run))]),
-      el("td", {}, rhythm(s)),
+      el("td", {}, rhythm(s)), el("td", { class: "faint policy" }, policy(s)),
       el("td", { class: "faint" }, s.last_run_at ? ago(s.last_run_at) : "never"),
       el("td", {}, s.last_outcome ? labelled(outcomeState(s.last_outcome), s.last_outcome) : ""),
       el("td", {}, labelled(s.paused ? "canceled" : "running", s.paused ? "paused" : "active")))))) :

@@ -1,7 +1,8 @@
-// Pools with their capacity bars, workers with their load; live.
-import { api } from "../api.js";
+// Pools with their capacity bars (pause and resume with an admin token), workers with
+// their load; live.
+import { api, session } from "../api.js";
 import { onEvent } from "../stream.js";
-import { ago, badge, el, throttle } from "../ui.js";
+import { ago, badge, el, throttle, toast } from "../ui.js";
 
 function capacity(used, total) {
   const full = total > 0 && used >= total;
@@ -9,6 +10,20 @@ function capacity(used, total) {
     el("div", { class: `bar thick${full ? " full" : ""}` },
       el("span", { style: `width: ${total ? 100 * Math.min(used / total, 1) : 0}%` })),
     el("span", { class: "mono" }, `${used}/${total}`));
+}
+
+function admin() { return session.who && session.who.scope === "admin"; }
+
+async function pause(pool, reload) {
+  const verb = pool.paused ? "resume" : "pause";
+  if (verb === "pause" && !confirm(`Pause pool ${pool.name}? Nothing new is placed there until it is resumed.`)) return;
+  try {
+    await api(`/api/v1/pools/${encodeURIComponent(pool.name)}/${verb}`, { method: "POST" });
+    toast(`Pool ${pool.name} ${verb === "pause" ? "paused" : "resumed"}`);
+    await reload();
+  } catch (err) {
+    toast(err.message, true);
+  }
 }
 
 export async function render(page, params) {
@@ -21,8 +36,13 @@ export async function render(page, params) {
   const load = async () => {
     const [p, w] = await Promise.all([api("/api/v1/pools"), api("/api/v1/workers", { params: { all } })]);
     pools.replaceChildren(...(p.items.length ? p.items.map((pool) => el("div", { class: "card",
-      dataset: { pool: pool.name } }, el("h2", {}, pool.name),
+      dataset: { pool: pool.name, paused: pool.paused ? "1" : "0" } },
+    el("div", { class: "card-head" }, el("h2", {}, pool.name),
+      pool.paused ? badge("paused") : null, el("span", { class: "spacer" }),
+      admin() ? el("button", { class: pool.paused ? "primary" : "danger",
+        onclick: () => pause(pool, load) }, pool.paused ? "Resume" : "Pause") : null),
     capacity(pool.used, pool.capacity),
+    pool.paused ? el("div", { class: "faint" }, "Paused: nothing new is placed here; running jobs go on.") : null,
     el("div", { class: "faint section-gap" }, pool.workers.length
       ? `${pool.workers.length} worker${pool.workers.length > 1 ? "s" : ""}: ${pool.workers.join(", ")}`
       : "no live worker"))) : [el("div", { class: "card empty" }, "No pools yet.")]));
@@ -39,6 +59,6 @@ export async function render(page, params) {
   await load();
   const refresh = throttle(() => load().catch(() => {}), 2000);
   const timer = setInterval(refresh, 5000);
-  const stop = onEvent((events) => { if (events.some((e) => e.topic === "job-running" || e.topic.startsWith("job-c") || e.topic.startsWith("job-f"))) refresh(); });
+  const stop = onEvent((events) => { if (events.some((e) => e.topic === "job-running" || e.topic.startsWith("job-c") || e.topic.startsWith("job-f") || e.topic.startsWith("pool-"))) refresh(); });
   return () => { stop(); clearInterval(timer); };
 }
