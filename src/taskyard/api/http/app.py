@@ -28,6 +28,7 @@ from taskyard.api.http.routes_cluster import router as cluster
 from taskyard.api.http.routes_events import router as events
 from taskyard.api.http.routes_graphs import router as graphs
 from taskyard.api.http.routes_jobs import router as jobs
+from taskyard.api.http.routes_ops import router as ops
 from taskyard.api.http.routes_tokens import router as tokens
 from taskyard.api.http.tokens import TokenChecker
 from taskyard.api.yard import Yard
@@ -59,7 +60,7 @@ def create_app(yard: Yard, *, settings: Settings | None = None,
     app.state.tokens = TokenChecker(yard.store)
     app.state.metrics = Metrics(yard)
     errors.install(app)
-    for router in (jobs, graphs, catalog, cluster, events, tokens):
+    for router in (ops, jobs, graphs, catalog, cluster, events, tokens):
         app.include_router(router)
     app.include_router(_meta_router(app))
     static.install(app)

@@ -2,7 +2,7 @@
 // ticker of events.
 import { api } from "../api.js";
 import { onEvent } from "../stream.js";
-import { ACTIVE, STATES, ago, badge, el, stackedBar, throttle, when } from "../ui.js";
+import { ACTIVE, STATES, ago, badge, el, stackedBar, throttle, tookNode, when } from "../ui.js";
 
 export async function render(page) {
   const stats = el("div", { class: "grid cols-4" });
@@ -104,7 +104,7 @@ export function graphTable(items) {
   if (!items.length) return el("div", { class: "empty" }, "No graphs yet. Submit one with "
     + "taskyard graph submit FILE or POST /api/v1/graphs.");
   return el("table", {}, el("thead", {}, el("tr", {}, ["Graph", "State", "Routing", "Progress",
-    "Done", "Created"].map((h) => el("th", {}, h)))),
+    "Done", "Created", "Took"].map((h) => el("th", { class: h === "Took" ? "num" : "" }, h)))),
   el("tbody", {}, items.map((g) => el("tr", { class: "link", dataset: { id: g.id },
     onclick: () => { location.hash = `#/graphs/${g.id}`; } },
   el("td", {}, el("a", { href: `#/graphs/${g.id}` }, `#${g.id}`)),
@@ -112,5 +112,7 @@ export function graphTable(items) {
   el("td", { class: "mono" }, g.routing || "–"),
   el("td", { style: "min-width: 200px" }, stackedBar(g.states, g.jobs_total)),
   el("td", { class: "num" }, `${g.jobs_done.toLocaleString()}/${g.jobs_total.toLocaleString()}`),
-  el("td", { class: "faint" }, ago(g.created_at))))));
+  el("td", { class: "faint" }, ago(g.created_at)),
+  el("td", { class: "num", dataset: { took: "1" } }, tookNode(g.created_at, g.finished_at,
+    g.state === "running"))))));
 }

@@ -1,0 +1,45 @@
+"""Answers of the operator's routes (timeline, search, bulk actions, history, live
+logs): described for the OpenAPI document, extra fields allowed as elsewhere."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from taskyard.api.http.schemas import JobOut, _Out
+
+
+class TimelineItemOut(_Out):
+    id: int
+    label: str | None
+    type: str
+    state: str
+    attempts: int
+    requires: list[int] = Field(description="Parents inside the graph.")
+    ready_at: str = Field(description="When its last parent ended (its creation without one).")
+    started_at: str | None = Field(description="Its first attempt's start.")
+    ended_at: str | None = Field(description="Its end; the server's now while it runs.")
+    running: bool
+    duration: float | None = Field(description="Seconds it ran (so far).")
+    wait: float | None = Field(description="Seconds from ready to started.")
+    critical: bool = Field(description="On the critical path.")
+
+
+class TimelineOut(_Out):
+    graph_id: int
+    now: str
+    begin: str | None
+    finish: str | None
+    span: float | None = Field(description="Seconds from the first creation to the last end.")
+    critical: list[int] = Field(description="The critical path's job ids, first job first.")
+    critical_seconds: float = Field(description="Seconds the critical path's jobs ran.")
+    items: list[TimelineItemOut]
+    truncated: bool
+
+
+class JobSearchOut(_Out):
+    items: list[JobOut]
+    next: str | None = Field(description="Pass as `cursor` for the next page (null: the end).")
+    scanned: int = Field(description="Rows the database examined for this page (a bound "
+                         "applies to filters no index serves).")
+    complete: bool = Field(description="False when the scan bound stopped this page before "
+                           "it was full: `next` goes on from there.")
