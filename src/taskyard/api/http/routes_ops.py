@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from taskyard.api.http.routes_search import router as search
 from taskyard.api.http.routes_timeline import router as timeline
 
 router = APIRouter()
-for _part in (timeline,):
+for _part in (timeline, search):
     router.include_router(_part)

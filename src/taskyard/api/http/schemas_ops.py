@@ -39,7 +39,6 @@ class TimelineOut(_Out):
 class JobSearchOut(_Out):
     items: list[JobOut]
     next: str | None = Field(description="Pass as `cursor` for the next page (null: the end).")
-    scanned: int = Field(description="Rows the database examined for this page (a bound "
-                         "applies to filters no index serves).")
-    complete: bool = Field(description="False when the scan bound stopped this page before "
-                           "it was full: `next` goes on from there.")
+    complete: bool = Field(description="False when the page reached the bound on the rows "
+                           "it examines (filters no index serves) before it was full: "
+                           "`next` goes on from there.")

@@ -243,6 +243,11 @@ jobs = Table(
     Index("ix_jobs_schedule", "schedule_name", "id", **_partial("schedule_name IS NOT NULL")),
     # Prerequisite reuse looks up recent successes of a type within a cache window.
     Index("ix_jobs_type_succeeded", "type", "finished_at", **_partial("state = 'succeeded'")),
+    # Added by migration 0013 (store/reads/job_search.py): search by label, and jobs in
+    # the order they ended (search, retention). Partial: a job enters them only if it
+    # has a label, and once it has ended.
+    Index("ix_jobs_label_id", "label", "id", **_partial("label IS NOT NULL")),
+    Index("ix_jobs_finished_id", "finished_at", "id", **_partial("finished_at IS NOT NULL")),
 )
 
 attempts = Table(
