@@ -42,3 +42,33 @@ class JobSearchOut(_Out):
     complete: bool = Field(description="False when the page reached the bound on the rows "
                            "it examines (filters no index serves) before it was full: "
                            "`next` goes on from there.")
+
+
+class HistoryPointOut(_Out):
+    t: str = Field(description="The bucket's start.")
+    arrived: int = Field(description="Jobs that became pending.")
+    started: int = Field(description="Attempts started.")
+    succeeded: int
+    failed: int
+    errored: int = Field(description="Attempts ended in error or that lost their worker.")
+    canceled: int
+    finished: int = Field(description="Jobs that ended for good.")
+    wait_p50: float | None = Field(description="Submit→start wait of first attempts, "
+                                   "seconds (interpolated in its histogram bucket).")
+    wait_p95: float | None
+    cycle_p50: float | None = Field(description="Creation → end of the jobs that ended.")
+    cycle_p95: float | None
+    depth: float | None = Field(description="Pending jobs, mean of the readings.")
+    depth_max: int | None
+
+
+class HistoryOut(_Out):
+    window: str
+    bucket_seconds: int
+    now: str
+    pool: str | None
+    type: str | None
+    points: list[HistoryPointOut]
+    totals: dict[str, int]
+    pools: list[str] = Field(description="Pools with history.")
+    types: list[str] = Field(description="Task types with history.")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, and_, exists, func, or_, select, union_all
 
+from taskyard.core.limits import LimitError, check_text
 from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobRecord
@@ -47,6 +48,8 @@ WINDOW = 100_000
 """Ids a creation-order page examines at most when a filter has no index."""
 BUDGET = 100_000
 """Rows an end-order page examines at most when it has filters."""
+MANY = 20
+"""Most values of a repeatable filter (each task type is a walk per state)."""
 SLACK = 60.0
 """Seconds of creation time an id bound is widened by: ids are taken in creation order,
 but on PostgreSQL ``created_at`` is the time the writing transaction began."""
@@ -72,6 +75,15 @@ class JobQuery:
 
     def check(self) -> None:
         """InvalidInput naming the field that is wrong."""
+        if len(self.types) > MANY or len(self.ids) > MANY:
+            raise InvalidInput(f"type, id: at most {MANY} values each")
+        texts = [("q", self.text), ("label", self.label), ("pool", self.pool),
+                 ("worker", self.worker), *(("type", t) for t in self.types)]
+        for field_name, value in texts:
+            try:
+                check_text(value or "", field_name)
+            except LimitError as exc:
+                raise InvalidInput(str(exc)) from None
         for state in self.states:
             if state not in set(JobState):
                 raise InvalidInput(f"state: unknown state {state!r} "

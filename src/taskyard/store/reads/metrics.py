@@ -7,7 +7,6 @@ bounded where the table only grows (the event log).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
@@ -54,48 +53,6 @@ def pending_by_type(store: Store) -> dict[str, int]:
     with store.read() as tx:
         conn = tx.conn
         return {str(type_): int(n) for type_, n in conn.execute(query)}
-
-
-def last_event_id(store: Store) -> int:
-    """The highest event id (0 without events)."""
-    with store.read() as tx:
-        conn = tx.conn
-        return int(conn.execute(select(func.max(_E.c.id))).scalar_one() or 0)
-
-
-@dataclass(frozen=True, slots=True)
-class Starts:
-    """First attempts started after an event id: their submit→start seconds."""
-
-    latencies: list[float]
-    last_id: int
-    """The last event read: where the next call continues."""
-    more: bool
-    """The limit was reached: more may be there already."""
-
-
-def first_starts_after(store: Store, after_id: int, *, limit: int = 10_000) -> Starts:
-    """Submit→start seconds of the jobs outside graphs whose first attempt started (a
-    ``job-running`` event) after event ``after_id``: the attempt's start minus the
-    later of the job's creation and its ``run_after``. Graph jobs are left out: they
-    wait for their parents, which is not the scheduler's latency."""
-    query = (select(_E.c.id, _E.c.payload, _J.c.created_at, _J.c.run_after, _A.c.started_at)
-             .select_from(_E.join(_J, _J.c.id == _E.c.job_id)
-                          .join(_A, (_A.c.job_id == _E.c.job_id) & (_A.c.attempt == 1)))
-             .where(_E.c.id > after_id, _E.c.topic == "job-running", _J.c.graph_id.is_(None))
-             .order_by(_E.c.id).limit(limit))
-    bound = select(func.max(_E.c.id)).where(_E.c.id > after_id)
-    latencies: list[float] = []
-    with store.read() as tx:
-        conn = tx.conn
-        rows = conn.execute(query).all()
-        last = rows[-1].id if len(rows) == limit else conn.execute(bound).scalar_one()
-    for row in rows:
-        if (loads(row.payload) or {}).get("attempt") != 1 or row.started_at is None:
-            continue
-        ready = max(row.created_at, row.run_after or row.created_at)
-        latencies.append(max(row.started_at - ready, 0.0))
-    return Starts(latencies, int(last or after_id), len(rows) == limit)
 
 
 def recent_endings(store: Store, seconds: float, *, scan: int = 50_000) -> dict[str, int]:

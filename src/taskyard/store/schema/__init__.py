@@ -35,6 +35,7 @@ from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store.postgresql import references as pg_references
 from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
+from taskyard.store.schema.operations import duration_totals, history
 from taskyard.store.schema.services import (
     api_tokens,
     outbox_cursors,
@@ -52,8 +53,10 @@ __all__ = [
     "api_tokens",
     "attempts",
     "dependencies",
+    "duration_totals",
     "events",
     "graphs",
+    "history",
     "jobs",
     "metadata",
     "outbox_cursors",

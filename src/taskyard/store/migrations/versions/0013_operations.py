@@ -1,5 +1,6 @@
 """What operators read and act from (issue 41): jobs search by label and in the order
-they ended (``store/reads/job_search.py``).
+they ended (``store/reads/job_search.py``); history rollups and the scheduling cycles'
+durations summed over processes (``store/schema/operations.py``).
 
 Revision ID: 0013
 Revises: 0011
@@ -23,6 +24,34 @@ def _partial(predicate: str) -> dict[str, Any]:
 
 
 def upgrade() -> None:
+    counts = [sa.Column(name, sa.BigInteger(), nullable=False, server_default="0")
+              for name in ("arrived", "started", "succeeded", "failed", "errored", "canceled",
+                           "finished")]
+    op.create_table(
+        "history",
+        sa.Column("granularity", sa.Integer(), nullable=False),
+        sa.Column("bucket", sa.Float(precision=53), nullable=False),
+        sa.Column("pool", sa.String(200), nullable=False),
+        sa.Column("type", sa.String(200), nullable=False),
+        *counts,
+        sa.Column("wait_sum", sa.Float(precision=53), nullable=False, server_default="0"),
+        sa.Column("wait_hist", sa.Text(), nullable=False),
+        sa.Column("cycle_sum", sa.Float(precision=53), nullable=False, server_default="0"),
+        sa.Column("cycle_hist", sa.Text(), nullable=False),
+        sa.Column("depth_sum", sa.Float(precision=53), nullable=False, server_default="0"),
+        sa.Column("depth_n", sa.BigInteger(), nullable=False, server_default="0"),
+        sa.Column("depth_max", sa.BigInteger(), nullable=False, server_default="0"),
+        sa.PrimaryKeyConstraint("granularity", "bucket", "pool", "type", name="pk_history"),
+    )
+    op.create_table(
+        "duration_totals",
+        sa.Column("name", sa.String(200), nullable=False),
+        sa.Column("bounds", sa.Text(), nullable=False),
+        sa.Column("counts", sa.Text(), nullable=False),
+        sa.Column("total", sa.Float(precision=53), nullable=False, server_default="0"),
+        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
+        sa.PrimaryKeyConstraint("name", name="pk_duration_totals"),
+    )
     op.create_index("ix_jobs_label_id", "jobs", ["label", "id"],
                     **_partial("label IS NOT NULL"))
     op.create_index("ix_jobs_finished_id", "jobs", ["finished_at", "id"],
@@ -30,5 +59,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("duration_totals")
+    op.drop_table("history")
     op.drop_index("ix_jobs_finished_id", "jobs")
     op.drop_index("ix_jobs_label_id", "jobs")

@@ -24,7 +24,7 @@ export function gantt(timeline, { onOpen, criticalOnly = false } = {}) {
     class: "gantt", role: "img", "aria-label": `Timeline of ${rows.length} jobs` });
   for (const t of ticks(span)) {
     const tx = LABEL + PAD + plot * t / span;
-    chart.append(svg("line", { x1: tx, x2: tx, y1: AXIS - 6, y2: height - PAD, class: "grid" }),
+    chart.append(svg("line", { x1: tx, x2: tx, y1: AXIS - 6, y2: height - PAD, class: "gridline" }),
       svg("text", { x: tx, y: AXIS - 10, class: "tick", "text-anchor": "middle" }, t ? `+${secs(t)}` : "0"));
   }
   rows.forEach((item, n) => {

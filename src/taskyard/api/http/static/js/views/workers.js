@@ -21,7 +21,7 @@ export async function render(page, params) {
   const load = async () => {
     const [p, w] = await Promise.all([api("/api/v1/pools"), api("/api/v1/workers", { params: { all } })]);
     pools.replaceChildren(...(p.items.length ? p.items.map((pool) => el("div", { class: "card",
-      dataset: { pool: pool.name } }, el("h2", {}, pool.name),
+      dataset: { pool: pool.name } }, el("h2", {}, el("a", { href: `#/pools/${encodeURIComponent(pool.name)}` }, pool.name)),
     capacity(pool.used, pool.capacity),
     el("div", { class: "faint section-gap" }, pool.workers.length
       ? `${pool.workers.length} worker${pool.workers.length > 1 ? "s" : ""}: ${pool.workers.join(", ")}`
