@@ -28,7 +28,8 @@ def test_every_query_names_a_series_and_labels_that_metrics_gives(api: Api) -> N
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
     queries = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    queries += [v["query"]["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    queries += [v["query"]["query"] for v in dashboard["templating"]["list"]
+                if v["type"] == "query"]
     assert queries
     for query in queries:
         for name, _, selector in SELECTOR.findall(query):

@@ -396,6 +396,13 @@ class Yard:
         self._cycle()
         return record
 
+    def run_schedule(self, name: str) -> int:
+        """Run schedule ``name`` now, once, whatever its next run (kept): a job of its
+        type, args and priority that counts among its jobs; returns the job's id."""
+        found = self.get_schedule(name)
+        return self._submit([JobSubmission(found.type, dict(found.args), found.priority,
+                                           schedule_name=name)])[0]
+
     def delete_schedule(self, name: str) -> None:
         self.store.schedules.delete(name)
 

@@ -24,14 +24,15 @@ Text = Annotated[str | None, Query(max_length=200)]
 
 def job_query(yard: Yard, *, q: str | None, state: list[JobState] | None,
               type: list[str] | None, label: str | None, graph_id: int | None,
-              pool: str | None, worker: str | None, since: str | None, until: str | None,
-              sort: str) -> JobQuery:
+              schedule: str | None, pool: str | None, worker: str | None,
+              since: str | None, until: str | None, sort: str) -> JobQuery:
     """The search the query string asks for (``q``: a job id, else text)."""
     now = yard.store.now() if since or until else 0.0
     named = None if q is None else id_in_text(q)
     return JobQuery(
         ids=() if named is None else (named,), states=tuple(state or ()),
-        types=tuple(type or ()), label=label or None, graph_id=graph_id, pool=pool or None,
+        types=tuple(type or ()), label=label or None, graph_id=graph_id,
+        schedule=schedule or None, pool=pool or None,
         worker=worker or None, text=None if named is not None or q is None else q,
         since=None if not since else when_text(since, now, "since"),
         until=None if not until else when_text(until, now, "until"), sort=sort)
@@ -50,6 +51,8 @@ def search(
     type: Annotated[list[str] | None, Query(description="Any of these task types.")] = None,
     label: Text = None,
     graph_id: Annotated[int | None, Query(ge=1, le=ID_MAX)] = None,
+    schedule: Annotated[str | None, Query(max_length=200, description="Jobs of this "
+                                          "schedule.")] = None,
     pool: Annotated[str | None, Query(max_length=200, description="One of the job's "
                                       "pools.")] = None,
     worker: Annotated[str | None, Query(max_length=200, description="A worker that ran "
@@ -65,7 +68,8 @@ def search(
                                         "before.")] = None,
 ) -> Any:
     query = job_query(yard, q=q, state=state, type=type, label=label, graph_id=graph_id,
-                      pool=pool, worker=worker, since=since, until=until, sort=sort)
+                      schedule=schedule, pool=pool, worker=worker, since=since, until=until,
+                      sort=sort)
     try:
         after = decode_position(cursor, by_end=sort.endswith("finished"))
     except ValueError as exc:

@@ -9,6 +9,7 @@ Which index answers what (one statement per page, never a scan of the table):
   ``ix_jobs_type_state_id`` (type, state, id) — one branch per (state[, type]), each
   bounded by the page size, merged (a type alone is one branch per state: the old
   ``?type=`` read of every row of the type is gone); ``label`` walks ``ix_jobs_label_id``;
+  ``schedule`` ``ix_jobs_schedule``;
   ``graph_id`` ``ix_jobs_graph_label``; ``id`` the primary key; nothing else, the primary
   key. A time range (``since``/``until`` on ``created_at``) becomes an id range by a
   binary search over the primary key (about 25 point reads: ids follow creation time).
@@ -64,6 +65,8 @@ class JobQuery:
     types: tuple[str, ...] = ()
     label: str | None = None
     graph_id: int | None = None
+    schedule: str | None = None
+    """Jobs of this schedule (its runs, and those it was run for now)."""
     pool: str | None = None
     worker: str | None = None
     text: str | None = None
@@ -78,6 +81,7 @@ class JobQuery:
         if len(self.types) > MANY or len(self.ids) > MANY:
             raise InvalidInput(f"type, id: at most {MANY} values each")
         texts = [("q", self.text), ("label", self.label), ("pool", self.pool),
+                 ("schedule", self.schedule),
                  ("worker", self.worker), *(("type", t) for t in self.types)]
         for field_name, value in texts:
             try:
@@ -133,6 +137,8 @@ def _residual(query: JobQuery, *, driven: set[str]) -> list[ColumnElement[bool]]
         found.append(_J.c.label == query.label)
     if query.graph_id is not None and "graph" not in driven:
         found.append(_J.c.graph_id == query.graph_id)
+    if query.schedule is not None and "schedule" not in driven:
+        found.append(_J.c.schedule_name == query.schedule)
     if query.pool is not None:
         # The pools' JSON text holds the name quoted (checked exactly: _records).
         found.append(_J.c.pools.contains(json.dumps(query.pool), autoescape=True))
@@ -203,6 +209,8 @@ def _creation_branches(query: JobQuery) -> tuple[list[list[ColumnElement[bool]]]
         return [[_J.c.id.in_(sorted(set(query.ids)))]], set()
     if query.graph_id is not None:
         return [[_J.c.graph_id == query.graph_id]], {"graph"}
+    if query.schedule is not None:
+        return [[_J.c.schedule_name == query.schedule]], {"schedule"}
     if query.label is not None:
         return [[_J.c.label == query.label]], {"label"}
     states = (query.states or tuple(s.value for s in JobState)) if query.types else query.states

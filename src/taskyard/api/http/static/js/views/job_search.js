@@ -8,7 +8,7 @@ import { STATES, el, throttle } from "../ui.js";
 import { jobTable } from "./jobs.js";
 
 const FIELDS = ["q", "state", "type", "label", "pool", "worker", "since", "until", "sort",
-  "graph_id"];
+  "graph_id", "schedule"];
 const RANGES = [["", "any time"], ["1h", "last hour"], ["1d", "last day"], ["7d", "last week"],
   ["30d", "last 30 days"]];
 const SORTS = [["-created", "newest first"], ["created", "oldest first"],
@@ -41,7 +41,7 @@ export async function render(page, params) {
       if (node.value.trim()) out.set(k, node.value.trim());
     }
     if (sort.value !== "-created") out.set("sort", sort.value);
-    for (const k of ["label", "graph_id", "until"]) if (params[k]) out.set(k, params[k]);
+    for (const k of ["label", "graph_id", "until", "schedule"]) if (params[k]) out.set(k, params[k]);
     location.hash = `#/jobs${out.toString() ? `?${out}` : ""}`;
   };
   for (const node of [state, since, sort]) node.addEventListener("change", apply);
@@ -50,9 +50,11 @@ export async function render(page, params) {
   }
   const list = el("div", { class: "card flush", id: "results" });
   const actions = el("div", { class: "bulk", id: "bulk" });
+  const scope = params.schedule ? el("div", { class: "notice", id: "scope" }, `Jobs of schedule ${params.schedule} · `,
+    el("a", { href: "#/jobs" }, "all jobs")) : null;
   page.append(el("div", { class: "page-head" }, el("h1", {}, "Jobs"), el("span", { class: "spacer" }),
     el("div", { class: "filters" }, q, state, type, pool, worker, since, sort,
-      el("button", { onclick: apply, id: "search" }, "Search"))), actions, list);
+      el("button", { onclick: apply, id: "search" }, "Search"))), ...[scope, actions].filter(Boolean), list);
   const query = searchParams(params);
   const results = new SearchResults(list, query);
   await results.load();
