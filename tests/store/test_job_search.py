@@ -14,6 +14,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.store import Store
 from taskyard.store import schema as t
 from taskyard.store.reads import job_search
+from taskyard.store.reads.job_pages import list_job_page
 from taskyard.store.reads.job_search import JobQuery, Position, search_jobs
 
 STATES = ("succeeded", "failed", "canceled", "pending", "waiting")
@@ -139,3 +140,19 @@ def test_refusals_name_the_field(store: Store) -> None:
     with pytest.raises(InvalidInput, match="limit"):
         search_jobs(store, JobQuery(), limit=0)
     assert search_jobs(store, JobQuery()).items == []
+
+
+def test_the_list_of_one_type_walks_per_state(store: Store) -> None:
+    rows = _fill(store, 40)
+    wanted = _expect(rows, lambda r: r["type"] == "test")
+    found: list[int] = []
+    after = None
+    while True:
+        page = list_job_page(store, type="test", limit=3, after=after)
+        found.extend(j.id for j in page.items)
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert found == wanted
+    oldest = list_job_page(store, type="test", limit=100, oldest_first=True)
+    assert [j.id for j in oldest.items] == wanted[::-1]

@@ -17,6 +17,7 @@ from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JSON, JobRecord, loads
 from taskyard.store import schema as t
+from taskyard.store.reads.job_search import JobQuery, Position, search_jobs
 from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, to_record
 
 if TYPE_CHECKING:
@@ -43,6 +44,13 @@ def list_job_page(store: Store, *, state: str | None = None, type: str | None = 
             f"state: unknown state {state!r} (one of {', '.join(s.value for s in JobState)})")
     if limit < 1:
         raise InvalidInput(f"limit: {limit} must be at least 1")
+    if type is not None and state is None and graph_id is None:
+        # A type alone: one walk of (type, state, id) per state, merged (job_search.py),
+        # not every row of the type sorted by id.
+        page = search_jobs(store, JobQuery(types=(type,),
+                                           sort="created" if oldest_first else "-created"),
+                           after=None if after is None else Position(after), limit=limit)
+        return JobPage(page.items, None if page.next is None else page.next.id)
     order = _J.c.id.asc() if oldest_first else _J.c.id.desc()
     query = select(*JOB_COLUMNS).select_from(JOB_FROM).order_by(order).limit(limit + 1)
     if state is not None:

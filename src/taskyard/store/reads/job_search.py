@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, union_all
+from sqlalchemy import ColumnElement, and_, bindparam, exists, func, or_, select, union_all
 
 from taskyard.core.limits import LimitError, check_text
 from taskyard.core.states import JobState
@@ -167,10 +167,10 @@ def _by_creation(conn: Connection, query: JobQuery, after: Position | None,
             low = after.id + 1 if low is None else max(low, after.id + 1)
     branches, driven = _creation_branches(query)
     residual = _residual(query, driven=driven)
-    if query.since is not None:
-        residual.append(_J.c.created_at >= query.since)
+    # The exact time range: the id range holds at most a minute of slack either side.
+    timed = [_J.c.created_at >= query.since] if query.since is not None else []
     if query.until is not None:
-        residual.append(_J.c.created_at < query.until)
+        timed.append(_J.c.created_at < query.until)
     edge: int | None = None
     if residual and not query.ids and query.graph_id is None:
         # Filters no index serves: this page examines one window of ids.
@@ -183,7 +183,7 @@ def _by_creation(conn: Connection, query: JobQuery, after: Position | None,
     order = _J.c.id.desc() if desc else _J.c.id.asc()
     selects = []
     for branch in branches:
-        where = [*branch, *residual]
+        where = [*branch, *residual, *timed]
         if low is not None:
             where.append(_J.c.id >= low)
         if high is not None:
@@ -263,11 +263,12 @@ def _first_id_from(conn: Connection, when: float) -> int:
     """The first id whose job was created at ``when`` or later (one past the last id if
     none): a binary search over the primary key, each step one point read."""
     low, high = _min_id(conn), _max_id(conn) + 1
-    probe = (select(_J.c.id, _J.c.created_at).where(_J.c.id >= 0)
+    # One lower bound only: given two, SQLite seeks to one and filters on the other.
+    probe = (select(_J.c.id, _J.c.created_at).where(_J.c.id >= bindparam("middle"))
              .order_by(_J.c.id).limit(1))
     while low < high:
         middle = (low + high) // 2
-        row = conn.execute(probe.where(_J.c.id >= middle)).first()
+        row = conn.execute(probe, {"middle": middle}).first()
         if row is None or row.created_at >= when:
             high = middle
         else:
