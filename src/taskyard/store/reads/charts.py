@@ -6,12 +6,13 @@ type, whatever the number of jobs behind them."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
-from taskyard.core.history import WINDOWS, Counts, bucket_of
+from taskyard.core.history import BOUNDS, WINDOWS, Counts, bucket_of
 from taskyard.store import schema as t
 from taskyard.store.transitions.history import counts_of
 
@@ -19,26 +20,46 @@ if TYPE_CHECKING:
     from taskyard.store import Store
 
 _H = t.history
+_SUMMED = ("arrived", "started", "succeeded", "failed", "errored", "canceled", "finished",
+           "wait_sum", "cycle_sum", "depth_sum", "depth_n")
 
 
 def window_rows(store: Store, window: str, *, pool: str | None = None,
                 type: str | None = None) -> tuple[float, dict[float, Counts]]:
     """The database clock, and the window's buckets (all pools and types added up,
-    or only ``pool``'s and ``type``'s)."""
+    or only ``pool``'s and ``type``'s): the counts summed by the database, the
+    histograms of the rows that hold any added here."""
     span, granularity = WINDOWS[window]
     with store.read() as tx:
         now = float(tx.conn.execute(select(store.now_expr)).scalar_one())
-        query = select(_H).where(_H.c.granularity == granularity,
-                                 _H.c.bucket > bucket_of(now - span, granularity))
+        where = [_H.c.granularity == granularity,
+                 _H.c.bucket > bucket_of(now - span, granularity)]
         if pool is not None:
-            query = query.where(_H.c.pool == pool)
+            where.append(_H.c.pool == pool)
         if type is not None:
-            query = query.where(_H.c.type == type)
-        found: dict[float, Counts] = {}
-        for row in tx.conn.execute(query):
-            counts = counts_of(row._mapping)
-            bucket = float(row.bucket)
-            found[bucket] = counts if bucket not in found else found[bucket].merge(counts)
+            where.append(_H.c.type == type)
+        sums = tx.conn.execute(
+            select(_H.c.bucket, *(func.sum(_H.c[c]) for c in _SUMMED),
+                   func.max(_H.c.depth_max)).where(*where).group_by(_H.c.bucket)).all()
+        hists: dict[float, list[list[int]]] = {}
+        for bucket, wait, cycle in tx.conn.execute(
+                select(_H.c.bucket, _H.c.wait_hist, _H.c.cycle_hist)
+                .where(*where, or_(_H.c.started > 0, _H.c.finished > 0))):
+            both = hists.setdefault(float(bucket), [[0] * (len(BOUNDS) + 1),
+                                                    [0] * (len(BOUNDS) + 1)])
+            for total, text in zip(both, (wait, cycle), strict=True):
+                for i, n in enumerate(json.loads(text)):
+                    total[i] += n
+    found: dict[float, Counts] = {}
+    empty = [[0] * (len(BOUNDS) + 1)] * 2
+    for row in sums:
+        bucket = float(row[0])
+        # PostgreSQL sums bigints as numeric: back to int, and the sums to float.
+        values: dict[str, Any] = {name: (float if name.endswith("_sum") else int)(v or 0)
+                                  for name, v in zip(_SUMMED, row[1:-1], strict=True)}
+        wait, cycle = hists.get(bucket, empty)
+        found[bucket] = Counts(**values, wait_hist=tuple(wait), cycle_hist=tuple(cycle),
+                               depth_max=int(row[-1] or 0))
     return now, found
 
 
