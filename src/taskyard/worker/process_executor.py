@@ -27,6 +27,7 @@ from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.executors import Key, StageSink
 from taskyard.worker.guardian import Guardian
+from taskyard.worker.log_pump import LogPump
 from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
 from taskyard.worker.processes import PythonChild, Stopped, run_shell
 
@@ -54,11 +55,14 @@ class ProcessExecutor:
                  on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
                  kill_grace: float = 5.0, prewarm: bool = True,
                  worker_name: str = "", guard: bool = True,
-                 pipeline_window: float = PIPELINE_WINDOW) -> None:
+                 pipeline_window: float = PIPELINE_WINDOW,
+                 logs: LogPump | None = None) -> None:
         """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
         ``on_start`` is called when a job starts (see :meth:`take_started`);
         ``worker_name``: what handlers see as ``TASKYARD_WORKER``;
-        ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
+        ``guard``: start a :class:`Guardian` so that handlers die with the worker;
+        ``logs``: reads what running attempts write (live output; a job run in a
+        pipeline of short ones, see :meth:`_next`, has only its tails, at its end)."""
         self.capacity = capacity
         self.pipeline_window = pipeline_window
         self.slots = max(1, capacity)
@@ -70,6 +74,7 @@ class ProcessExecutor:
         self.kill_grace = kill_grace
         self.worker_name = worker_name
         self.guardian = Guardian() if guard else None
+        self.logs = logs
         self._cond = threading.Condition()
         # Queued jobs in placement order (highest priority, then oldest): a job placed
         # here later but more urgent starts before the ones already queued.
@@ -225,7 +230,7 @@ class ProcessExecutor:
         if self.prewarm:
             # Start the interpreter now, so that even the first job finds it warm.
             try:
-                self._children[index] = PythonChild(self.guardian)
+                self._children[index] = self._new_child()
             except OSError:
                 log.exception("event=prewarm-failed slot=%d", index)
         while True:
@@ -337,7 +342,8 @@ class ProcessExecutor:
             spec.target, job.args, self._env(job), deadline=deadline,
             stop_requested=self._stop_check(job), grace=lambda: self.kill_grace,
             tail=self.tail_bytes, stages=job.stages, on_stage=self._stage_sink(job),
-            guardian=self.guardian), self._stop_state)
+            guardian=self.guardian, watch=None if self.logs is None else functools.partial(
+                self.logs.watch, (job.job_id, job.attempt))), self._stop_state)
 
     def _env(self, job: ClaimedJob) -> dict[str, str]:
         # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
@@ -365,21 +371,32 @@ class ProcessExecutor:
                 "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
                 "attempt": job.attempt, "stages": job.stages}
 
+    def _new_child(self) -> PythonChild:
+        return PythonChild(self.guardian, output=self.logs is not None)
+
     def _child(self, index: int) -> PythonChild:
         child = self._children[index]
         if child is None or not child.is_alive():
-            child = self._children[index] = PythonChild(self.guardian)
+            if child is not None:
+                child.discard()
+            child = self._children[index] = self._new_child()
         return child
 
     def _run_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
-        self._child(index).send_pipeline([self._message(job)])
-        return self._wait_python(index, job)
+        child = self._child(index)
+        ended = None
+        if self.logs is not None and child.output is not None:
+            child.empty_output()
+            ended = self.logs.watch((job.job_id, job.attempt), *child.output)
+        child.send_pipeline([self._message(job)])
+        return self._wait_python(index, job, ended=ended)
 
-    def _wait_python(self, index: int, job: ClaimedJob, *,
-                     follower: bool = False) -> dict[str, Any]:
+    def _wait_python(self, index: int, job: ClaimedJob, *, follower: bool = False,
+                     ended: Callable[[], None] | None = None) -> dict[str, Any]:
         """The outcome of ``job``, which slot ``index``'s child runs now: it started it
         as it sent the previous outcome (a ``follower`` in a pipeline: if it was
-        stopped before that, it is stopped at once), or as it received it."""
+        stopped before that, it is stopped at once), or as it received it. ``ended``:
+        called once it ended (its live output read to the end)."""
         child = self._children[index]
         assert child is not None
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
@@ -387,13 +404,23 @@ class ProcessExecutor:
         try:
             if follower and stop_requested():
                 raise Stopped
-            return child.wait(deadline, stop_requested, self._stage_sink(job))
+            outcome = child.wait(deadline, stop_requested, self._stage_sink(job))
         except BaseException:
-            # The child is in an unknown state: end it and start afresh next time.
-            self._drop_child(index)
+            # The child is in an unknown state: end it and start afresh next time —
+            # once what it wrote is read (a canceled attempt keeps it).
+            self._drop_child(index, before_discard=ended)
             raise
+        if ended is not None:
+            ended()
+        return outcome
 
-    def _drop_child(self, index: int) -> None:
+    def _drop_child(self, index: int, *,
+                    before_discard: Callable[[], None] | None = None) -> None:
         child, self._children[index] = self._children[index], None
         if child is not None:
             child.kill(self.kill_grace)
+            if before_discard is not None:
+                before_discard()
+            child.discard()
+        elif before_discard is not None:
+            before_discard()

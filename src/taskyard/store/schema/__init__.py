@@ -35,7 +35,7 @@ from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.store.postgresql import references as pg_references
 from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
-from taskyard.store.schema.operations import duration_totals, history
+from taskyard.store.schema.operations import duration_totals, history, log_chunks
 from taskyard.store.schema.services import (
     api_tokens,
     outbox_cursors,
@@ -58,6 +58,7 @@ __all__ = [
     "graphs",
     "history",
     "jobs",
+    "log_chunks",
     "metadata",
     "outbox_cursors",
     "pools",

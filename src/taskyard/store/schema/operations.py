@@ -1,9 +1,19 @@
 """Tables of what operators look at (re-exported by :mod:`taskyard.store.schema`):
-history rollups, and the scheduling cycles' durations summed over every process."""
+history rollups, the scheduling cycles' durations summed over every process, and the
+output attempts write while they run."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Integer, PrimaryKeyConstraint, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKeyConstraint,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
 
 from taskyard.store.schema.base import Time, metadata
 
@@ -44,4 +54,21 @@ duration_totals = Table(
     Column("counts", Text, nullable=False),
     Column("total", Time, nullable=False, server_default="0"),
     Column("updated_at", Time, nullable=False),
+)
+
+log_chunks = Table(
+    "log_chunks",
+    metadata,
+    # Migration 0013 (store/transitions/logs.py): what a running attempt wrote, in the
+    # order it was read (seq, per attempt, both streams), each chunk where it ends in its
+    # stream (``upto``, in bytes); the oldest are dropped past the worker's bound.
+    Column("job_id", BigInteger, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("stream", String(6), nullable=False),
+    Column("upto", BigInteger, nullable=False),
+    Column("data", Text, nullable=False),
+    Column("created_at", Time, nullable=False),
+    PrimaryKeyConstraint("job_id", "attempt", "seq"),
+    ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
 )

@@ -1,6 +1,7 @@
 """What operators read and act from (issue 41): jobs search by label and in the order
 they ended (``store/reads/job_search.py``); history rollups and the scheduling cycles'
-durations summed over processes (``store/schema/operations.py``).
+durations summed over processes; the output attempts write while they run
+(``store/schema/operations.py``).
 
 Revision ID: 0013
 Revises: 0011
@@ -52,6 +53,19 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.Float(precision=53), nullable=False),
         sa.PrimaryKeyConstraint("name", name="pk_duration_totals"),
     )
+    op.create_table(
+        "log_chunks",
+        sa.Column("job_id", sa.BigInteger(), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("seq", sa.Integer(), nullable=False),
+        sa.Column("stream", sa.String(6), nullable=False),
+        sa.Column("upto", sa.BigInteger(), nullable=False),
+        sa.Column("data", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.Float(precision=53), nullable=False),
+        sa.PrimaryKeyConstraint("job_id", "attempt", "seq", name="pk_log_chunks"),
+        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE",
+                                name="fk_log_chunks_job_id_jobs"),
+    )
     op.create_index("ix_jobs_label_id", "jobs", ["label", "id"],
                     **_partial("label IS NOT NULL"))
     op.create_index("ix_jobs_finished_id", "jobs", ["finished_at", "id"],
@@ -59,6 +73,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("log_chunks")
     op.drop_table("duration_totals")
     op.drop_table("history")
     op.drop_index("ix_jobs_finished_id", "jobs")
