@@ -43,8 +43,7 @@ def _print(logs: Logs, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per attempt.")
 @click.pass_obj
 def logs(state: State, job_id: int, attempt: int | None, follow: bool, as_json: bool) -> None:
-    """An attempt's kept stdout (to stdout) and stderr (to stderr): what a running attempt
-    has written so far."""
+    """An attempt's stdout (to stdout) and stderr (to stderr), as written so far."""
     # Imported here: `taskyard --help` lists this command without the database stack.
     from taskyard.api.http.views import job_logs  # noqa: PLC0415 - start-up time
 
