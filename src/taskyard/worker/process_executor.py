@@ -25,11 +25,12 @@ from taskyard.core.handlers import HandlerSpecError
 from taskyard.core.lifecycle import may_start
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
+from taskyard.worker.child_slots import ChildSlots
 from taskyard.worker.executors import Key, StageSink
 from taskyard.worker.guardian import Guardian
 from taskyard.worker.log_pump import LogPump
 from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
-from taskyard.worker.processes import PythonChild, Stopped, run_shell
+from taskyard.worker.processes import Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
@@ -92,7 +93,7 @@ class ProcessExecutor:
         self._closing = False
         self._refusing = False
         """Set by :meth:`stop_all`: no job is queued any more (the worker is leaving)."""
-        self._children: list[PythonChild | None] = [None] * self.slots
+        self._children = ChildSlots(self.slots, guardian=self.guardian, logs=logs)
         self._threads = [threading.Thread(target=self._slot, name=f"slot-{i}", daemon=True)
                          for i in range(self.slots)]
         for thread in self._threads:
@@ -179,9 +180,7 @@ class ProcessExecutor:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        for child in self._children:
-            if child is not None:
-                child.close()
+        self._children.close()
         if self.guardian is not None:
             self.guardian.close()
 
@@ -230,7 +229,7 @@ class ProcessExecutor:
         if self.prewarm:
             # Start the interpreter now, so that even the first job finds it warm.
             try:
-                self._children[index] = self._new_child()
+                self._children.prewarm(index)
             except OSError:
                 log.exception("event=prewarm-failed slot=%d", index)
         while True:
@@ -289,9 +288,9 @@ class ProcessExecutor:
         go back to the queue, or are dropped if they were stopped meanwhile."""
         rest = list(batch)
         try:
-            self._child(index).send_pipeline([self._message(job) for job in batch])
+            self._children.get(index).send_pipeline([self._message(job) for job in batch])
         except Exception as exc:  # never lose an attempt's outcome
-            self._drop_child(index)
+            self._children.drop(index, self.kill_grace)
             self._finish(rest[0], self._crashed(rest[0], exc), 0.0)
             self._requeue(rest[1:])
             return
@@ -304,7 +303,7 @@ class ProcessExecutor:
                     self._stop_state)
             except Exception as exc:  # the child was ended (see _wait_python)
                 outcome = self._crashed(job, exc)
-            if self._children[index] is None:  # the child was ended: the rest never ran
+            if self._children.current(index) is None:  # the child was ended: the rest never ran
                 self._finish(job, outcome, time.monotonic() - started)
                 self._requeue(rest)
                 return
@@ -371,24 +370,9 @@ class ProcessExecutor:
                 "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
                 "attempt": job.attempt, "stages": job.stages}
 
-    def _new_child(self) -> PythonChild:
-        return PythonChild(self.guardian, output=self.logs is not None)
-
-    def _child(self, index: int) -> PythonChild:
-        child = self._children[index]
-        if child is None or not child.is_alive():
-            if child is not None:
-                child.discard()
-            child = self._children[index] = self._new_child()
-        return child
-
     def _run_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
-        child = self._child(index)
-        ended = None
-        if self.logs is not None and child.output is not None:
-            child.empty_output()
-            ended = self.logs.watch((job.job_id, job.attempt), *child.output)
-        child.send_pipeline([self._message(job)])
+        ended = self._children.watch(index, (job.job_id, job.attempt))
+        self._children.get(index).send_pipeline([self._message(job)])
         return self._wait_python(index, job, ended=ended)
 
     def _wait_python(self, index: int, job: ClaimedJob, *, follower: bool = False,
@@ -397,7 +381,7 @@ class ProcessExecutor:
         as it sent the previous outcome (a ``follower`` in a pipeline: if it was
         stopped before that, it is stopped at once), or as it received it. ``ended``:
         called once it ended (its live output read to the end)."""
-        child = self._children[index]
+        child = self._children.current(index)
         assert child is not None
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
         stop_requested = self._stop_check(job)
@@ -408,19 +392,8 @@ class ProcessExecutor:
         except BaseException:
             # The child is in an unknown state: end it and start afresh next time —
             # once what it wrote is read (a canceled attempt keeps it).
-            self._drop_child(index, before_discard=ended)
+            self._children.drop(index, self.kill_grace, before_discard=ended)
             raise
         if ended is not None:
             ended()
         return outcome
-
-    def _drop_child(self, index: int, *,
-                    before_discard: Callable[[], None] | None = None) -> None:
-        child, self._children[index] = self._children[index], None
-        if child is not None:
-            child.kill(self.kill_grace)
-            if before_discard is not None:
-                before_discard()
-            child.discard()
-        elif before_discard is not None:
-            before_discard()

@@ -52,8 +52,10 @@ def append_logs(store: Store, worker_id: int, chunks: Sequence[LogChunk], *,
     if not keys:
         return set()
     with store.write() as tx:
-        # The attempt rows are locked (shared) until the commit: an expel, a suspend or
-        # a new attempt waits for these chunks, or they see it.
+        # Read, not locked: a lock on the attempt (and on its job, through the join or
+        # the foreign key's check) taken here, while a completion holds the job and
+        # waits for the attempt, deadlocks on PostgreSQL. A fence committed while this
+        # runs lets its chunks in: the last words of a moment, as a cancel's are.
         allowed_query = (
             select(_A.c.job_id, _A.c.attempt)
             .join(_J, and_(_J.c.id == _A.c.job_id, _J.c.attempt == _A.c.attempt))
@@ -61,8 +63,7 @@ def append_logs(store: Store, worker_id: int, chunks: Sequence[LogChunk], *,
                    _A.c.state != lit(AttemptState.LOST.value),
                    select(_W.c.id).where(_W.c.id == worker_id, _W.c.state == lit("active"),
                                          _W.c.lease_expires_at >= store.now_expr).exists()))
-        allowed = {(int(j), int(a)) for j, a in tx.conn.execute(
-            tx.driver.lock_rows(allowed_query, shared=True))}
+        allowed = {(int(j), int(a)) for j, a in tx.conn.execute(allowed_query)}
         kept = [c for c in chunks if (c.job_id, c.attempt) in allowed]
         if kept:
             now = float(tx.conn.execute(select(store.now_expr)).scalar_one())
