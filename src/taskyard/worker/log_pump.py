@@ -47,6 +47,8 @@ class _Source:
     streams: list[_Stream]
     seq: int = 0
     unsent: list[LogChunk] = field(default_factory=list)
+    ended: bool = False
+    """Its process ended and its files were read to the end: only ``unsent`` is left."""
 
 
 class LogPump:
@@ -73,11 +75,18 @@ class LogPump:
         return lambda: self.finish(key)
 
     def finish(self, key: Key) -> None:
-        """Read what is left of attempt ``key`` and write it, then forget it."""
+        """Read what is left of attempt ``key`` and write it, then forget it (if the
+        write fails, the next rounds try again: its files may be reused meanwhile, so
+        they are not read again)."""
         with self._lock:
-            source = self._sources.pop(key, None)
+            source = self._sources.get(key)
             if source is not None:
-                self._write(self._read([source]))
+                chunks = self._read([source])
+                source.ended = True
+                if chunks:
+                    self._write(chunks)
+                if not source.unsent:
+                    self._sources.pop(key, None)
 
     def run(self, stop: threading.Event) -> None:
         """Rounds every ``interval`` seconds until ``stop``."""
@@ -94,7 +103,7 @@ class LogPump:
     def _read(self, sources: Sequence[_Source]) -> list[LogChunk]:
         chunks: list[LogChunk] = []
         for source in sources:
-            for stream in source.streams:
+            for stream in [] if source.ended else source.streams:
                 data = self._new_bytes(stream)
                 if data:
                     source.seq += 1
@@ -144,6 +153,8 @@ class LogPump:
             source = self._sources.get(key)
             if source is not None:
                 source.unsent = []
+                if source.ended:
+                    del self._sources[key]
         for key in refused:
             self.stats["refused"] += 1
             self._sources.pop(key, None)
