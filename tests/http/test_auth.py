@@ -19,6 +19,8 @@ BELOW = {"write": "read", "admin": "write"}
 
 
 def needed_scope(method: str, path: str) -> str:
+    if path.startswith("/api/v1/schedules/") and path.endswith("/run"):
+        return "write"  # running a schedule now submits a job, as a submit does
     if path.startswith(ADMIN_PATHS) and (method != "get" or path.startswith("/api/v1/tokens")):
         return "admin"
     return "read" if method == "get" else "write"

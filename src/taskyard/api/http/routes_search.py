@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from taskyard.api.http.auth import READ
 from taskyard.api.http.context import YardDep, answer, errors
@@ -41,9 +41,7 @@ def job_query(yard: Yard, *, q: str | None, state: list[JobState] | None,
 SORT = Literal["-created", "created", "-finished", "finished"]
 
 
-@router.get("/search", response_model=JobSearchOut, dependencies=[READ],
-            responses=errors(422), summary="Search jobs, page by page")
-def search(
+def search_query(
     yard: YardDep,
     q: Annotated[str | None, Query(max_length=200, description="A job id (`123`, `#123`), "
                                    "or text found in the label or args (any case).")] = None,
@@ -63,13 +61,25 @@ def search(
     until: Annotated[str | None, Query(max_length=60, description="… and before.")] = None,
     sort: Annotated[SORT, Query(description="Newest created first (default), oldest, "
                                 "last ended first, first ended first.")] = "-created",
+) -> JobQuery:
+    """The search's filters from the query string (also those of the bulk actions)."""
+    return job_query(yard, q=q, state=state, type=type, label=label, graph_id=graph_id,
+                     schedule=schedule, pool=pool, worker=worker, since=since, until=until,
+                     sort=sort)
+
+
+SearchQuery = Annotated[JobQuery, Depends(search_query)]
+
+
+@router.get("/search", response_model=JobSearchOut, dependencies=[READ],
+            responses=errors(422), summary="Search jobs, page by page")
+def search(
+    yard: YardDep, query: SearchQuery,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=60, description="`next` of the page "
                                         "before.")] = None,
 ) -> Any:
-    query = job_query(yard, q=q, state=state, type=type, label=label, graph_id=graph_id,
-                      schedule=schedule, pool=pool, worker=worker, since=since, until=until,
-                      sort=sort)
+    sort = query.sort
     try:
         after = decode_position(cursor, by_end=sort.endswith("finished"))
     except ValueError as exc:

@@ -72,3 +72,14 @@ class HistoryOut(_Out):
     totals: dict[str, int]
     pools: list[str] = Field(description="Pools with history.")
     types: list[str] = Field(description="Task types with history.")
+
+
+class BulkOut(_Out):
+    action: str
+    dry_run: bool
+    matched: int = Field(description="Jobs found in the states the action applies to.")
+    changed: int
+    skipped: int = Field(description="Found, but their state changed before their turn.")
+    up_to: int | None = Field(description="The newest job of the set: send it back as "
+                                          "`up_to` to act on what was counted.")
+    more: bool = Field(description="More jobs match than one call acts on (10,000).")

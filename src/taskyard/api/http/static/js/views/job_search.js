@@ -2,9 +2,9 @@
 // page by page through GET /api/v1/jobs/search; live. Filters no index serves make a
 // page examine a bounded stretch of jobs: the page then goes on by itself a few times,
 // and offers to search further.
-import { api } from "../api.js";
+import { api, session } from "../api.js";
 import { onEvent } from "../stream.js";
-import { STATES, el, throttle } from "../ui.js";
+import { STATES, el, throttle, toast } from "../ui.js";
 import { jobTable } from "./jobs.js";
 
 const FIELDS = ["q", "state", "type", "label", "pool", "worker", "since", "until", "sort",
@@ -56,6 +56,12 @@ export async function render(page, params) {
     el("div", { class: "filters" }, q, state, type, pool, worker, since, sort,
       el("button", { onclick: apply, id: "search" }, "Search"))), ...[scope, actions].filter(Boolean), list);
   const query = searchParams(params);
+  if (session.canWrite()) {
+    for (const [action, label] of [["cancel", "Cancel all matching…"], ["retry", "Retry all matching…"]]) {
+      actions.append(el("button", { id: `bulk-${action}`, class: action === "cancel" ? "danger" : "",
+        onclick: () => bulk(action, query, () => results.reload()) }, label));
+    }
+  }
   const results = new SearchResults(list, query);
   await results.load();
   const refresh = throttle(() => results.reload(), 2000);
@@ -103,5 +109,26 @@ class SearchResults {
     this.foot.replaceChildren(...[el("span", { class: "faint", id: "shown" },
       `${this.items.length.toLocaleString()} shown`), note, more].filter(Boolean));
     this.container.replaceChildren(jobTable(this.items), this.foot);
+  }
+}
+
+// Cancel or retry every job the search finds: a dry run counts them, the operator
+// confirms that count, and the action changes those jobs (up to the newest counted:
+// none submitted since) — POST /api/v1/jobs/bulk/{action}.
+async function bulk(action, query, done) {
+  const params = { ...query };
+  delete params.sort;
+  const path = `/api/v1/jobs/bulk/${action}`;
+  try {
+    const count = await api(path, { method: "POST", params: { ...params, dry_run: true } });
+    if (!count.matched) { toast(`No job here to ${action}.`); return; }
+    const more = count.more ? " (the first 10,000; run it again for the rest)" : "";
+    if (!confirm(`${action === "cancel" ? "Cancel" : "Retry"} ${count.matched} job(s) matching this search${more}?`)) return;
+    const result = await api(path, { method: "POST", params: { ...params, up_to: count.up_to } });
+    const verb = action === "cancel" ? "Canceled" : "Retried";
+    toast(`${verb} ${result.changed} job(s)${result.skipped ? `; ${result.skipped} had changed state` : ""}.`);
+    done();
+  } catch (err) {
+    toast(err.message, true);
   }
 }
