@@ -11,6 +11,21 @@ function capacity(used, total) {
     el("span", { class: "mono" }, `${used}/${total}`));
 }
 
+// Stopped and expelled workers folded by name: a worker restarted under the same name
+// leaves a row each time; one row a name (its latest run) says how many there were.
+export function foldByName(items) {
+  const live = items.filter((x) => x.state === "active");
+  const gone = new Map();
+  for (const x of items) {
+    if (x.state === "active") continue;
+    const seen = gone.get(x.name);
+    if (!seen) gone.set(x.name, { ...x, runs: 1 });
+    else if (x.last_heartbeat_at > seen.last_heartbeat_at) gone.set(x.name, { ...x, runs: seen.runs + 1 });
+    else seen.runs += 1;
+  }
+  return [...live, ...gone.values()];
+}
+
 export async function render(page, params) {
   const pools = el("div", { class: "grid cols-3", id: "pools" });
   const workers = el("div", { class: "card flush section-gap", id: "workers" });
@@ -29,8 +44,9 @@ export async function render(page, params) {
     workers.replaceChildren(el("h2", {}, "Workers"), w.items.length ? el("table", {},
       el("thead", {}, el("tr", {}, ["Worker", "State", "Pools", "Load", "Running", "Host",
         "Heartbeat", "Started"].map((h) => el("th", { class: h === "Running" ? "num" : "" }, h)))),
-      el("tbody", {}, w.items.map((x) => el("tr", { dataset: { name: x.name } },
-        el("td", { class: "mono" }, x.name), el("td", {}, badge(x.state)),
+      el("tbody", {}, foldByName(w.items).map((x) => el("tr", { dataset: { name: x.name, state: x.state, runs: x.runs || 1 } },
+        el("td", { class: "mono" }, x.name, x.runs > 1 ? el("span", { class: "faint runs" }, ` · ${x.runs} runs`) : null),
+        el("td", {}, badge(x.state)),
         el("td", {}, x.pools.join(", ")), el("td", { style: "min-width: 160px" }, capacity(x.used, x.capacity)),
         el("td", { class: "num" }, String(x.running)), el("td", { class: "mono" }, `${x.hostname}:${x.pid ?? ""}`),
         el("td", { class: "faint" }, ago(x.last_heartbeat_at)), el("td", { class: "faint" }, ago(x.started_at))))))
