@@ -83,3 +83,9 @@ class BulkOut(_Out):
     up_to: int | None = Field(description="The newest job of the set: send it back as "
                                           "`up_to` to act on what was counted.")
     more: bool = Field(description="More jobs match than one call acts on (10,000).")
+
+
+class DrainOut(_Out):
+    id: int
+    name: str
+    draining: bool

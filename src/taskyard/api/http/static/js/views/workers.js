@@ -1,7 +1,7 @@
 // Pools with their capacity bars, workers with their load; live.
-import { api } from "../api.js";
+import { api, session } from "../api.js";
 import { onEvent } from "../stream.js";
-import { ago, badge, el, throttle } from "../ui.js";
+import { ago, badge, el, throttle, toast } from "../ui.js";
 
 function capacity(used, total) {
   const full = total > 0 && used >= total;
@@ -46,7 +46,9 @@ export async function render(page, params) {
         "Heartbeat", "Started"].map((h) => el("th", { class: h === "Running" ? "num" : "" }, h)))),
       el("tbody", {}, foldByName(w.items).map((x) => el("tr", { dataset: { name: x.name, state: x.state, runs: x.runs || 1 } },
         el("td", { class: "mono" }, x.name, x.runs > 1 ? el("span", { class: "faint runs" }, ` · ${x.runs} runs`) : null),
-        el("td", {}, badge(x.state)),
+        el("td", {}, x.state === "active" && x.capacity === 0 ? badge("draining") : badge(x.state),
+          session.canWrite() && x.state === "active" && x.capacity > 0
+            ? el("button", { class: "small drain", onclick: () => drain(x.name, load) }, "Drain") : null),
         el("td", {}, x.pools.join(", ")), el("td", { style: "min-width: 160px" }, capacity(x.used, x.capacity)),
         el("td", { class: "num" }, String(x.running)), el("td", { class: "mono" }, `${x.hostname}:${x.pid ?? ""}`),
         el("td", { class: "faint" }, ago(x.last_heartbeat_at)), el("td", { class: "faint" }, ago(x.started_at))))))
@@ -57,4 +59,17 @@ export async function render(page, params) {
   const timer = setInterval(refresh, 5000);
   const stop = onEvent((events) => { if (events.some((e) => e.topic === "job-running" || e.topic.startsWith("job-c") || e.topic.startsWith("job-f"))) refresh(); });
   return () => { stop(); clearInterval(timer); };
+}
+
+// Drain: the worker finishes what it runs and is given nothing new (its capacity is 0
+// from now on: shown as "draining").
+async function drain(name, reload) {
+  if (!confirm(`Drain worker ${name}? It finishes its jobs and takes no new one.`)) return;
+  try {
+    await api(`/api/v1/workers/${encodeURIComponent(name)}/drain`, { method: "POST" });
+    toast(`Worker ${name}: draining`);
+    await reload();
+  } catch (err) {
+    toast(err.message, true);
+  }
 }
