@@ -19,6 +19,10 @@ def test_a_drained_worker_keeps_its_jobs_and_gets_no_new_one(store: Store) -> No
     schedule(store)
     assert store.jobs.get(first).worker == "w1"  # type: ignore[union-attr]
     assert drain_worker(store, "w1") == w1
+    # Its next report still asks for a prefetch window: capacity 0 places nothing anyway
+    # (core/placement.py: a worker without capacity is closed).
+    with store.write() as tx:
+        tx.attempts.record(w1, prefetch=5)
     (second,) = store.jobs.submit([JobSubmission("t")])
     schedule(store)
     job = store.jobs.get(second)

@@ -1,6 +1,7 @@
 """Draining a worker: it finishes what it runs and what is queued at it, and is given
 nothing new — its capacity and prefetch window become 0, which every scheduling cycle
-reads (``transitions/cycle.py``), so no job is placed on it any more. It stays live
+reads (``transitions/cycle.py``; a worker without capacity is closed whatever window it
+reports later, ``core/placement.py``), so no job is placed on it any more. It stays live
 (heartbeats, reports) until it is stopped; started again, it registers afresh with the
 capacity it is given."""
 
