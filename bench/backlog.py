@@ -21,9 +21,10 @@ from sqlalchemy import text
 
 from bench import rss
 from bench.peers.common import settle_pg
-from taskyard.model.records import Outcome, TaskTypeSpec
+from taskyard.model.records import Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store, open_store
+from taskyard.worker.reports import report_batch
 
 WORKERS, CAPACITY = 5, 10
 
@@ -61,10 +62,10 @@ def measure(url: str, n: int, cycles: int) -> dict[str, Any]:
         assert report is not None
         times.append(report.seconds)
         placed.append(len(report.placed))
-        for w in workers:  # free the slots again, through the real transitions
-            claimed = store.attempts.claim(w.id, CAPACITY)
-            store.attempts.complete(w.id, [Outcome(c.job_id, c.attempt, "succeeded")
-                                           for c in claimed])
+        for w in workers:  # free the slots again, as a worker reports (one commit)
+            claimed = store.attempts.fetch(w.id).jobs
+            report_batch(store, w.id, [Started(c.job_id, c.attempt) for c in claimed],
+                         [Outcome(c.job_id, c.attempt, "succeeded") for c in claimed])
     peak = rss.hwm_kb("self")
     store.close()
     return {"pending": n, "fill_s": round(fill_s, 2), "cycles": cycles,

@@ -113,10 +113,16 @@ def metrics(profile: dict[str, Any]) -> list[Metric]:
     if profile.get("http"):
         found += [
             Metric("http_submit", "HTTP", "api", "POST /api/v1/jobs, "
-                   f"{profile['http'][1]} client threads", "jobs/s", "higher",
+                   f"{profile['http'][1]} keep-alive connections", "jobs/s", "higher",
                    _get("submit_per_s"), limited=False),
-            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs answered 500", "count",
+            Metric("http_submit_p50", "HTTP", "api", "POST /api/v1/jobs under that load, p50",
+                   "ms", "lower", _get("submit_p50_ms"), limited=False),
+            Metric("http_submit_p99", "HTTP", "api", "POST /api/v1/jobs under that load, p99",
+                   "ms", "lower", _get("submit_p99_ms"), limited=False),
+            Metric("http_errors", "HTTP", "api", "POST /api/v1/jobs not answered 201", "count",
                    "lower", _get("submit_errors"), limited=False),
+            Metric("http_batch", "HTTP", "api", "POST /api/v1/jobs/batch, 1,000 jobs each",
+                   "jobs/s", "higher", _get("batch_per_s"), limited=False),
             Metric("http_p50", "HTTP", "api", "HTTP submit -> handler start, p50", "ms",
                    "lower", _get("p50_ms")),
             Metric("http_p99", "HTTP", "api", "HTTP submit -> handler start, p99", "ms",

@@ -27,8 +27,25 @@ from bench import rss
 from bench.graphs import build
 from bench.throughput import HERE, fresh
 from taskyard.api.yard import Yard
-from taskyard.model.records import Outcome
+from taskyard.model.records import Outcome, Started
 from taskyard.scheduler.cycle import schedule
+from taskyard.worker.reports import report_batch
+
+
+def _statement_counter(store: Any) -> Counter[str] | None:
+    """The statements SQLite runs from now on, counted by its trace callback on every
+    connection (the store's SQL goes through the driver's cursors, below SQLAlchemy's
+    events); None on PostgreSQL (bench.dbwork counts statements there, on the wire)."""
+    if store.backend != "sqlite":
+        return None
+    statements: Counter[str] = Counter()
+
+    def traced(dbapi: Any, _record: Any) -> None:
+        dbapi.set_trace_callback(lambda sql: statements.update((sql[:60],)))
+
+    store.engine.dispose()  # connections opened from now on are traced
+    event.listen(store.engine, "connect", traced)
+    return statements
 
 
 def setup(url: str, jobs: int) -> tuple[Yard, int, float]:
@@ -72,23 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         yard, worker_id, submit_s = setup(args.db, args.jobs)
     store = yard.store
-    (root,) = store.attempts.claim(worker_id, 1)
-    statements: Counter[str] = Counter()
-
-    @event.listens_for(store.engine, "before_cursor_execute")
-    def _count(*call: Any) -> None:
-        statements[str(call[2])[:60]] += 1
-
+    (root,) = store.attempts.fetch(worker_id).jobs
+    report_batch(store, worker_id, [Started(root.job_id, root.attempt)])
+    statements = _statement_counter(store)
     before = _mb("VmRSS:")
     rss.reset_peak()
     profile = cProfile.Profile()
     started = time.perf_counter()
     with profile if args.profile else contextlib.nullcontext():
-        store.attempts.complete(worker_id, [Outcome(root.job_id, root.attempt, "succeeded", 0)])
+        report_batch(store, worker_id,
+                     ended=[Outcome(root.job_id, root.attempt, "succeeded", 0)])
     release_s = time.perf_counter() - started
     row: dict[str, Any] = {"jobs": args.jobs, "submit_s": round(submit_s, 3),
                            "release_s": round(release_s, 3),
-                           "statements": sum(statements.values())}
+                           "statements": None if statements is None
+                           else sum(statements.values())}
     if args.memory:
         row.update(rss_before_mb=before, rss_after_mb=_mb("VmRSS:"), rss_peak_mb=_mb("VmHWM:"))
     print(json.dumps(row))

@@ -202,11 +202,14 @@ def markdown(summary: dict[str, Any]) -> str:
          "also hold the submit call's own median (`submit_p50_ms`) and a `SELECT 1` round "
          "trip's on the same store at the same pace (`round_trip_p50_ms`)."),
         ("HTTP", "HTTP API (taskyard only: the peers have none)",
-         "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone, "
-         "client threads on keep-alive connections POSTing no-op jobs; latency = `taskyard "
-         "up --workers 1 --http` on an idle system, one job at a time, handler start - the "
-         "time just before the POST (the client polls the job every 2 ms). The client runs "
-         "on the same 2 cores as the server."),
+         "`bench.http` through `/api/v1`: submit throughput = `taskyard serve` alone (its "
+         "default processes), keep-alive HTTP/1.1 connections of a light asyncio client "
+         "(bench/http_load.py, one request in flight each) POSTing no-op jobs, with the "
+         "requests' p50/p99; batch = 1,000 jobs a `POST /api/v1/jobs/batch`, 4 "
+         "connections; latency = `taskyard up --workers 1 --http` on an idle system, one "
+         "job at a time, handler start - the time just before the POST (the client polls "
+         "the job every 2 ms). The client runs on the same 2 cores as the server: the raw "
+         "rows give the CPU a request cost the server, the client and the database."),
         ("W3", "W3 backlog: scheduling cycle time",
          "taskyard: one `schedule()` cycle placing 50 jobs on 5 workers x 10 slots, the "
          "backlog inserted in bulk first. Peers have no scheduling cycle: their figure is "

@@ -78,7 +78,7 @@ class Profile:
     w4_timeout: dict[int, float]
     budget: float | None  # seconds for the whole suite; later runs are skipped
     systems: tuple[str, ...] = tuple(SYSTEMS)
-    # The HTTP API (taskyard only, bench.http): jobs POSTed, client threads, latency jobs.
+    # The HTTP API (taskyard only, bench.http): jobs POSTed, connections, latency jobs.
     http: tuple[int, int, int] | None = None
     # W4 graphs small enough for Airflow (its own venv, W4 only: these cells, first
     # repetition): (shape, jobs) and their time limit; every other system runs them in
@@ -114,7 +114,7 @@ PROFILES = {
         w3_sizes=(10_000, 100_000, 1_000_000), w3_once=(), w3_cycles=15,
         w4_sizes=(10_000, 100_000), w4_once=(), w4_shapes=SHAPES,
         w4_timeout={10_000: 20, 100_000: 3}, w4_chain_timeout={10_000: 3},
-        budget=26 * 60, http=(600, 8, 100), w1_lean=True, db=(10_000, 200, 50, 15),
+        budget=26 * 60, http=(6000, 16, 100), w1_lean=True, db=(10_000, 200, 50, 15),
         # Airflow's graphs: 15 s each (Airflow runs 1-2 tasks/s here, see airflow_peer).
         w4_small=(("chain", 100), ("fanout", 1_000), ("random", 1_000)), w4_small_timeout=15),
     "smoke": Profile(
@@ -122,7 +122,7 @@ PROFILES = {
         w1_enqueue_limit=None, w2_jobs=8,
         w2_warmup=2, w2_timeout=30, w3_sizes=(200, 2_000), w3_once=(), w3_cycles=3,
         w4_sizes=(20,), w4_once=(), w4_shapes=("fanout",), w4_timeout={20: 30}, budget=None,
-        systems=("taskyard-sqlite", "taskyard-pg"), http=(20, 2, 3), w1_lean=True,
+        systems=("taskyard-sqlite", "taskyard-pg"), http=(200, 4, 3), w1_lean=True,
         db=(40, 10, 4, 30)),
 }
 

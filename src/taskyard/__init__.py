@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from taskyard.model.errors import Conflict as Conflict
     from taskyard.model.errors import InvalidInput as InvalidInput
     from taskyard.model.errors import NotFound as NotFound
+    from taskyard.model.errors import SchemaMissing as SchemaMissing
     from taskyard.model.errors import StoreError as StoreError
     from taskyard.model.records import GraphRecord as GraphRecord
     from taskyard.model.records import JobRecord as JobRecord
@@ -44,6 +45,7 @@ _WHERE = {
     "JobState": "taskyard.core.states",
     "NotFound": "taskyard.model.errors",
     "Prerequisite": "taskyard.model.records",
+    "SchemaMissing": "taskyard.model.errors",
     "StoreError": "taskyard.model.errors",
     "TaskTypeSpec": "taskyard.model.records",
     "WorkerRecord": "taskyard.model.records",
@@ -64,6 +66,7 @@ __all__ = [
     "JobState",
     "NotFound",
     "Prerequisite",
+    "SchemaMissing",
     "StoreError",
     "TaskTypeSpec",
     "WorkerRecord",

@@ -8,13 +8,16 @@ import os
 import socket
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from acceptance_cli import Cli
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+from taskyard import InvalidInput, SchemaMissing, Yard
+from taskyard.store.diagnosis import is_database_error
 
 
 def _free_port() -> int:
@@ -80,3 +83,33 @@ def test_uninitialised_database_says_run_init(empty_db_url: str, tmp_path: Path)
         assert "run `taskyard init`" in result.one_line_error(1), result
     cli("init").ok()
     assert cli("jobs", "list", "--json").json() == []
+
+
+def test_python_api_on_an_uninitialised_database_says_run_init(empty_db_url: str) -> None:
+    """From Python too: SchemaMissing saying what to do, the database's error as its
+    cause, not "no such table" (a first program that forgot ``yard.init()``)."""
+    yard = Yard(empty_db_url)
+    try:
+        calls: list[Callable[[], object]] = [
+            lambda: yard.submit("t", {}), lambda: yard.get_job(1), yard.jobs,
+            yard.list_schedules]
+        for call in calls:
+            with pytest.raises(SchemaMissing, match=r"not initialised: run `taskyard init`") as (
+                    info):
+                call()
+            assert is_database_error(info.value.__cause__)
+        yard.init()
+        assert yard.jobs() == []
+    finally:
+        yard.close()
+
+
+def test_a_lone_jobs_bad_args_are_named_by_its_type(tmp_path: Path) -> None:
+    with Yard(f"sqlite:///{tmp_path}/t.db") as yard:
+        yard.init()
+        yard.add_task_type("t", handler="python:json:dumps")
+        with pytest.raises(InvalidInput, match=r"^job of type 't': args are not JSON"):
+            yard.submit("t", {"a": object()})
+        with pytest.raises(InvalidInput, match=r"^job 1: args are not JSON"):
+            yard.submit_many("t", [{"a": 1}, {"a": object()}])
+        assert yard.jobs() == []

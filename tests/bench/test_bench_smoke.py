@@ -24,7 +24,7 @@ REQUIRE_PG = os.environ.get("TASKYARD_REQUIRE_PG") == "1"
 
 # Figures every smoke run must produce for its system, all positive.
 EXPECTED = ["w1_enqueue_call", "w1_complete_1", "w2_p50", "w2_p99", "http_submit", "http_p50",
-            "http_p99", "w3_200", "w3_2000",
+            "http_p99", "http_batch", "http_submit_p50", "w3_200", "w3_2000",
             "w4_submit_fanout_20", "w4_e2e_fanout_20", "w4_p50_fanout_20",
             "w5_w3_2000", "w5_w4s_fanout_20", "w5_w4w_fanout_20",
             "w1_complete_2_lean", "w5_w1_lean"]

@@ -20,10 +20,12 @@ def playwright() -> Iterator[Playwright]:
 
 @pytest.fixture
 def page(playwright: Playwright, tmp_path: Path) -> Iterator[Page]:
-    # A persistent context on a new folder: a fresh user-data dir for every test.
+    # A persistent context on a new folder: a fresh user-data dir for every test. Playwright
+    # evaluates the string predicates of wait_for_function with eval, which the dashboard's
+    # CSP refuses: bypassed here; test_dashboard_security.py runs every page under it.
     context = playwright.chromium.launch_persistent_context(
         str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
-        args=CHROMIUM_ARGS, viewport={"width": 1440, "height": 900})
+        args=CHROMIUM_ARGS, viewport={"width": 1440, "height": 900}, bypass_csp=True)
     page = context.new_page()
     page.set_default_timeout(90_000)
     yield page

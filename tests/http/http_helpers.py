@@ -15,6 +15,7 @@ import httpx
 from tests.polling import free_port, wait_for
 
 from taskyard.api.http.app import create_app
+from taskyard.api.http.connection import ConnectionLimits
 from taskyard.api.http.context import Settings
 from taskyard.api.http.server import HttpServer
 from taskyard.api.http.tokens import mint_token
@@ -83,12 +84,13 @@ class Api:
         self.server.stop()
 
 
-def start_api(db_url: str, settings: Settings | None = None) -> Api:
+def start_api(db_url: str, settings: Settings | None = None,
+              limits: ConnectionLimits | None = None) -> Api:
     yard = Yard(db_url)
     tokens = {scope: mint_token(yard.store, f"test-{scope}", scope)[0]
               for scope in ("read", "write", "admin")}
     port = free_port()
-    server = HttpServer(create_app(yard, settings=settings), "127.0.0.1", port)
+    server = HttpServer(create_app(yard, settings=settings), "127.0.0.1", port, limits=limits)
     server.start()
     wait_for("the server to start", lambda: server.started, timeout=30)
     return Api(f"http://127.0.0.1:{port}", yard, server, tokens, db_url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 from http_helpers import Api, SseReader, wait_for
 
@@ -22,7 +23,13 @@ def _setup(api: Api) -> tuple[int, int]:
 
 def test_event_pages_and_filters(api: Api) -> None:
     job_id, graph_id = _setup(api)
-    every = api.get("/api/v1/events").json()
+    # In commit order: on PostgreSQL an event waits for the transactions older than its
+    # own, anywhere on the server (other tests' too), to end.
+    def all_three() -> dict[str, Any] | None:
+        found: dict[str, Any] = api.get("/api/v1/events").json()
+        return found if len(found["items"]) >= 3 else None
+
+    every = wait_for("the three events", all_three)
     topics = [e["topic"] for e in every["items"]]
     assert topics == ["job-pending", "graph-running", "job-pending"]
     assert every["next"] == every["items"][-1]["id"]
@@ -108,7 +115,10 @@ def test_feed_is_woken_by_the_database_not_by_its_timer(api: Api) -> None:
                 writer.post(f"/api/v1/jobs/{job.json()['id']}/cancel")
             waiter.join(1.0)
         assert woke == [True]
-        page = feed.read(None, EventFilter(topics=("job-pending",)))
-        assert page.events and page.events[0].topic == "job-pending"
+        # Read in commit order: on PostgreSQL an event waits for the transactions older
+        # than its own, anywhere on the server (other tests' too), to end.
+        page = wait_for("the events to be readable", lambda: (
+            found := feed.read(None, EventFilter(topics=("job-pending",)))).events and found)
+        assert page.events[0].topic == "job-pending"
     finally:
         feed.close()

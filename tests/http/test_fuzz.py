@@ -74,3 +74,41 @@ def test_api_answers_follow_the_schema(fuzzed: Api) -> None:
                             f"{' '.join(str(exc).split())[:1500]}")
     assert tried >= 25
     assert not failures, "\n\n".join(failures)
+
+
+# Durations and times at and past their bounds (DESIGN.md: a time past year 9999 or a
+# duration past 100 years is refused, naming the field), in every body that takes one.
+DURATIONS = [1e308, -1e308, 10**30, "99999999999d", "5300w", 3155760001, "-1s", "1e308"]
+TIMES = [1e308, -1e308, 10**30, "99999999999d", 253402300800, -62135596801,
+         "9999-12-31T23:59:59-14:00", "1e308"]
+FIELDS = {
+    "/api/v1/jobs": ({"type": "t", "pools": ["nowhere"]}, ["run_after", "timeout",
+                                                           "unique_for"]),
+    "/api/v1/schedules": ({"name": "b", "type": "t", "paused": True}, ["every"]),
+    "/api/v1/task-types": ({"name": "b", "handler": "shell:true"},
+                           ["timeout", "retry_delay", "retry_max_delay", "interval"]),
+    "/api/v1/tokens": ({"name": "b", "scope": "read"}, ["expires"]),
+    "/api/v1/prune": ({"dry_run": True}, ["older_than"]),
+}
+READS = ("/api/v1/jobs?limit=1000", "/api/v1/schedules", "/api/v1/task-types",
+         "/api/v1/tokens", "/api/v1/graphs", "/api/v1/overview", "/metrics")
+
+
+def test_durations_and_times_out_of_range_are_refused(fuzzed: Api) -> None:
+    document = fuzzed.get("/api/v1/openapi.json").json()
+    with fuzzed.client() as admin:
+        for path, (base, fields) in FIELDS.items():
+            assert path in document["paths"]
+            for field in fields:
+                for value in TIMES if field == "run_after" else DURATIONS:
+                    answer = admin.post(path, json={**base, field: value})
+                    assert answer.status_code in (400, 422), (path, field, value, answer.text)
+                    assert field in answer.json()["error"]["message"], answer.text
+            wrapped = admin.post("/api/v1/jobs/batch", json={"jobs": [
+                base, {**base, "run_after": 1e308}]}) if path == "/api/v1/jobs" else None
+            assert wrapped is None or wrapped.status_code == 422
+        graph = admin.post("/api/v1/graphs", json={"tasks": {"a": {"type": "t",
+                                                                   "timeout": 1e308}}})
+        assert graph.status_code == 422 and "timeout" in graph.text
+        for path in READS:  # and every list still reads
+            assert admin.get(path).status_code == 200, path

@@ -56,9 +56,9 @@ def test_a_worker_registering_during_a_submit_that_saw_none_gets_its_job(
     yard.add_task_type("echo", "python:handlers_for_tests:echo")
     cluster.add_scheduler(interval=60.0)
     other = open_store(cluster.url)
-    with yard.store.write() as tx:
-        (job_id,) = tx.jobs.submit([JobSubmission("echo", {"n": 1})], cycle_next=True)
-        assert not tx.placeable  # no live worker: no cycle, and no wake-up sent
+    with yard.store.submit([JobSubmission("echo", {"n": 1})]) as submitted:
+        assert submitted.cycle is None  # no live worker: no cycle, and no wake-up sent
+        (job_id,) = submitted.ids
         cluster.add_worker("w1")
         wait_for("the registration to wait at the gate", lambda: _waiting_at_the_gate(other))
     other.close()

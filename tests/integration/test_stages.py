@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.store.driver import claim
 
 from conftest import Cluster
 from taskyard.model.errors import InvalidInput
@@ -80,7 +81,7 @@ def test_stage_reports_are_fenced(cluster: Cluster) -> None:
     job_id = y.submit("t")
     worker = store.workers.register("manual", ["default"], 1, lease_seconds=30)
     y.schedule()
-    (claimed,) = store.attempts.claim(worker.id, 1)
+    (claimed,) = claim(store, worker.id, 1)
     assert store.stages.report(worker.id, job_id, 1, "a", "running")
     assert not store.stages.report(worker.id, job_id, 2, "a", "succeeded", result=1)
     other = store.workers.register("other", ["default"], 1, lease_seconds=30)

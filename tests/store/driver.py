@@ -1,7 +1,7 @@
-"""A synchronous in-test worker: drives real store transitions without processes.
-
-It calls the same store methods as the worker daemon (claim, complete) and the
-real scheduling cycle, deciding each attempt's outcome with a function.
+"""A synchronous in-test worker: drives the store as the worker daemon does, without
+processes — what is placed on it (``Attempts.fetch``), its reports of starts and ends
+(``worker/reports.py:report_batch``, one commit each) — and the real scheduling cycle,
+deciding each attempt's outcome with a function.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from taskyard.model.records import ClaimedJob, Outcome
+from taskyard.model.records import ClaimedJob, Outcome, Started
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store
+from taskyard.worker.reports import report_batch
 
 Decide = Callable[[ClaimedJob], tuple[str, Any]]
 
@@ -30,7 +31,7 @@ def drive(store: Store, decide: Decide = succeed, *, capacity: int = 4, rounds: 
     seen: list[ClaimedJob] = []
     for _ in range(rounds):
         schedule(store)
-        claimed = store.attempts.claim(worker_id, capacity)
+        claimed = claim(store, worker_id, capacity)
         if not claimed:
             return seen
         seen.extend(claimed)
@@ -39,8 +40,27 @@ def drive(store: Store, decide: Decide = succeed, *, capacity: int = 4, rounds: 
             state, result = decide(job)
             outcomes.append(Outcome(job.job_id, job.attempt, state,
                                     0 if state == "succeeded" else 1, result))
-        store.attempts.complete(worker_id, outcomes)
+        complete(store, worker_id, outcomes)
     raise AssertionError("jobs kept coming after many rounds")
+
+
+def claim(store: Store, worker_id: int, limit: int) -> list[ClaimedJob]:
+    """What the worker daemon does with what is placed on it: read it (up to ``limit``
+    jobs, highest priority first) and report their starts; the jobs that started (a
+    start the store refuses — the lease ran out, the attempt is stale — is left out)."""
+    jobs = store.attempts.fetch(worker_id).jobs[:limit]
+    if not jobs:
+        return []
+    report_batch(store, worker_id, [Started(j.job_id, j.attempt) for j in jobs])
+    records = {j.job_id: store.jobs.get(j.job_id, attempts=False) for j in jobs}
+    return [j for j in jobs if (r := records[j.job_id]) is not None and r.state == "running"
+            and r.attempt == j.attempt]
+
+
+def complete(store: Store, worker_id: int, outcomes: list[Outcome]) -> list[bool]:
+    """The worker daemon's report of attempts that ended; per outcome, whether the store
+    accepted it (False: fenced off, nothing changed)."""
+    return report_batch(store, worker_id, ended=outcomes).accepted
 
 
 SHORT_LEASE = 30.0

@@ -4,6 +4,7 @@ nothing new is placed on it, another worker takes the new work."""
 from __future__ import annotations
 
 import pytest
+from tests.store.driver import claim
 
 from taskyard.model.errors import NotFound
 from taskyard.model.records import JobSubmission, TaskTypeSpec
@@ -29,7 +30,7 @@ def test_a_drained_worker_keeps_its_jobs_and_gets_no_new_one(store: Store) -> No
     assert job is not None and job.state == "pending"
     kept = store.jobs.get(first)
     assert kept is not None and kept.state == "dispatched" and kept.worker == "w1"
-    (claimed,) = store.attempts.claim(w1, 2)  # it still runs what it had
+    (claimed,) = claim(store, w1, 2)  # it still runs what it had
     assert claimed.job_id == first
     store.workers.register("w2", ["default"], 1, lease_seconds=30)
     schedule(store)

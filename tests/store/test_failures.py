@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from driver import SHORT_LEASE, wait_out_lease
+from tests.store.driver import claim, complete
 
 from taskyard.core.recurrence import effective_priority
 from taskyard.model.errors import InvalidInput
@@ -25,12 +26,12 @@ def test_a_lapsed_lease_fences_the_worker_before_it_is_expelled(store: Store) ->
     a, b = store.jobs.submit([JobSubmission("t"), JobSubmission("t")])
     worker = store.workers.register("w", ["default"], 2, lease_seconds=SHORT_LEASE)
     assert sorted(_cycle(store)) == [a, b]
-    assert [j.job_id for j in store.attempts.claim(worker.id, 1)] == [a]
+    assert [j.job_id for j in claim(store, worker.id, 1)] == [a]
     wait_out_lease(store, worker.id)
     # Not yet expelled (no cycle ran), but the lease ran out on the database clock:
     # nothing the worker says is accepted, and nothing changes.
-    assert store.attempts.complete(worker.id, [Outcome(a, 1, "succeeded", 0)]) == [False]
-    assert store.attempts.claim(worker.id, 1) == []
+    assert complete(store, worker.id, [Outcome(a, 1, "succeeded", 0)]) == [False]
+    assert claim(store, worker.id, 1) == []
     assert not store.workers.renew_lease(worker.id, 30, [(a, 1)]).renewed
     job = store.jobs.get(a)
     assert job is not None and (job.state, job.attempt, job.result) == ("running", 1, None)
@@ -46,7 +47,7 @@ def _lose_worker(store: Store, job_id: int, n: int) -> None:
     take more than a second to get there), then renewed for a moment and left to lapse."""
     worker = store.workers.register(f"doomed-{n}", ["default"], 1, lease_seconds=60)
     _cycle(store)
-    (claimed,) = store.attempts.claim(worker.id, 1)
+    (claimed,) = claim(store, worker.id, 1)
     assert claimed.job_id == job_id
     assert store.workers.renew_lease(worker.id, 0.1, [(job_id, claimed.attempt)]).renewed
     wait_out_lease(store, worker.id)
@@ -82,7 +83,7 @@ def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> No
     (job_id,) = store.jobs.submit([JobSubmission("slow")])
     worker = store.workers.register("hung", ["default"], 1, lease_seconds=300)
     _cycle(store)
-    store.attempts.claim(worker.id, 1)
+    claim(store, worker.id, 1)
     store.clock.advance(0.3)  # type: ignore[union-attr]
     # Attempt 1 times out; the same cycle places the retry (the slot is free again).
     assert _cycle(store, timeout_grace=0.0) == [job_id]
@@ -91,8 +92,8 @@ def test_the_scheduler_enforces_a_deadline_and_retries_apply(store: Store) -> No
     assert (job.attempts[0].state, job.attempts[0].exit_code) == ("failed", 130)
     # The hung worker's heartbeat is told to stop the attempt; its late report is refused.
     assert store.workers.renew_lease(worker.id, 300, [(job_id, 1)]).stop == ((job_id, 1),)
-    assert store.attempts.complete(worker.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
-    store.attempts.claim(worker.id, 1)
+    assert complete(store, worker.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
+    claim(store, worker.id, 1)
     store.clock.advance(0.3)  # type: ignore[union-attr]
     _cycle(store, timeout_grace=0.0)  # attempt 2: no retries left
     job = store.jobs.get(job_id)
@@ -144,9 +145,9 @@ def test_losing_a_worker_does_not_use_up_the_handlers_retries(store: Store) -> N
     worker = store.workers.register("w", ["default"], 1, lease_seconds=30)
     _cycle(store)
     for attempt, state in ((2, "pending"), (3, "failed")):
-        (claimed,) = store.attempts.claim(worker.id, 1)
+        (claimed,) = claim(store, worker.id, 1)
         assert claimed.attempt == attempt
-        assert store.attempts.complete(worker.id, [Outcome(job_id, attempt, "failed", 1)]) == [True]
+        assert complete(store, worker.id, [Outcome(job_id, attempt, "failed", 1)]) == [True]
         job = store.jobs.get(job_id)
         assert job is not None and job.state == state, (attempt, job.state)
         _cycle(store)
@@ -159,7 +160,7 @@ def test_a_graceful_stop_is_not_a_worker_loss(store: Store) -> None:
     for n in range(3):  # stopped (SIGTERM) three times: not the job's fault
         worker = store.workers.register(f"stopping-{n}", ["default"], 1, lease_seconds=30)
         _cycle(store)
-        assert store.attempts.claim(worker.id, 1)[0].job_id == job_id
+        assert claim(store, worker.id, 1)[0].job_id == job_id
         assert store.workers.stop(worker.id) == 1
         _cycle(store)
         job = store.jobs.get(job_id)
@@ -171,7 +172,7 @@ def test_expelling_a_dead_worker_counts_a_loss(store: Store) -> None:
     (job_id,) = store.jobs.submit([JobSubmission("t")])
     worker = store.workers.register("crashed", ["default"], 1, lease_seconds=300)
     _cycle(store)
-    assert store.attempts.claim(worker.id, 1)[0].job_id == job_id
+    assert claim(store, worker.id, 1)[0].job_id == job_id
     assert store.workers.expel(worker.id, "worker process exited") == 1
     assert store.workers.expel(worker.id) == 0  # once
     _cycle(store)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from driver import drive
 from sqlalchemy import func, select
+from tests.store.driver import claim, complete
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import ClaimedJob, JobSubmission, TaskTypeSpec
@@ -126,7 +127,7 @@ def test_cancel_while_running(store_g: Store) -> None:
     from taskyard.scheduler.cycle import schedule
 
     schedule(store_g)
-    (claimed,) = store_g.attempts.claim(worker.id, 2)
+    (claimed,) = claim(store_g, worker.id, 2)
     graph = store_g.graphs.cancel(gid)
     assert graph.state == "canceled"
     assert {j.label: j.state for j in graph.jobs} == {"a": "canceled", "b": "canceled"}
@@ -198,7 +199,7 @@ def test_watchdog_flags_a_graph_that_stops_making_progress(store: Store) -> None
     (hog,) = store.jobs.submit([JobSubmission("res")])
     worker = store.workers.register("w", ["default"], 4, lease_seconds=60)
     schedule(store)
-    store.attempts.claim(worker.id, 4)  # the hog runs and never ends
+    claim(store, worker.id, 4)  # the hog runs and never ends
     gid = store.graphs.submit({"tasks": {"blocked": {"type": "res"}}})
     store.clock.advance(0.05)  # type: ignore[union-attr]
     report = schedule(store, stall_after=0.01)
@@ -265,7 +266,7 @@ def test_a_graph_with_a_running_job_is_not_stalled(store: Store) -> None:
     worker = store.workers.register("w", ["default"], 1, lease_seconds=60)
     schedule(store)
     # "long" runs for a long time (that is progress); "next" waits for the only slot.
-    assert len(store.attempts.claim(worker.id, 1)) == 1
+    assert len(claim(store, worker.id, 1)) == 1
     store.clock.advance(0.05)  # type: ignore[union-attr]
     report = schedule(store, stall_after=0.01)
     assert report is not None and report.stalled == []
@@ -469,15 +470,15 @@ def test_pg_two_parents_ending_at_once_release_their_child(store_g: Store) -> No
     ids = {j.label: j.id for j in store_g.graphs.get(graph).jobs}
     worker = store_g.workers.register("w", ["default"], 4, lease_seconds=60).id
     schedule(store_g)
-    claimed = {j.label: j for j in store_g.attempts.claim(worker, 4)}
+    claimed = {j.label: j for j in claim(store_g, worker, 4)}
     assert set(claimed) == {"a", "b"}
     with store_g.engine.connect() as other:
         # a's completion, half done: c's counter taken down by one, c locked.
         other.execute(text("UPDATE jobs SET unmet_deps = unmet_deps - 1 WHERE id = :c"),
                       {"c": ids["c"]})
         b = claimed["b"]
-        done = threading.Thread(target=store_g.attempts.complete, args=(
-            worker, [Outcome(b.job_id, b.attempt, "succeeded", 0)]))
+        done = threading.Thread(target=complete, args=(
+            store_g, worker, [Outcome(b.job_id, b.attempt, "succeeded", 0)]))
         done.start()
         done.join(0.5)
         assert done.is_alive()  # waiting for c's lock

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from driver import SHORT_LEASE, wait_out_lease
 from sqlalchemy import func, select
+from tests.store.driver import claim, complete
 
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
@@ -34,10 +35,10 @@ def test_lifecycle_pending_dispatched_running_succeeded(echo: Store) -> None:
     assert report is not None and [p.job_id for p in report.placed] == [job_id]
     job = store.jobs.get(job_id)
     assert job is not None and (job.state, job.attempt, job.worker) == ("dispatched", 1, "w1")
-    (claimed,) = store.attempts.claim(worker.id, 10)
+    (claimed,) = claim(store, worker.id, 10)
     assert (claimed.job_id, claimed.attempt, claimed.handler) == (job_id, 1, "shell:echo {x}")
     assert store.jobs.get(job_id).state == "running"  # type: ignore[union-attr]
-    ok = store.attempts.complete(
+    ok = complete(store,
         worker.id, [Outcome(job_id, 1, "succeeded", 0, {"n": 1}, stdout_tail="1\n")]
     )
     assert ok == [True]
@@ -55,8 +56,8 @@ def test_failure_keeps_exit_code_and_stderr_tail(echo: Store) -> None:
     (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
     worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.attempts.claim(worker.id, 1)
-    store.attempts.complete(
+    claim(store, worker.id, 1)
+    complete(store,
         worker.id, [Outcome(job_id, 1, "failed", 3, error="exit 3", stderr_tail="boom\n")]
     )
     job = store.jobs.get(job_id)
@@ -70,8 +71,8 @@ def test_retry_goes_back_to_pending_after_its_delay(store: Store) -> None:
     (job_id,) = store.jobs.submit([JobSubmission("flaky")])
     worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.attempts.claim(worker.id, 1)
-    store.attempts.complete(worker.id, [Outcome(job_id, 1, "failed", 1)])
+    claim(store, worker.id, 1)
+    complete(store, worker.id, [Outcome(job_id, 1, "failed", 1)])
     job = store.jobs.get(job_id)
     assert job is not None and job.state == "pending"
     assert job.run_after is not None and job.run_after >= store.now() + 29  # jitter ≥ half
@@ -84,19 +85,19 @@ def test_stale_attempt_completion_is_refused_and_changes_nothing(echo: Store) ->
     (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
     worker = store.workers.register("w1", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.attempts.claim(worker.id, 1)
-    assert store.attempts.complete(worker.id, [Outcome(job_id, 2, "succeeded", 0, "x")]) == [
+    claim(store, worker.id, 1)
+    assert complete(store, worker.id, [Outcome(job_id, 2, "succeeded", 0, "x")]) == [
         False
     ]
     other = store.workers.register("w2", ["default"], 1, lease_seconds=30)
-    assert store.attempts.complete(other.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
+    assert complete(store, other.id, [Outcome(job_id, 1, "succeeded", 0)]) == [False]
     job = store.jobs.get(job_id)
     assert job is not None and (job.state, job.result) == ("running", None)
-    assert store.attempts.complete(worker.id, [Outcome(job_id, 1, "succeeded", 0, "ok")]) == [
+    assert complete(store, worker.id, [Outcome(job_id, 1, "succeeded", 0, "ok")]) == [
         True
     ]
     # A second report of the same attempt is refused too: no double completion.
-    assert store.attempts.complete(worker.id, [Outcome(job_id, 1, "failed", 1)]) == [False]
+    assert complete(store, worker.id, [Outcome(job_id, 1, "failed", 1)]) == [False]
     assert store.jobs.get(job_id).state == "succeeded"  # type: ignore[union-attr]
 
 
@@ -109,9 +110,9 @@ def test_one_slot_runs_by_priority_then_creation_order(echo: Store) -> None:
     order = []
     for _ in ids:
         schedule(store)
-        (claimed,) = store.attempts.claim(worker.id, 1)
+        (claimed,) = claim(store, worker.id, 1)
         order.append(claimed.job_id)
-        store.attempts.complete(worker.id, [Outcome(claimed.job_id, claimed.attempt, "succeeded")])
+        complete(store, worker.id, [Outcome(claimed.job_id, claimed.attempt, "succeeded")])
     assert order == [ids[4], ids[1], ids[3], ids[0], ids[2]]
 
 
@@ -124,7 +125,7 @@ def test_cycle_never_exceeds_capacity(echo: Store) -> None:
     listed = store.workers.list()
     assert sum(w.used for w in listed) == 12
     assert all(w.used <= w.capacity for w in listed)
-    assert len(store.attempts.claim(workers[0].id, 100)) == 3
+    assert len(claim(store, workers[0].id, 100)) == 3
 
 
 def test_bad_input_is_rejected_and_writes_nothing(echo: Store) -> None:
@@ -148,7 +149,7 @@ def test_expired_lease_suspends_and_requeues_with_next_attempt(echo: Store) -> N
     (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
     dead = store.workers.register("dead", ["default"], 1, lease_seconds=SHORT_LEASE)
     schedule(store)
-    assert store.attempts.claim(dead.id, 1)
+    assert claim(store, dead.id, 1)
     wait_out_lease(store, dead.id)
     store.workers.register("alive", ["default"], 1, lease_seconds=30)
     report = schedule(store)
@@ -157,7 +158,7 @@ def test_expired_lease_suspends_and_requeues_with_next_attempt(echo: Store) -> N
     assert job is not None and (job.state, job.attempt, job.worker) == ("dispatched", 2, "alive")
     assert [a.state for a in job.attempts] == ["lost", "dispatched"]
     # The expelled worker's late report is fenced off.
-    assert store.attempts.complete(dead.id, [Outcome(job_id, 1, "succeeded")]) == [False]
+    assert complete(store, dead.id, [Outcome(job_id, 1, "succeeded")]) == [False]
     assert not store.workers.renew_lease(dead.id, 30, [(job_id, 1)]).renewed
 
 
@@ -166,7 +167,7 @@ def test_graceful_stop_suspends_jobs_for_requeue(echo: Store) -> None:
     (job_id,) = store.jobs.submit([JobSubmission("echo", {"x": 1})])
     worker = store.workers.register("w", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.attempts.claim(worker.id, 1)
+    claim(store, worker.id, 1)
     assert store.workers.stop(worker.id) == 1
     assert store.jobs.get(job_id).state == "suspended"  # type: ignore[union-attr]
     schedule(store)
@@ -178,11 +179,11 @@ def test_cancel_pending_and_running(echo: Store) -> None:
     a, b = store.jobs.submit([JobSubmission("echo", {"x": 1}), JobSubmission("echo", {"x": 2})])
     worker = store.workers.register("w", ["default"], 1, lease_seconds=30)
     schedule(store)
-    store.attempts.claim(worker.id, 1)
+    claim(store, worker.id, 1)
     assert store.jobs.cancel(b).state == "canceled"
     assert store.jobs.cancel(a).state == "canceled"
     assert store.workers.renew_lease(worker.id, 30, [(a, 1)]).stop == ((a, 1),)
-    assert store.attempts.complete(worker.id, [Outcome(a, 1, "succeeded")]) == [False]
+    assert complete(store, worker.id, [Outcome(a, 1, "succeeded")]) == [False]
     with pytest.raises(Conflict):
         store.jobs.cancel(a)
     with pytest.raises(NotFound):

@@ -3,7 +3,7 @@ attempt runs, fenced like every report, bounded per stream, kept when canceled."
 
 from __future__ import annotations
 
-from tests.store.driver import wait_out_lease
+from tests.store.driver import claim, wait_out_lease
 
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
@@ -17,7 +17,7 @@ def _running(store: Store, worker: str = "w1") -> tuple[int, int]:
     store.task_types.put(TaskTypeSpec("talk", "shell:true"))
     (job_id,) = store.jobs.submit([JobSubmission("talk")])
     schedule(store)
-    (claimed,) = store.attempts.claim(worker_id, 1)
+    (claimed,) = claim(store, worker_id, 1)
     assert claimed.job_id == job_id and claimed.attempt == 1
     return worker_id, job_id
 

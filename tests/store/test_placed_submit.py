@@ -1,8 +1,6 @@
 """A submit's inline cycle places the job it submits, on both stores, whatever the
-queue holds; on PostgreSQL, with an idle queue, the job is written once, dispatched
-(dialects/pg_placed.py): these are the cases where its insert waits for the cycle and
-where it must not (a backlog, a busy worker, the lock elsewhere, maintenance that
-changes what the cycle read)."""
+queue holds (an idle queue, a backlog, a busy worker, the lock elsewhere, maintenance
+that changes what the cycle read with the insert)."""
 
 from __future__ import annotations
 
@@ -18,7 +16,6 @@ from taskyard.model.records import JobSubmission
 from taskyard.scheduler.cycle import _last_maintenance, run_cycle
 from taskyard.store import open_store
 from taskyard.store.clock import MovableClock
-from taskyard.store.unit import Tx
 
 
 @pytest.fixture
@@ -43,28 +40,20 @@ def test_an_idle_queue_the_job_goes_to_the_free_worker(yard: Yard) -> None:
     assert pending_events(store, second) == 1
 
 
-def rows(tx: Tx, job_id: int) -> list[tuple[str, int]]:
-    return [tuple(r) for r in tx.conn.execute(text(
-        "SELECT state, attempt FROM jobs WHERE id = :id"), {"id": job_id})]
-
-
-def test_on_postgresql_an_idle_queue_writes_the_job_once(yard: Yard) -> None:
+def test_a_submits_cycle_places_its_job_and_restores_the_planner(yard: Yard) -> None:
     store = yard.store
-    if store.backend == "sqlite":
-        pytest.skip("SQLite's submit and cycle run under its write lock: nothing to fold")
     store.workers.register("w", ["default"], 2, lease_seconds=300)
     yard.submit("t")  # the store's first cycle runs its maintenance steps
-    with store.write() as tx:
-        (job_id,) = tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
-        assert rows(tx, job_id) == []  # its insert waits for the cycle
-        with tx.cycle() as cycle:
-            assert cycle is not None
-            report = run_cycle(cycle, holder="inline", maintenance_every=EVENT_MAINTENANCE,
-                               record=False)
-        assert [p.job_id for p in report.placed] == [job_id]
-        assert rows(tx, job_id) == [("dispatched", 1)]  # inserted so
-        for setting in ("enable_bitmapscan", "enable_seqscan"):
-            assert tx.conn.execute(text(f"SHOW {setting}")).scalar() == "on"
+    with store.submit([JobSubmission("t", {})]) as submitted:
+        assert submitted.cycle is not None
+        report = run_cycle(submitted.cycle, holder="inline",
+                           maintenance_every=EVENT_MAINTENANCE, record=False)
+        if store.backend != "sqlite":  # its dispatch turned the scans back on
+            for setting in ("enable_bitmapscan", "enable_seqscan"):
+                assert submitted.cycle.tx.conn.execute(
+                    text(f"SHOW {setting}")).scalar() == "on"
+    (job_id,) = submitted.ids
+    assert [p.job_id for p in report.placed] == [job_id]
     assert state(store, job_id) == ("dispatched", 1, "w")
     assert pending_events(store, job_id) == 1
 
@@ -143,30 +132,3 @@ def test_maintenance_that_changes_the_workers_reads_again_with_the_job(
     assert state(store, job_id) == ("dispatched", 1, "live")
     assert pending_events(store, job_id) == 1
     assert [w.name for w in store.workers.list()] == ["live"]
-
-
-def test_after_a_backlog_submits_insert_first_until_the_queue_is_idle_again(
-        yard: Yard) -> None:
-    """A stream of submits that keeps a backlog costs least inserting first (one
-    statement that also tries the lock); a submit that finds its job alone in the queue
-    makes the next one look first again (Store.queue_idle_seen)."""
-    store = yard.store
-    if store.backend == "sqlite":
-        pytest.skip("SQLite never looks first")
-    store.workers.register("w", ["default"], 1, lease_seconds=300)
-    first = yard.submit("t")  # placed: the worker is full
-    yard.submit("t")  # nothing pending when it looked: pending at the cycle's end
-    yard.submit("t")  # looked, found the backlog
-    assert not store.queue_idle_seen
-    with store.write() as tx:
-        (job_id,) = tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
-        assert rows(tx, job_id) == [("pending", 0)]  # in the table before any cycle
-    with store.write() as tx:  # the backlog gone, the worker free
-        tx.conn.execute(text("DELETE FROM jobs WHERE id <> :id"), {"id": first})
-        tx.conn.execute(text("UPDATE jobs SET state = 'succeeded', worker_id = NULL, "
-                             "finished_at = 1 WHERE id = :id"), {"id": first})
-    yard.submit("t")  # inserted first, then read: alone in the queue
-    assert store.queue_idle_seen
-    with store.write() as tx:
-        (job_id,) = tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
-        assert rows(tx, job_id) == []  # looks first again

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.store.driver import claim, complete
 
 from taskyard.api.yard import Yard
 from taskyard.model.records import Outcome
@@ -37,10 +38,10 @@ def visit(yard: Yard) -> dict[str, Any]:
         store.workers.register("w", ["default"], 10, lease_seconds=300)
     schedule(store)
     results: dict[str, Any] = {}
-    for job in store.attempts.claim(worker.id, 10):
+    for job in claim(store, worker.id, 10):
         result = feeds.check(**job.args) if job.type == "check-feed" else "ok"
         results[job.type] = result
-        store.attempts.complete(worker.id, [Outcome(job.job_id, job.attempt, "succeeded", 0,
+        complete(store, worker.id, [Outcome(job.job_id, job.attempt, "succeeded", 0,
                                                     result)])
     return results
 

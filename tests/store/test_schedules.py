@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import select
+from tests.store.driver import claim, complete
 
 from taskyard.api.yard import Yard
 from taskyard.core.durations import Interval
@@ -49,8 +50,8 @@ def run_one(store: Store, *, state: str = "succeeded", result: Any = None) -> in
     worker = next((w for w in store.workers.list() if w.name == "w"), None) or \
         store.workers.register("w", ["default"], 10, lease_seconds=300)
     schedule(store)
-    (claimed,) = store.attempts.claim(worker.id, 1)
-    store.attempts.complete(worker.id, [Outcome(claimed.job_id, claimed.attempt, state,
+    (claimed,) = claim(store, worker.id, 1)
+    complete(store, worker.id, [Outcome(claimed.job_id, claimed.attempt, state,
                                                 0 if state == "succeeded" else 1, result)])
     return claimed.job_id
 
@@ -212,16 +213,16 @@ def test_adaptive_interval_follows_eventful_results(typed: Store) -> None:
     assert typed.schedule_runs.create_due_jobs(now=rec.next_run + 10 * HOUR) == []
     worker = typed.workers.list()[0]
     schedule(typed)
-    (claimed,) = typed.attempts.claim(worker.id, 1)
+    (claimed,) = claim(typed, worker.id, 1)
     assert claimed.job_id == second
-    typed.attempts.complete(worker.id, [Outcome(second, 1, "succeeded", 0, {"eventful": True})])
+    complete(typed, worker.id, [Outcome(second, 1, "succeeded", 0, {"eventful": True})])
     rec = typed.schedules.get("git")
     assert rec is not None and rec.current_interval == HOUR
     # Failure: the interval stays, the next run is end + interval.
     (third,) = typed.schedule_runs.create_due_jobs(now=rec.next_run)
     schedule(typed)
-    typed.attempts.claim(worker.id, 1)
-    typed.attempts.complete(worker.id, [Outcome(third, 1, "failed", 1)])
+    claim(typed, worker.id, 1)
+    complete(typed, worker.id, [Outcome(third, 1, "failed", 1)])
     rec, job = typed.schedules.get("git"), typed.jobs.get(third)
     assert rec is not None and job is not None and job.finished_at is not None
     assert (rec.current_interval, rec.last_outcome) == (HOUR, "failed")
@@ -272,9 +273,9 @@ def test_outcome_of_a_deleted_schedule_is_ignored(typed: Store) -> None:
     worker = typed.workers.register("w", ["default"], 1, lease_seconds=300)
     report = schedule(typed)
     assert report is not None and len(report.scheduled) == 1
-    (claimed,) = typed.attempts.claim(worker.id, 1)
+    (claimed,) = claim(typed, worker.id, 1)
     typed.schedules.delete("tick")
-    assert typed.attempts.complete(worker.id, [Outcome(claimed.job_id, 1, "succeeded")]) == [True]
+    assert complete(typed, worker.id, [Outcome(claimed.job_id, 1, "succeeded")]) == [True]
 
 
 def test_two_schedulers_make_exactly_one_job_per_tick(typed: Store, db_url: str) -> None:

@@ -144,10 +144,9 @@ def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> Non
 
 def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs_it(
         db_url: str) -> None:
-    """With no live worker the inline cycle could place nothing: from the second submit
-    on, SQLite's submit checks for one instead of running the cycle, PostgreSQL's is one
-    statement in autocommit; once a worker is live, the next submit runs the cycle in
-    its own transaction again and places."""
+    """With no live worker the inline cycle could place nothing: the submit learns so
+    from its insert and runs none (nor wakes anyone); once a worker is live, the next
+    submit runs the cycle in its own transaction again and places."""
     from taskyard.api.yard import Yard
 
     yard = Yard(db_url)
@@ -158,10 +157,11 @@ def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs
         commits: list[None] = []
         event.listen(store.engine, "commit", lambda _conn: commits.append(None))
         waiting += [yard.submit("t", {"i": i}) for i in (1, 2)]
-        assert store.no_worker_seen
-        # One transaction per submit (SQLite), none besides the statement (PostgreSQL).
-        assert len(commits) == (2 if store.backend == "sqlite" else 0)
-        assert [store.jobs.get(j).state for j in waiting] == ["pending"] * 3  # type: ignore[union-attr]
+        with store.submit([JobSubmission("t", {"i": 3})]) as submitted:
+            assert submitted.cycle is None  # no live worker: no cycle to run
+        waiting += submitted.ids
+        assert len(commits) == 3  # one transaction per submit
+        assert [store.jobs.get(j).state for j in waiting] == ["pending"] * 4  # type: ignore[union-attr]
         pending = [e.payload["job_id"] for e in store.events.list()
                    if e.topic == "job-pending"]
         assert pending == waiting  # each written with its event
@@ -171,7 +171,6 @@ def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs
         waiting.append(keyed)
         worker = store.workers.register("w", ["default"], 10, lease_seconds=60).id
         placed = yard.submit("t", {"i": 3})
-        assert not store.no_worker_seen
         # That submit's own cycle placed it, and the jobs that waited for a worker.
         assert sorted(j.job_id for j in store.attempts.fetch(worker).jobs) == [
             *waiting, placed]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from driver import drive
+from tests.store.driver import claim, complete
 
 from taskyard.api.yard import Yard
 from taskyard.model.errors import InvalidInput
@@ -166,8 +167,8 @@ def test_explain_pools_run_after_and_capacity(store: Store) -> None:
     busy, queued = store.jobs.submit([JobSubmission("t"), JobSubmission("t")])
     schedule(store)
     assert [r.code for r in explain_job(store, queued)] == ["no_capacity"]
-    store.attempts.claim(w.id, 1)
-    store.attempts.complete(w.id, [Outcome(busy, 1, "succeeded")])
+    claim(store, w.id, 1)
+    complete(store, w.id, [Outcome(busy, 1, "succeeded")])
     assert [r.code for r in explain_job(store, queued)] == ["placeable"]
 
 
@@ -176,7 +177,7 @@ def test_jobs_for_an_idle_pool_are_not_stuck_behind_a_busy_pools_backlog(store: 
     busy = store.workers.register("busy", ["a"], 1, lease_seconds=300)
     store.jobs.submit([JobSubmission("t", pools=("a",)) for _ in range(60)])
     schedule(store)
-    assert len(store.attempts.claim(busy.id, 1)) == 1  # pool a is now full
+    assert len(claim(store, busy.id, 1)) == 1  # pool a is now full
     store.workers.register("idle", ["b"], 1, lease_seconds=300)
     (late,) = store.jobs.submit([JobSubmission("t", pools=("b",))])
     # The scan limit is far below the backlog ahead of it: the job still goes.
@@ -192,7 +193,7 @@ def test_a_lock_blocked_backlog_does_not_hold_back_other_pools(store: Store) -> 
     a = store.workers.register("a", ["a"], 2, lease_seconds=300)
     store.jobs.submit([JobSubmission("locked", pools=("a",)) for _ in range(60)])
     schedule(store)
-    assert len(store.attempts.claim(a.id, 2)) == 1  # one holds "res"; 59 wait for it
+    assert len(claim(store, a.id, 2)) == 1  # one holds "res"; 59 wait for it
     store.workers.register("b", ["b"], 1, lease_seconds=300)
     (other,) = store.jobs.submit([JobSubmission("free", pools=("b",))])
     report = schedule(store, scan_limit=10)

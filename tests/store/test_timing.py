@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from tests.store.driver import claim, complete
 
 from taskyard.api.yard import Yard
 from taskyard.model.errors import NotFound
@@ -63,8 +64,8 @@ def test_a_flood_of_low_priority_jobs_cannot_delay_a_high_priority_one(echo: Sto
     echo.jobs.submit([JobSubmission("echo", {"x": i}) for i in range(5000)])
     (first,) = placed(echo)  # the slot is busy with the oldest low-priority job
     (urgent,) = echo.jobs.submit([JobSubmission("echo", {"x": "urgent"}, priority=10)])
-    echo.attempts.claim(worker.id, 1)
-    echo.attempts.complete(worker.id, [Outcome(first, 1, "succeeded", 0)])
+    claim(echo, worker.id, 1)
+    complete(echo, worker.id, [Outcome(first, 1, "succeeded", 0)])
     report = schedule(echo)
     assert report is not None and [p.job_id for p in report.placed] == [urgent]
     # The cycle read one candidate, not the backlog of 4,999.

@@ -11,6 +11,7 @@ from typing import Any
 
 from driver import SHORT_LEASE, drive, wait_out_lease
 from sqlalchemy import text
+from tests.store.driver import claim
 
 from taskyard.core.states import JOB_TRANSITIONS, JobState
 from taskyard.model.records import ClaimedJob, JobSubmission, Prerequisite, TaskTypeSpec
@@ -62,7 +63,7 @@ def _workload(store: Store) -> None:
                                         "y": {"type": "step", "requires": ["x"]}}})
     w = store.workers.register("w", ["default"], 1, lease_seconds=300)
     schedule(store)
-    store.attempts.claim(w.id, 1)
+    claim(store, w.id, 1)
     pending = store.jobs.submit([JobSubmission("step")])[0]
     store.jobs.cancel(pending)
     store.graphs.cancel(gid)
@@ -73,7 +74,7 @@ def _workload(store: Store) -> None:
     lost = store.workers.register("lost", ["default"], 2, lease_seconds=SHORT_LEASE)
     store.jobs.submit([JobSubmission("step"), JobSubmission("step")])
     schedule(store)
-    assert store.attempts.claim(lost.id, 1)
+    assert claim(store, lost.id, 1)
     wait_out_lease(store, lost.id)
     schedule(store)
     drive(store)

@@ -128,13 +128,12 @@ def test_reads_ahead_of_a_cycle_are_made_again_after_its_maintenance(
     clock.advance(0.7)  # its lease runs out
     store.workers.register("alive", ["default"], 2, lease_seconds=60)
 
-    with store.write() as tx:
-        (second,) = tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
+    with store.submit([JobSubmission("t", {})]) as submitted:
         # The submit's cycle: its maintenance expels the lost worker and requeues the
         # first job, which the reads made with the insert (PostgreSQL) did not see.
-        with tx.cycle() as cycle:
-            assert cycle is not None
-            report = run_cycle(cycle, record=False, maintenance_every=0)
+        assert submitted.cycle is not None
+        report = run_cycle(submitted.cycle, record=False, maintenance_every=0)
+    (second,) = submitted.ids
     assert report.requeued == 1
     for job in (first, second):
         record = store.jobs.get(job)
@@ -177,12 +176,13 @@ def test_a_failed_unit_of_work_leaves_nothing_behind(store: Store) -> None:
     # in it: a failed one writes none of it, and the next starts clean.
     store.task_types.put(TaskTypeSpec("t", HANDLER))
     before = len(store.events.list())
-    with pytest.raises(RuntimeError), store.write() as tx:
-        tx.jobs.submit([JobSubmission("t", {})], cycle_next=True)
-        tx.notify("scheduler")
+    store.workers.register("w", ["default"], 1, lease_seconds=60)
+    with pytest.raises(RuntimeError), store.submit([JobSubmission("t", {})]) as submitted:
+        assert submitted.cycle is not None  # the lock and the reads made with the insert
+        submitted.cycle.tx.notify("scheduler")
         raise RuntimeError("the transaction fails")
     assert store.jobs.list() == [] and len(store.events.list()) == before
     with store.write() as tx:
-        assert tx.ahead is None and tx.events.buffer == []
+        assert tx.events.buffer == []
         (job,) = tx.jobs.submit([JobSubmission("t", {})])
     assert [j.id for j in store.jobs.list()] == [job]

@@ -82,7 +82,8 @@ def test_handler_specs():
     for bad in ["java:x", "python:mod", "python:1mod:f", "shell:  "]:
         with pytest.raises(HandlerSpecError):
             parse_handler(bad)
-    assert render_shell("echo {a} {b}", {"a": "it's here", "b": 3}) == "echo 'it'\"'\"'s here' 3"
+    assert render_shell("echo {a} {b}", {"a": "it's here", "b": 3}) == (
+        'echo "${TASKYARD_ARG_a}" "${TASKYARD_ARG_b}"')
     with pytest.raises(HandlerSpecError, match="'c'"):
         render_shell("echo {c}", {})
 

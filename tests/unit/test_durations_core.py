@@ -30,9 +30,10 @@ def test_numbers_and_unit_texts_are_seconds(value: str | float, seconds: float) 
 @pytest.mark.parametrize(("value", "message"), [
     (True, "timeout: expected a duration like 90, 90s, 5m, 2h or 1d"),
     (-1, "timeout: -1 must be a non-negative duration"),
-    (float("inf"), "timeout: inf must be a non-negative duration"),
+    (float("inf"), "timeout: inf is out of range: a duration is 0 to 100 years"),
     (float("nan"), "timeout: nan must be a non-negative duration"),
-    ("9" * 400, f"timeout: {'9' * 400!r} must be a non-negative duration"),  # over a float
+    ("9" * 400, f"timeout: '{'9' * 58}… (400 characters) is out of range: a duration is "
+                "0 to 100 years"),  # over a float, and quoted cut
     ("5 minutes", "timeout: '5 minutes' is not a duration (use 90, 90s, 5m, 2h or 1d)"),
 ])
 def test_a_bad_duration_is_refused_naming_the_field(value: object, message: str) -> None:
@@ -41,7 +42,7 @@ def test_a_bad_duration_is_refused_naming_the_field(value: object, message: str)
     assert str(caught.value) == message
 
 
-@given(st.integers(0, 10**6), st.sampled_from(["", "s", "m", "h", "d", "w"]))
+@given(st.integers(0, 5000), st.sampled_from(["", "s", "m", "h", "d", "w"]))
 def test_a_unit_multiplies_the_number(number: int, unit: str) -> None:
     factor = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit]
     assert parse_duration(f"{number}{unit}") == number * factor

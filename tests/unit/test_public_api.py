@@ -12,7 +12,8 @@ def test_exported_names_are_pinned() -> None:
     assert taskyard.__all__ == [
         "Conflict", "Fenced", "Graph", "GraphRecord", "InvalidInput", "JobContext",
         "JobFailed", "JobHandle", "JobRecord",
-        "JobState", "NotFound", "Prerequisite", "StoreError", "TaskTypeSpec", "WorkerRecord",
+        "JobState", "NotFound", "Prerequisite", "SchemaMissing", "StoreError", "TaskTypeSpec",
+        "WorkerRecord",
         "Yard", "current_job", "stage",
     ]
     for name in taskyard.__all__:

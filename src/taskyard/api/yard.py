@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from taskyard.api.config import default_url
 from taskyard.api.graph_builder import Graph
 from taskyard.api.handles import JobHandle, wait_until
-from taskyard.api.submissions import SubmitOptions
+from taskyard.api.submissions import SubmitOptions, submit_batch
 from taskyard.api.tasks import TaskFunction, as_task, type_name_of
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.model.errors import InvalidInput, NotFound
@@ -24,7 +24,7 @@ from taskyard.model.records import (
     TaskTypeSpec,
     WorkerRecord,
 )
-from taskyard.store import MovableClock, Store, Tx, open_store
+from taskyard.store import MovableClock, Store, open_store
 
 # Start-up time: what a CLI submit does not use is imported by the methods that use it
 # (the scheduling cycle and its placement logic, explain, apply, schedules' cron).
@@ -195,14 +195,15 @@ class Yard:
         (job_id,) = self.enqueue(type, [args or {}], options)
         return job_id
 
-    def submit_many(
-        self, type: str | Callable[..., Any], args_list: Sequence[dict[str, Any]], *,
-        priority: int = 0, pools: Sequence[str] | None = None, **options: Any,
-    ) -> list[int]:
-        """Submit one job per args mapping in one transaction (all or none); returns the
-        ids in order. The batch counterpart of :meth:`submit` (the same options)."""
-        chosen = SubmitOptions.of("submit_many", priority=priority, pools=pools, **options)
-        return self.enqueue(type, args_list, chosen)
+    def submit_many(self, type: str | Callable[..., Any] | Sequence[Mapping[str, Any]],
+                    args_list: Sequence[dict[str, Any]] | None = None, *, priority: int = 0,
+                    pools: Sequence[str] | None = None, **options: Any) -> list[int]:
+        """Jobs in one transaction, all or none: per args mapping, or jobs alone (submit_batch)."""
+        if args_list is None:
+            self._sync_declared()
+            return submit_batch(type, self.store, self._submit, (priority, pools, options))
+        return self.enqueue(type, args_list, SubmitOptions.of(  # type: ignore[arg-type]
+            "submit_many", priority=priority, pools=pools, **options))
 
     def enqueue(self, type: str | Callable[..., Any], args_list: Sequence[Any],
                 options: SubmitOptions) -> list[int]:
@@ -226,25 +227,15 @@ class Yard:
         return JobHandle(self, job_id)
 
     def _submit(self, subs: Sequence[JobSubmission]) -> list[int]:
-        """Seed 000 runs schedule() on job creation: in the submit's own transaction,
-        so that a job reaches its worker with one commit. While no worker is live (the
-        last submit found none), one job goes in by one statement in autocommit first:
-        the cycle could place nothing."""
-        if len(subs) == 1 and self.inline_cycle and self.store.submit_alone_first:
-            with self.store.alone() as tx:
-                job_id = tx.jobs.submit_alone(subs[0])
-            if job_id is not None:
-                return [job_id]
-        elif len(subs) == 1 and self.inline_cycle and self.store.basis is not None \
-                and self.store.queue_idle_seen:
-            job_id = self._submit_foreseen(subs[0])
-            if job_id is not None:
-                return [job_id]
-        with self.store.write() as tx:
-            ids = tx.jobs.submit(subs, cycle_next=self.inline_cycle)
-            if self.inline_cycle and tx.placeable and not self._place(tx):
-                tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
-            return ids
+        """Seed 000 runs schedule() on job creation: in the submit's own unit of work,
+        so that a job reaches its worker with one commit (see Store.submit)."""
+        with self.store.submit(subs, placing=self.inline_cycle) as submitted:
+            if submitted.cycle is not None:
+                from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up
+
+                run_cycle(submitted.cycle, holder="inline", maintenance_every=EVENT_MAINTENANCE,
+                          record=False)
+        return submitted.ids
 
     def get_job(self, job_id: int) -> JobRecord:
         job = self.store.jobs.get(job_id)
@@ -320,32 +311,6 @@ class Yard:
 
         if self.inline_cycle:
             schedule(self.store, holder="inline", maintenance_every=EVENT_MAINTENANCE)
-
-    def _submit_foreseen(self, sub: JobSubmission) -> int | None:
-        """One job placed from the last cycle's snapshot in one round trip, or pending
-        (then placed by a cycle: ours if its lock was free, the scheduler's if not);
-        None when the ordinary path must submit it (see Jobs.submit_foreseen)."""
-        from taskyard.scheduler import cycle  # noqa: PLC0415 - start-up time
-
-        due = cycle.maintenance_waits(self.store, EVENT_MAINTENANCE)
-        with self.store.alone() as tx:
-            found = tx.jobs.submit_foreseen(sub, cycle.foreseen_place, maintain=due)
-        if found is not None and found.placed and due:
-            cycle.maintained(self.store)  # it had nothing to do, as the insert checked
-        elif found is not None and not found.placed and found.held:
-            self._cycle()
-        return None if found is None else int(found.job_id)
-
-    def _place(self, tx: Tx) -> bool:
-        """The cycle inside a submit's transaction; False when it could not run."""
-        from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up time
-
-        with tx.cycle() as cycle:
-            if cycle is None:
-                return False
-            run_cycle(cycle, holder="inline", maintenance_every=EVENT_MAINTENANCE,
-                      record=False)
-        return True
 
     def workers(self, include_gone: bool = False) -> list[WorkerRecord]:
         return self.store.workers.list(include_gone=include_gone)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from taskyard.cli.inputs import ID, LIMIT, PRIORITY, args_option, read_args
+from taskyard.cli.inputs import ID, LIMIT, PRIORITY, args_option, read_args, submit_file
 from taskyard.cli.listing import print_blocks
 from taskyard.cli.main import POSITIVE_DURATION, State
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
@@ -18,7 +18,10 @@ from taskyard.model.records import JobRecord
 
 
 @click.command("submit")
-@click.argument("type_name", metavar="TYPE")
+@click.argument("type_name", metavar="[TYPE]", required=False)
+@click.option("--from-file", "jobs_file", metavar="FILE|-",
+              help="Instead of TYPE: one job a line (JSON Lines: type, args, priority, "
+                   "run_after, pools, timeout…), submitted 1,000 at a time; prints the ids.")
 @args_option
 @click.option("--priority", type=PRIORITY, default=0, show_default=True,
               help="Larger runs first.")
@@ -37,20 +40,29 @@ from taskyard.model.records import JobRecord
               help="Then wait until the job ends (workers must run it); exit 1 unless it "
                    "succeeded.")
 @click.pass_obj
-def submit(state: State, type_name: str, args_text: str | None, priority: int,
-           run_after: str | None, pools: tuple[str, ...], locks: tuple[str, ...],
-           timeout: float | None, unique_key: str | None, unique_for: float | None,
-           on_duplicate: str, wait: bool) -> None:
-    """Submit a job; prints only its id."""
+def submit(state: State, type_name: str | None, jobs_file: str | None,
+           args_text: str | None, priority: int, run_after: str | None,
+           pools: tuple[str, ...], locks: tuple[str, ...], timeout: float | None,
+           unique_key: str | None, unique_for: float | None, on_duplicate: str,
+           wait: bool) -> None:
+    """Submit a job; prints only its id (with --from-file: each job's id, a line each)."""
+    if jobs_file is not None:
+        if type_name is not None or wait:
+            raise click.UsageError("--from-file takes no TYPE nor --wait: each line names "
+                                   "its type and options")
+        submit_file(state, jobs_file)
+        return
+    if type_name is None:
+        raise click.UsageError("give the TYPE of the job (or --from-file FILE)")
     args = read_args(args_text)
     if run_after is not None:
         # Checked here so that a malformed value is bad usage, like a malformed --timeout;
         # the Yard reads it again against the database clock.
         try:
             parse_when(run_after, now=0.0, field="--run-after")
-        except DurationError:
-            raise click.BadParameter(f"{run_after!r} is neither a duration (2s, 5m) nor an "
-                                     "ISO 8601 time", param_hint="--run-after") from None
+        except DurationError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--run-after: "),
+                                     param_hint="--run-after") from None
     job_id = state.yard.submit(type_name, args or {}, priority=priority, run_after=run_after,
                                pools=pools or None, locks=locks, timeout=timeout,
                                unique_key=unique_key, unique_for=unique_for,

@@ -172,8 +172,8 @@ class DurationParam(click.ParamType[float, Any]):
             return value
         try:
             seconds = parse_duration(value, field="duration")
-        except DurationError:
-            self.fail(f"{value!r} is not a duration (use 90, 90s, 5m, 2h or 1d)", param, ctx)
+        except DurationError as exc:  # not a duration, or past 100 years: which, and why
+            self.fail(str(exc).removeprefix("duration: "), param, ctx)
         if self.positive and seconds <= 0:
             self.fail(f"{value!r}: must be more than 0 seconds", param, ctx)
         return seconds

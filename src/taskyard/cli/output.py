@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -29,6 +31,7 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *,
     """An aligned table; wide enough for pipes, fitted to the terminal otherwise."""
     from rich.console import Console  # noqa: PLC0415 - rich is slow to import
     from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
 
     rows = list(rows)
     if not rows:
@@ -37,8 +40,8 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *,
     table = Table(box=None, pad_edge=False, header_style="bold")
     for header in headers:
         table.add_column(header.upper(), overflow="fold")
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+    for row in rows:  # as text: no markup, no control character reaches the terminal
+        table.add_row(*(Text("" if v is None else printable(str(v))) for v in row))
     Console(file=sys.stdout, width=None if sys.stdout.isatty() else 220,
             highlight=False).print(table)
 
@@ -54,6 +57,15 @@ def when(epoch: float | None) -> str:
     return iso(epoch) or ""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\x1b``): a name
+    stored by an older version must not drive the terminal that lists it."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -66,6 +78,8 @@ def humanize(seconds: float) -> str:
     thresholds (so 23 h 59 min reads ``in a day``); one unit reads ``in an hour``.
     """
     size = abs(seconds)
+    if not math.isfinite(size):  # stored by an older version, past any bound: as it is
+        return f"{seconds}s"
     if size < 1:
         return "now"
     unit, length = next((u, n) for u, n, start in _UNITS if size >= start)

@@ -33,6 +33,10 @@ def decide_retry(policy: RetryPolicy, failures: int, jitter: float) -> RetryDeci
     """
     if failures > policy.retries:
         return RetryDecision(retry=False)
-    base = min(policy.delay * (policy.backoff ** max(failures - 1, 0)), policy.max_delay)
+    try:
+        grown = policy.delay * (policy.backoff ** max(failures - 1, 0))
+    except OverflowError:  # backoff ** n past any float (a float power raises): the cap
+        grown = policy.max_delay if policy.delay > 0 else 0.0
+    base = min(grown, policy.max_delay)
     jitter = min(max(jitter, 0.0), 1.0)
     return RetryDecision(retry=True, delay=base * (1.0 - 0.5 * jitter))

@@ -22,6 +22,11 @@ class Conflict(StoreError):
     """The requested transition does not apply to the current state (a lost race or a misuse)."""
 
 
+class SchemaMissing(StoreError):
+    """The database has no taskyard schema, or an older one: run ``taskyard init`` (or
+    :meth:`Yard.init`). The database's own error is the ``__cause__``."""
+
+
 class UnsupportedDatabase(ValueError):
     """The URL names a database taskyard does not run on."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from taskyard.core.durations import parse_duration
 from taskyard.core.handlers import parse_handler
 from taskyard.core.limits import INT_MAX, check_name, check_text, whole
 from taskyard.core.locks import check_template
@@ -37,6 +38,8 @@ def validate_task_type(spec: TaskTypeSpec) -> None:
             check_template(lock)
     checks: list[tuple[bool, str]] = [
         (_finite(spec.retry_delay) and spec.retry_delay >= 0, "retry_delay must be >= 0"),
+        (_finite(spec.retry_max_delay) and spec.retry_max_delay >= 0,
+         "retry_max_delay must be >= 0"),
         (_finite(spec.retry_backoff) and spec.retry_backoff >= 1, "retry_backoff must be >= 1"),
         (spec.timeout is None or (_finite(spec.timeout) and spec.timeout > 0),
          "timeout must be > 0"),
@@ -47,6 +50,7 @@ def validate_task_type(spec: TaskTypeSpec) -> None:
     for ok, message in checks:
         if not ok:
             raise InvalidInput(f"{where}: {message}")
+    _check_durations(spec, where)
     with refused_as_invalid(where):
         if spec.rate_limit is not None:
             parse_rate_limit(spec.rate_limit)
@@ -54,6 +58,22 @@ def validate_task_type(spec: TaskTypeSpec) -> None:
             check_rate_key(spec.rate_key)
     if spec.rate_key is not None and spec.rate_limit is None:
         raise InvalidInput(f"{where}: rate_key needs a rate_limit")
+
+
+def _check_durations(spec: TaskTypeSpec, where: str) -> None:
+    """Every duration of the type within :data:`DURATION_MAX` (100 years), so that no
+    deadline or next run computed from it leaves the years a time may hold."""
+    durations: list[tuple[str, float | None]] = [
+        ("timeout", spec.timeout), ("retry_delay", spec.retry_delay),
+        ("retry_max_delay", spec.retry_max_delay)]
+    if spec.interval is not None:
+        durations += [("interval", v) for v in (spec.interval.default,
+                                                spec.interval.minimum, spec.interval.maximum)]
+    durations += [(f"prerequisite {p.type!r} cache", p.cache) for p in spec.prerequisites]
+    with refused_as_invalid(where):
+        for name, value in durations:
+            if value is not None:
+                parse_duration(value, field=name)
 
 
 def _finite(value: float) -> bool:

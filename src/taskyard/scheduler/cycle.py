@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from taskyard.core.placement import Candidate, Placement, Planner, Skip, WorkerSlot
+from taskyard.core.placement import Placement, Planner, Skip, WorkerSlot
 from taskyard.core.rate_limits import RateBook
 from taskyard.store import CycleTx, Store
-from taskyard.store.transitions.cycle import SCAN_LIMIT, TIMEOUT_GRACE, Basis
+from taskyard.store.portable.cycle import TIMEOUT_GRACE
+from taskyard.store.transitions.cycle import SCAN_LIMIT
 from taskyard.store.transitions.watchdog import flag_stalled_graphs
 
 PAGE_MIN, PAGE_MAX = 16, 2000
@@ -111,7 +112,7 @@ def run_cycle(
         if work.due:
             report.scheduled = tx.tx.schedule_runs.create_due_jobs()  # step 3
         if report.expelled or report.timed_out or report.requeued or report.scheduled:
-            tx.forget_ahead()
+            tx.reads_are_stale()
     workers, active, limits = tx.snapshot()
     if workers:
         rates = tx.rate_book(limits)
@@ -167,19 +168,6 @@ def _dispatch(tx: CycleTx, report: CycleReport, workers: list[WorkerSlot],
             report.rate_wait = max(0.0, rates.soonest - rates.now)
         if rates.started:  # after the dispatch: never earlier than the attempts' times
             tx.tx.rate_starts.record(rates.started)
-
-
-def foreseen_place(basis: Basis, job: Candidate) -> WorkerSlot | None:
-    """The worker where a submit's inline cycle that finds ``basis`` with ``job`` alone
-    pending (and no maintenance work) would place it: the planner's decision, as in
-    :func:`run_cycle`. None when that cycle needs more than ``basis`` (a rate-limited
-    type), or places nothing."""
-    if job.type in basis.limits.rates:
-        return None
-    decision = Planner.from_snapshot(basis.workers, basis.active, basis.limits.queue).offer(job)
-    if not isinstance(decision, Placement):
-        return None
-    return next(w for w in basis.workers if w.id == decision.worker_id)
 
 
 _last_maintenance: dict[int, float] = {}

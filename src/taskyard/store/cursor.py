@@ -58,8 +58,8 @@ The cursor is used only by the unit of work that holds the connection."""
 class Cursor:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
-    __slots__ = ("_info", "_kept", "_percent", "_spares", "cursor", "dbapi", "driver",
-                 "now_sql")
+    __slots__ = ("_info", "_kept", "_percent", "_pipelined", "cursor", "dbapi", "driver",
+                 "now_sql", "row_lock")
 
     def __init__(self, conn: Connection, driver: Driver, now_sql: str, *,
                  keep: bool = False) -> None:
@@ -67,6 +67,9 @@ class Cursor:
         :data:`_KEPT`), else open one for this unit of work."""
         self.driver = driver
         self.now_sql = now_sql
+        self.row_lock = driver.row_lock
+        """The lock a read takes on rows it will update (PostgreSQL: ``FOR NO KEY
+        UPDATE``; SQLite: none, its write transactions are serial)."""
         self._percent = driver.percent_params
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None
@@ -74,7 +77,7 @@ class Cursor:
         self._kept = keep
         self._info: dict[Any, Any] | None = conn.connection.info if keep else None
         self.cursor: Any = self._cursor(_KEPT)
-        self._spares: list[Any] = []
+        self._pipelined: list[Any] = []
 
     def _cursor(self, key: str) -> Any:
         """The cursor kept under ``key`` with the pooled connection (opened when
@@ -86,18 +89,18 @@ class Cursor:
             cursor = self._info[key] = self.dbapi.cursor()
         return cursor
 
-    def spare(self, n: int) -> Any:
+    def pipelined(self, n: int) -> Any:
         """Another cursor on the connection (the ``n``-th, from 1), for statements sent in
         one pipeline with one of :attr:`cursor` (each one's rows are read after all of
         them): kept as that one is."""
-        while len(self._spares) < n:
-            self._spares.append(self._cursor(f"{_KEPT}.{len(self._spares) + 1}"))
-        return self._spares[n - 1]
+        while len(self._pipelined) < n:
+            self._pipelined.append(self._cursor(f"{_KEPT}.{len(self._pipelined) + 1}"))
+        return self._pipelined[n - 1]
 
     def close(self) -> None:
         """The unit of work that owns the cursor has ended (see Tx.close): close it, or,
         kept, drop its last result (an idle pooled connection holds no rows)."""
-        for cursor in (self.cursor, *self._spares):
+        for cursor in (self.cursor, *self._pipelined):
             if not self._kept:
                 cursor.close()
             else:
@@ -130,24 +133,6 @@ class Cursor:
     def member(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
         """``column`` is one of ``ids``: the SQL and its parameters (``ids`` not empty)."""
         return self.driver.member(column, ids)
-
-    def rows(self, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str],
-             tail: Sequence[Any] = (), *, key: str = "") -> list[tuple[Any, ...]]:
-        """Execute ``sql``, in which ``{rows}`` stands for a row set of ``rows`` (columns
-        typed ``types``), followed by the ``tail`` parameters; returns what the
-        statement returns (RETURNING), if anything.
-
-        ``key``: the indexed column the row set's first column is joined on; ``{key}``
-        in ``sql`` then restricts it to those values where the planner needs telling
-        (PostgreSQL cannot know the row set is small and would hash-join a table)."""
-        return self.driver.row_set(self, sql, rows, types, tail=tail, key=key)
-
-    def insert(self, head: str, columns: str, rows: Sequence[Sequence[Any]],
-               types: Sequence[str]) -> None:
-        """``head`` (``INSERT INTO t (…)``) of ``SELECT columns FROM`` a row set of
-        ``rows`` (the row set's columns are ``c1``, ``c2``… in ``columns``)."""
-        if rows:
-            self.driver.insert_rows(self, head, columns, rows, types)
 
 
 @functools.cache

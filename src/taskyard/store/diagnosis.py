@@ -14,7 +14,12 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from taskyard.model.errors import DatabaseUrlError, NoDatabase, UnsupportedDatabase
+from taskyard.model.errors import (
+    DatabaseUrlError,
+    NoDatabase,
+    SchemaMissing,
+    UnsupportedDatabase,
+)
 from taskyard.store.driver import normalize_url
 
 CREATING_COMMANDS = frozenset({"init", "up"})
@@ -68,8 +73,9 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def is_database_error(exc: BaseException) -> bool:
-    """Raised by SQLAlchemy or a driver (the hot path runs on the driver's cursor)."""
-    if isinstance(exc, SQLAlchemyError) or _is_sqlite_error(exc, "Error"):
+    """Raised by SQLAlchemy or a driver (the hot path runs on the driver's cursor), or
+    such an error the store named as a missing schema."""
+    if isinstance(exc, SQLAlchemyError | SchemaMissing) or _is_sqlite_error(exc, "Error"):
         return True
     module = type(exc).__module__
     return module == "psycopg" or module.startswith("psycopg.")
@@ -77,6 +83,8 @@ def is_database_error(exc: BaseException) -> bool:
 
 def describe_database_error(exc: BaseException, url: str) -> str:
     """One line saying what went wrong with the database and, when known, what to do."""
+    if isinstance(exc, SchemaMissing):
+        return str(exc)
     orig: BaseException = exc
     if isinstance(exc, DBAPIError) and exc.orig is not None:
         orig = exc.orig
@@ -94,6 +102,17 @@ def describe_database_error(exc: BaseException, url: str) -> str:
         # SQLAlchemy's own text adds the statement and a link: keep the first part.
         detail = " ".join(str(orig).split("[SQL:")[0].split("(Background on")[0].split())
     return f"database {where}: {detail}"
+
+
+def schema_missing(exc: BaseException, url: str) -> SchemaMissing | None:
+    """``exc`` as :class:`SchemaMissing` when it failed for want of taskyard's schema
+    (none, or older than this taskyard's), else None (a missing table at the current
+    revision is a bug to show as it is)."""
+    orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    if not is_database_error(orig) or not _is_missing_schema(orig):
+        return None
+    advice = _schema_advice(url, display_url(url))
+    return None if advice is None else SchemaMissing(advice)
 
 
 def display_url(url: str) -> str:

@@ -19,24 +19,26 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import ColumnElement, Engine, literal_column, select
+from sqlalchemy import ColumnElement, Engine, literal_column
 
 from taskyard.core.limits import LimitError, Limits, limits_from_env
-from taskyard.model.errors import InvalidInput
-from taskyard.model.records import ClaimedJob
+from taskyard.model.errors import InvalidInput, SchemaMissing, StoreError
+from taskyard.model.records import ClaimedJob, JobSubmission
 from taskyard.store.clock import MovableClock
+from taskyard.store.diagnosis import schema_missing
 from taskyard.store.driver import Driver, Listener, driver_for, normalize_url
-from taskyard.store.driver.results import FIRST_PAGE
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
-from taskyard.store.marks import kind_of
-from taskyard.store.unit import Tx, aggregate_class
+from taskyard.store.unit import Tx
 
 if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
-    from taskyard.store.transitions.cycle import Basis, CycleTx
+    from taskyard.store.transitions.cycle import CycleTx
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
     from taskyard.store.transitions.jobs import Jobs
@@ -64,67 +66,65 @@ class Store:
         self.now_sql = self.driver.now_sql(clock)
         self.now_expr: ColumnElement[float] = literal_column(self.now_sql)
         self.engine = engine or self.driver.make_engine(normalize_url(url), clock)
-        self.spec_cache: dict[str, Any] = {}
-        """Task types read by one-job submits, with the versions of their rows
-        (dialects/spec_cache.py: pg_submit, sqlite_submit)."""
-        self.first_page = FIRST_PAGE
-        self._statements: dict[str, Any] = {}
         self._pools: dict[str, ListenerPool] = {}
         self._pools_lock = threading.Lock()
-        self.no_worker_seen: bool | None = None
-        """The last look here (a submit, a cycle) found no live worker: the next submit
-        checks before its inline cycle (SQLite: Driver.worth_a_cycle), or tries
-        :meth:`alone` first (PostgreSQL: one statement in autocommit, Jobs.submit_alone).
-        While workers are live, the latency path pays for no such check. None: no look
-        yet; SQLite checks too (a CLI submit, one per process, then runs no cycle and
-        loads none of its code while no worker is live); PostgreSQL does not."""
-        self.queue_idle_seen = True
-        """The last single submit with a live worker found the cycle's lock free and no
-        job pending: the next one takes the cycle's lock and reads before its insert
-        (PostgreSQL, dialects/pg_placed.py). After a backlog or the lock elsewhere it
-        inserts first, as a stream of concurrent submits costs least that way."""
-        self.basis: Basis | None = None
-        """The last snapshot a cycle read under its lock here (PostgreSQL): a single
-        submit places its job from it in one round trip while it still holds
-        (Jobs.submit_foreseen, dialects/pg_foreseen.py)."""
         try:
             self.limits: Limits = limits_from_env(os.environ)
         except LimitError as exc:
             raise InvalidInput(str(exc)) from None
-
-    def statement(self, key: str, build: Callable[[], Any]) -> Any:
-        """A statement built once per store and reused: building SQLAlchemy statements
-        costs ~5x executing them, which dominates the hot path (claim, complete, cycle).
-        Statements embed this store's clock expression, hence per store, not global."""
-        stmt = self._statements.get(key)
-        if stmt is None:
-            stmt = self._statements[key] = build()
-        return stmt
 
     # -- units of work -------------------------------------------------------------------
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
-        with self.driver.write(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
-            tx.finish()
-
-    @property
-    def submit_alone_first(self) -> bool:
-        """Whether a single submit should try :meth:`alone` first: the dialect writes a
-        submit in one statement (PostgreSQL) and the last look found no live worker."""
-        return self.no_worker_seen is True and self.driver.submits_alone
+        try:
+            with self.driver.write(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+                tx.finish(commit=True)
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
 
     @contextlib.contextmanager
-    def alone(self) -> Iterator[Tx]:
-        """A unit of work whose statements each commit by themselves (autocommit): one
-        statement costs one round trip, no ``BEGIN`` nor ``COMMIT``. For a unit of one
-        statement only (a submit while no worker is live, Jobs.submit_alone); nothing is
-        left to its end."""
-        with self.driver.alone(self.engine, self.clock) as conn, contextlib.closing(
-                Tx(self, conn)) as tx:
-            yield tx
+    def submit(self, subs: Sequence[JobSubmission], *,
+               placing: bool = True) -> Iterator[Submitted]:
+        """The unit of work of a submit: ``subs`` inserted, all or nothing, and — with
+        ``placing`` — the scheduling cycle in the same commit (seed 000 runs schedule() on
+        job creation: a job reaches its worker with one commit). The caller runs the
+        cycle's steps in :attr:`Submitted.cycle` when it is given: a live worker may take
+        the jobs and the cycle's lock was free. With the lock held elsewhere, the
+        scheduler is woken; with no live worker, nobody (a worker runs a cycle when it
+        registers). Without ``placing``, the scheduler is woken to place them.
+
+        On PostgreSQL a lone job's insert may place it itself, as that cycle would from
+        the same state (then there is no cycle to run), and may be the unit's whole
+        transaction: then the cycle, if one is needed, runs in a unit of its own
+        (postgresql/jobs.py)."""
+        with self.write() as tx:
+            if not placing:
+                yield Submitted(tx.jobs.submit(subs), None)
+                return
+            added = tx.jobs.add(subs, placing=True)
+            if not added.committed:
+                if not added.live_worker:  # no worker to take them, or placed already
+                    yield Submitted(added.ids, None)
+                    return
+                with tx.cycle(added.cycle) as cycle:
+                    if cycle is None:
+                        tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
+                    yield Submitted(added.ids, cycle)
+                return
+        # The insert committed the unit itself (a PostgreSQL shortcut): the cycle it leaves
+        # to its caller, when the lock was ours, runs in a unit of its own.
+        if added.live_worker and added.cycle is not None and added.cycle.held:
+            with self.cycle() as cycle:
+                yield Submitted(added.ids, cycle)
+            return
+        yield Submitted(added.ids, None)
 
     @contextlib.contextmanager
     def joined(self, connection: Any) -> Iterator[Tx]:
@@ -138,19 +138,38 @@ class Store:
         with self.driver.join(connection, self.clock) as conn, contextlib.closing(
                 Tx(self, conn, joined=True)) as tx:
             yield tx
-            tx.finish()
+            tx.finish(commit=False)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction (one snapshot for its statements)."""
-        with self.driver.read(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
+        try:
+            with self.driver.read(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
 
     @contextlib.contextmanager
     def read_each(self) -> Iterator[Tx]:
         """Reads that need no snapshot shared between them (a worker's wake-up path)."""
-        with self.driver.read_each(self.engine) as conn, contextlib.closing(Tx(self, conn)) as tx:
-            yield tx
+        try:
+            with self.driver.read_each(self.engine) as conn, contextlib.closing(
+                    Tx(self, conn)) as tx:
+                yield tx
+        except Exception as exc:
+            missing = self._schema_missing(exc)
+            if missing is None:
+                raise
+            raise missing from exc
+
+    def _schema_missing(self, exc: Exception) -> SchemaMissing | None:
+        """:class:`SchemaMissing` when ``exc`` failed for want of the schema (a user who
+        never ran ``init`` gets that, not "no such table"), else None."""
+        return None if isinstance(exc, StoreError) else schema_missing(exc, self.url)
 
     def transaction(self, kind: str) -> contextlib.AbstractContextManager[Tx]:
         """:meth:`write`, :meth:`read` or :meth:`read_each` by name."""
@@ -168,7 +187,7 @@ class Store:
                 if not held:
                     yield None
                     return
-                with self.write() as tx, tx.cycle(locked=True) as cycle:
+                with self.write() as tx, tx.cycle(CycleStart(held=True)) as cycle:
                     yield cycle
             return
         with self.write() as tx, tx.cycle() as cycle:
@@ -179,7 +198,7 @@ class Store:
     def now(self) -> float:
         """The database clock, in epoch seconds."""
         with self.read() as tx:
-            return float(tx.conn.execute(select(self.now_expr)).scalar_one())
+            return tx.driver.read_now(tx.raw)
 
     def init_schema(self) -> None:
         """Create or migrate the schema to the latest version (idempotent)."""
@@ -203,7 +222,7 @@ class Store:
 
     def jobs_in_wakeups(self, payloads: Sequence[str]) -> list[ClaimedJob] | None:
         """The jobs that wake-ups carried to a worker (None: it must read them)."""
-        return self.driver.jobs_in_wakeups(payloads)
+        return jobs_in_wakeups(payloads)
 
     def close(self) -> None:
         """Release every pooled connection and the dialect's locks."""
@@ -218,70 +237,110 @@ class Store:
 
     @property
     def aging(self) -> Aging:
-        return cast("Aging", OneShot(self, "aging"))
+        from taskyard.store.transitions.aging import Aging  # noqa: PLC0415 - start-up time
+
+        return cast("Aging", OneShot(self, lambda tx: tx.aging, Aging.READS))
 
     @property
     def attempts(self) -> Attempts:
-        return cast("Attempts", OneShot(self, "attempts"))
+        from taskyard.store.transitions.attempts import Attempts  # noqa: PLC0415 - start-up time
+
+        return cast("Attempts", OneShot(self, lambda tx: tx.attempts, Attempts.READS,
+                                        Attempts.READS_EACH))
 
     @property
     def events(self) -> Events:
-        return cast("Events", OneShot(self, "events"))
+        from taskyard.store.transitions.events import Events  # noqa: PLC0415 - start-up time
+
+        return cast("Events", OneShot(self, lambda tx: tx.events, Events.READS))
 
     @property
     def graphs(self) -> Graphs:
-        return cast("Graphs", OneShot(self, "graphs"))
+        from taskyard.store.transitions.graphs import Graphs  # noqa: PLC0415 - start-up time
+
+        return cast("Graphs", OneShot(self, lambda tx: tx.graphs, Graphs.READS))
 
     @property
     def jobs(self) -> Jobs:
-        return cast("Jobs", OneShot(self, "jobs"))
+        from taskyard.store.transitions.jobs import Jobs  # noqa: PLC0415 - start-up time
+
+        return cast("Jobs", OneShot(self, lambda tx: tx.jobs, Jobs.READS, Jobs.READS_EACH))
 
     @property
     def outbox(self) -> Outbox:
-        return cast("Outbox", OneShot(self, "outbox"))
+        from taskyard.store.transitions.outbox import Outbox  # noqa: PLC0415 - start-up time
+
+        return cast("Outbox", OneShot(self, lambda tx: tx.outbox, Outbox.READS))
 
     @property
     def retries(self) -> Retries:
-        return cast("Retries", OneShot(self, "retries"))
+        from taskyard.store.transitions.retries import Retries  # noqa: PLC0415 - start-up time
+
+        return cast("Retries", OneShot(self, lambda tx: tx.retries, Retries.READS))
 
     @property
     def schedule_runs(self) -> ScheduleRuns:
-        return cast("ScheduleRuns", OneShot(self, "schedule_runs"))
+        from taskyard.store.transitions.schedule_runs import ScheduleRuns  # noqa: PLC0415 - start-up time
+
+        return cast("ScheduleRuns",
+                    OneShot(self, lambda tx: tx.schedule_runs, ScheduleRuns.READS))
 
     @property
     def schedules(self) -> Schedules:
-        return cast("Schedules", OneShot(self, "schedules"))
+        from taskyard.store.transitions.schedules import Schedules  # noqa: PLC0415 - start-up time
+
+        return cast("Schedules", OneShot(self, lambda tx: tx.schedules, Schedules.READS))
 
     @property
     def stages(self) -> Stages:
-        return cast("Stages", OneShot(self, "stages"))
+        from taskyard.store.transitions.stages import Stages  # noqa: PLC0415 - start-up time
+
+        return cast("Stages", OneShot(self, lambda tx: tx.stages, Stages.READS))
 
     @property
     def task_types(self) -> TaskTypes:
-        return cast("TaskTypes", OneShot(self, "task_types"))
+        from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
+
+        return cast("TaskTypes", OneShot(self, lambda tx: tx.task_types, TaskTypes.READS))
 
     @property
     def workers(self) -> Workers:
-        return cast("Workers", OneShot(self, "workers"))
+        from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
+
+        return cast("Workers", OneShot(self, lambda tx: tx.workers, Workers.READS))
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """What :meth:`Store.submit` wrote, and the cycle its caller runs next (None: none
+    to run here)."""
+
+    ids: list[int]
+    cycle: CycleTx | None
 
 
 class OneShot:
-    """An aggregate reached through the store: each method call runs in a transaction
-    of its own — the kind its method is marked for (see :mod:`taskyard.store.marks`)."""
+    """An aggregate reached through the store: each method call runs in a transaction of
+    its own — a read one for the methods its class lists in ``READS`` (``READS_EACH``:
+    reads that share no snapshot), a write one for the others."""
 
-    __slots__ = ("_name", "_store")
+    __slots__ = ("_each", "_reads", "_store", "_unit")
 
-    def __init__(self, store: Store, name: str) -> None:
+    def __init__(self, store: Store, unit: Callable[[Tx], object], reads: frozenset[str],
+                 reads_each: frozenset[str] = frozenset()) -> None:
         self._store = store
-        self._name = name
+        self._unit = unit
+        self._reads = reads
+        self._each = reads_each
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
-        kind = kind_of(getattr(aggregate_class(self._name), method))
-        store, name = self._store, self._name
+        kind = ("read_each" if method in self._each else "read" if method in self._reads
+                else "write")
+        store, unit = self._store, self._unit
 
         def call(*args: Any, **kwargs: Any) -> Any:
             with store.transaction(kind) as tx:
-                return getattr(getattr(tx, name), method)(*args, **kwargs)
+                return getattr(unit(tx), method)(*args, **kwargs)
 
         call.__name__ = method
         return call

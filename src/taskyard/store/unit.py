@@ -4,7 +4,7 @@ Callers own the transaction: ``Yard``, the worker and the scheduler open one
 (``with store.write() as tx:``), hand it down (``tx.jobs.submit(…)``,
 ``run_cycle(cycle)``) and it commits when their block ends. The aggregates —
 jobs, graphs, attempts, workers, schedules, events… — are small objects composed
-over the unit of work; they reach each other through it (``self.tx.resolution``),
+over the unit of work; they reach each other through it (``self.tx.dependents``),
 never through inheritance, and the store never calls back into the layers above.
 
 What a transaction leaves to its end is explicit: steps registered with
@@ -16,21 +16,22 @@ unit of work touches its connection once it has ended (:meth:`Tx.close`).
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
 from taskyard.store.cursor import Cursor
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import EndUnit
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store
     from taskyard.store.transitions.aging import Aging
     from taskyard.store.transitions.attempts import Attempts
     from taskyard.store.transitions.cycle import CycleTx
-    from taskyard.store.transitions.dependents import Resolution
+    from taskyard.store.transitions.dependents import Dependents
     from taskyard.store.transitions.events import Events
     from taskyard.store.transitions.graphs import Graphs
     from taskyard.store.transitions.jobs import Jobs
@@ -55,32 +56,17 @@ class Tx:
         """The transaction is a caller's own (see :meth:`Store.joined`): this unit of work
         never begins, commits or ends it."""
         self.driver = store.driver
-        self.now = store.now_expr
-        """The database clock, as an SQL expression."""
-        self.ahead: Any = None
-        """PostgreSQL: the cycle's first reads, made by a submit's statement that also
-        tried the cycle lock (see :meth:`cycle`)."""
         self._raw: Cursor | None = None
         self._steps: list[Callable[[], None]] = []
         self._channels: dict[str, None] = {}
-        self.placeable = True
-        """False when a submit's statement found no live worker: no cycle to run, no
-        scheduler to wake (see Jobs.submit)."""
-        self.deferred: Any = None
-        """PostgreSQL: a submitted job whose insert waits for the cycle, which may place
-        it with its insert (dialects/pg_placed.py); :meth:`write_deferred` writes it."""
 
     @property
     def raw(self) -> Cursor:
-        """A cursor for the hot path's hand-written statements, in this transaction."""
+        """A cursor for the driver's statements, in this transaction."""
         if self._raw is None:
             self._raw = Cursor(self.conn, self.driver, self.store.now_sql,
-                            keep=self.driver.keeps_cursors and not self.joined)
+                               keep=self.driver.keeps_cursors and not self.joined)
         return self._raw
-
-    def statement(self, key: str, build: Callable[[], Any]) -> Any:
-        """A statement built once per store (see :meth:`Store.statement`)."""
-        return self.store.statement(key, build)
 
     def notify(self, *channels: str) -> None:
         """Wake the listeners of ``channels`` once this transaction commits."""
@@ -91,24 +77,17 @@ class Tx:
         """Run ``step`` at the end of this transaction, before its events are written."""
         self._steps.append(step)
 
-    def write_deferred(self) -> None:
-        """Insert the submitted job whose insert waits (:attr:`deferred`), pending: a
-        step that reads or changes pending jobs needs it in the table."""
-        if self.deferred is not None:
-            deferred, self.deferred = self.deferred, None
-            deferred.write(self.raw)
-
-    def finish(self) -> None:
-        """Write what the transaction left to its end (the store calls this before it
-        commits; a caller's own transaction must call it before committing)."""
-        self.write_deferred()
+    def finish(self, *, commit: bool) -> None:
+        """Write what the transaction left to its end: the steps registered with
+        :meth:`before_commit`, then the buffered events and the wake-ups — with the
+        commit, ``commit`` (the store's own units: the driver may send them together)."""
         while self._steps:
             self._steps.pop(0)()
-        if "events" in self.__dict__:
-            self.events.flush()
-        if self._channels:
-            self.driver.notify(self.raw, list(self._channels))
-            self._channels.clear()
+        events = self.events.take() if "events" in self.__dict__ else []
+        channels = list(self._channels)
+        self._channels.clear()
+        if events or channels:
+            self.driver.end_unit(self.raw, EndUnit(events, channels, commit=commit))
 
     def close(self) -> None:
         """Close this unit's cursor (the store calls this as the unit ends, in the thread
@@ -127,28 +106,24 @@ class Tx:
             self._raw.close()
 
     @contextlib.contextmanager
-    def cycle(self, *, locked: bool = False) -> Iterator[CycleTx | None]:
+    def cycle(self, start: CycleStart | None = None) -> Iterator[CycleTx | None]:
         """The scheduling cycle inside this transaction, if its global lock is free;
-        None when another process holds it. ``locked``: the caller took the lock
-        before this transaction began (SQLite's order, see Store.cycle)."""
-        ahead, self.ahead = self.ahead, None
+        None when another process holds it. ``start``: the lock was tried already in
+        this unit (with a submit's insert; by Store.cycle on SQLite, before the unit)."""
         if self.joined:  # never the global lock until a caller's commit
             yield None
             return
-        if locked:
-            held: contextlib.AbstractContextManager[bool] = contextlib.nullcontext(True)
-        elif ahead is not None:
-            held = contextlib.nullcontext(ahead.held)
-        else:
-            held = self.driver.cycle_lock(self.raw)
+        held: contextlib.AbstractContextManager[bool] = (
+            self.driver.cycle_lock(self.raw) if start is None
+            else contextlib.nullcontext(start.held))
         with held as ours:
             if not ours:
                 yield None
                 return
-            from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up time
+            from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up
 
-            # PostgreSQL's lock statement also turned the planner's scans off.
-            cycle = CycleTx(self, ahead, scans_off=not locked and self.driver.lock_scans_off)
+            cycle = CycleTx(self, None if start is None else start.reads,
+                            scans_off=self.driver.lock_scans_off)
             yield cycle
             cycle.finish()
 
@@ -193,7 +168,7 @@ class Tx:
         return Outbox(self)
 
     @cached_property
-    def prereqs(self) -> Prerequisites:
+    def prerequisites(self) -> Prerequisites:
         from taskyard.store.transitions.prerequisites import Prerequisites  # noqa: PLC0415 - start-up time
 
         return Prerequisites(self)
@@ -205,10 +180,10 @@ class Tx:
         return RateStarts(self)
 
     @cached_property
-    def resolution(self) -> Resolution:
-        from taskyard.store.transitions.dependents import Resolution  # noqa: PLC0415 - start-up time
+    def dependents(self) -> Dependents:
+        from taskyard.store.transitions.dependents import Dependents  # noqa: PLC0415 - start-up time
 
-        return Resolution(self)
+        return Dependents(self)
 
     @cached_property
     def retries(self) -> Retries:
@@ -245,17 +220,3 @@ class Tx:
         from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
 
         return Workers(self)
-
-
-_MODULES = {"resolution": "dependents", "prereqs": "prerequisites"}
-
-
-def aggregate_class(name: str) -> type:
-    """The class of the aggregate ``name`` on :class:`Tx`, its module imported now: each
-    lives in ``taskyard.store.<name>``, its class named by the property's return type."""
-    prop = Tx.__dict__[name]
-    if not isinstance(prop, cached_property):
-        raise KeyError(name)
-    cls: str = prop.func.__annotations__["return"]
-    module = importlib.import_module(f"taskyard.store.transitions.{_MODULES.get(name, name)}")
-    return getattr(module, cls)  # type: ignore[no-any-return]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import IO, Any
 
-from taskyard.core.handlers import render_shell
+from taskyard.core.handlers import render_shell, shell_arg_env
 from taskyard.core.stages import StageError, StageReport, parse_stage_line, shell_done_names
 from taskyard.worker.child import read_tail
 from taskyard.worker.guardian import Guardian
@@ -241,7 +241,8 @@ def run_shell(
         with open(done_path, "w", encoding="utf-8") as fh:
             json.dump(done, fh)
         reader = StageFile(stage_path, on_stage or (lambda _report: True))
-        full_env = {**os.environ, **env, "TASKYARD_RESULT": result_path,
+        full_env = {**os.environ, **env, **shell_arg_env(command, args),
+                    "TASKYARD_RESULT": result_path,
                     "TASKYARD_STAGES": stage_path, "TASKYARD_STAGES_DONE": shell_done_names(done),
                     "TASKYARD_STAGE_RESULTS": done_path}
         with open(out_path, "wb") as out, open(err_path, "wb") as err:

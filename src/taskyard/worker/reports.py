@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from taskyard.model.records import Assignment, Outcome, Started
+from taskyard.model.records import Assignment, ClaimedJob, Outcome, Started
 from taskyard.store import CycleTx, Store
 from taskyard.store.transitions.attempts import FETCH_LIMIT
 
@@ -55,19 +55,18 @@ def report_batch(
         report.started, report.accepted = tx.attempts.record(
             worker_id, started, ended, prefetch=prefetch)
         placed_here: list[int] = []
-        carried: list[str] = []
+        jobs: list[ClaimedJob] | None = None
         if place is not None:
             with tx.cycle() as cycle:
                 if cycle is not None:
-                    cycle.quiet.add(f"worker.{worker_id}")  # we take those below
+                    cycle.serve(worker_id)  # we take what it places here below
                     report.cycle = place(cycle)
                     placed_here = cycle.dispatched.get(worker_id, [])
-                    carried = cycle.carried.get(worker_id, [])
+                    jobs = cycle.jobs_for(worker_id)
         if any(report.accepted) and report.cycle is None:
             tx.notify("scheduler")  # freed capacity: someone must place
         if fetch:
             report.assignment = tx.attempts.fetch(worker_id, known, FETCH_LIMIT)
         elif placed_here:
-            report.assignment = Assignment(store.jobs_in_wakeups(carried)
-                                           or tx.attempts.details(worker_id, placed_here))
+            report.assignment = Assignment(jobs or tx.attempts.details(worker_id, placed_here))
     return report

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from fastapi.responses import JSONResponse
 
 from taskyard.api.http import MAX_BODY
 from taskyard.api.http.errors import ApiError
@@ -20,6 +19,18 @@ class Settings:
     """Server settings (``taskyard serve`` options)."""
 
     max_body: int = MAX_BODY
+    """Largest body of a graph document (bytes); smaller routes have smaller limits
+    (:class:`taskyard.api.http.guard.BodyLimits`)."""
+    batch_body: int = 16 * 1024 * 1024
+    """Largest body of ``POST /api/v1/jobs/batch``."""
+    apply_body: int = 4 * 1024 * 1024
+    """Largest body of ``POST /api/v1/apply``."""
+    token_ttl: float = 1.0
+    """Seconds a token's row is believed (a revocation elsewhere takes this long)."""
+    auth_failures: int = 60
+    """Failed authentications a client address may make per minute (then 429)."""
+    trusted_hosts: tuple[str, ...] = ()
+    """``Host`` names answered (``*.example.com`` for subdomains); empty: any."""
     heartbeat: float = 15.0
     """Seconds between keep-alive comments on an idle event stream."""
     threads: int = 12
@@ -48,8 +59,9 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` for these error statuses, plus the ones every route has."""
     described = {400: "Not the API's schema", 401: "No valid token", 403: "Scope too low",
                  404: "Not found", 409: "Does not apply now", 413: "Body too large",
-                 422: "Refused by taskyard's validation", 500: "Server error"}
-    wanted = sorted({400, 401, 403, *statuses})
+                 415: "Body not JSON", 422: "Refused by taskyard's validation",
+                 429: "Too many failed authentications", 500: "Server error"}
+    wanted = sorted({400, 401, 403, 429, *statuses})
     return {s: {"model": ErrorOut, "description": described[s]} for s in wanted}
 
 
@@ -60,9 +72,3 @@ def parse_cursor(cursor: str | None) -> int | None:
     if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:
         raise ApiError(400, f"cursor: {cursor[:40]!r} is not a cursor this API gave")
     return int(cursor)
-
-
-def answer(data: Any, status: int = 200) -> JSONResponse:
-    """A JSON answer, sent as built: the records' ``to_json`` already gives the documented
-    shape, and re-validating a 100,000-job graph on its way out would take seconds."""
-    return JSONResponse(data, status_code=status)

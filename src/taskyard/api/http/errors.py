@@ -15,7 +15,7 @@ Status codes, decided once here:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -62,7 +62,11 @@ def _where(loc: tuple[Any, ...]) -> str:
 
 def validation_message(exc: RequestValidationError) -> str:
     """The first schema error as one line naming the field."""
-    errors = exc.errors()
+    return first_error(exc.errors())
+
+
+def first_error(errors: Sequence[Any]) -> str:
+    """The first of pydantic's errors as one line naming the field."""
     if not errors:
         return "invalid request"
     first = errors[0]

@@ -7,6 +7,10 @@ Everything that follows the event log — the SSE stream, ``taskyard events --fo
 woken by the ``events`` channel, which every transaction that writes events notifies
 (LISTEN/NOTIFY on PostgreSQL). A slow safety timeout covers the one case no write
 announces: events held back until an older transaction on the server ends.
+
+The listener runs only while someone waits: it stops :data:`LINGER` seconds after the
+last wait ended (a SQLite listener polls a shared-memory counter every millisecond while
+it runs: a server with no stream open must not), and starts again with the next wait.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +32,9 @@ log = logging.getLogger("taskyard.http")
 PAGE = 1000
 DEFAULT_POLL = 2.0
 """Seconds a wait lasts at most without a wake-up (see the module docstring)."""
+LINGER = 5.0
+"""Seconds the listener keeps listening after the last wait ended (streams reading
+between two waits, a client reconnecting, do not restart it each time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,8 @@ class EventFeed:
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
+        self._waits = 0
+        self._last_wait = time.monotonic()
 
     def cursor(self, after: EventCursor | int | None) -> EventCursor:
         """A cursor from what a client holds: a cursor, an event id, or None (start)."""
@@ -119,16 +129,19 @@ class EventFeed:
 
     def wait(self, timeout: float) -> bool:
         """Block until news may have come (True) or ``min(timeout, poll)`` passed (False)."""
-        self._ensure_thread()
-        with self._cond:
-            seen = self._generation
-            self._cond.wait_for(lambda: self._generation != seen or self._closed.is_set(),
-                                timeout=min(timeout, self.poll))
-            return self._generation != seen
+        self._begin_wait()
+        try:
+            with self._cond:
+                seen = self._generation
+                self._cond.wait_for(lambda: self._generation != seen or self._closed.is_set(),
+                                    timeout=min(timeout, self.poll))
+                return self._generation != seen
+        finally:
+            self._end_wait()
 
     async def wait_async(self, timeout: float) -> bool:
         """:meth:`wait` for asyncio tasks (the event loop is never blocked)."""
-        self._ensure_thread()
+        self._begin_wait()
         event = asyncio.Event()
         entry = (asyncio.get_running_loop(), event)
         self._waiters.add(entry)
@@ -138,6 +151,12 @@ class EventFeed:
             return event.is_set()
         finally:
             self._waiters.discard(entry)
+            self._end_wait()
+
+    @property
+    def listening(self) -> bool:
+        """Whether the listener thread runs (someone waits, or waited moments ago)."""
+        return self._thread is not None
 
     @property
     def closed(self) -> bool:
@@ -151,17 +170,31 @@ class EventFeed:
         if wait and self._thread is not None:
             self._thread.join(5)
 
-    def _ensure_thread(self) -> None:
-        if self._thread is None and not self._closed.is_set():
-            with self._cond:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._listen, name="event-feed",
-                                                    daemon=True)
-                    self._thread.start()
+    def _begin_wait(self) -> None:
+        with self._cond:
+            self._waits += 1
+            if self._thread is None and not self._closed.is_set():
+                self._thread = threading.Thread(target=self._listen, name="event-feed",
+                                                daemon=True)
+                self._thread.start()
+
+    def _end_wait(self) -> None:
+        with self._cond:
+            self._waits -= 1
+            self._last_wait = time.monotonic()
+
+    def _idle(self) -> bool:
+        """Nobody waits, nor has for :data:`LINGER` seconds: the thread ends (under the
+        lock, so that a wait beginning now starts a new one)."""
+        with self._cond:
+            if self._waits == 0 and time.monotonic() - self._last_wait > LINGER:
+                self._thread = None
+                return True
+            return False
 
     def _listen(self) -> None:
         listener: Listener | None = None
-        while not self._closed.is_set():
+        while not self._closed.is_set() and not self._idle():
             try:
                 if listener is None:
                     listener = self.store.listener("events")

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 
 from taskyard.api.http.auth import WRITE
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.routes_search import SearchQuery
 from taskyard.api.http.schemas import ID_MAX
 from taskyard.api.http.schemas_ops import BulkOut

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from taskyard.api.http.auth import READ, require
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import (
     HealthOut,
     OverviewOut,

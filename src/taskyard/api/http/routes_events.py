@@ -8,9 +8,10 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from taskyard.api.http.auth import READ
-from taskyard.api.http.context import FeedDep, answer, errors
+from taskyard.api.http.context import FeedDep, errors
 from taskyard.api.http.errors import ApiError
 from taskyard.api.http.feed import EventFilter
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import ID_MAX, EventListOut
 from taskyard.api.http.sse import event_stream
 from taskyard.store.transitions.events import EventCursor

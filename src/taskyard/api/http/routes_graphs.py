@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from taskyard.api.documents import check_duplicates, load_json_document
 from taskyard.api.http.auth import READ, WRITE
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
 from taskyard.api.http.errors import ApiError
+from taskyard.api.http.jsonio import OFF_LOOP, answer
 from taskyard.api.http.schemas import ID_MAX, EdgeListOut, GraphIn, GraphListOut, GraphOut
 from taskyard.api.http.views import graph_json, graphs_json
 from taskyard.api.yard import Yard
@@ -24,15 +25,23 @@ WithJobs = Annotated[bool, Query(description="Include the jobs (false for large 
 EDGES_MAX = 100_000
 
 
-def _graph(yard: Yard, graph_id: int, jobs: bool, status: int = 200) -> JSONResponse:
+def _graph(yard: Yard, graph_id: int, jobs: bool, status: int = 200) -> Response:
     return answer(graph_json(yard, yard.store.graphs.get(graph_id, jobs=jobs)), status)
 
 
 async def _document(request: Request) -> dict[str, Any]:
     """The body as a graph document. Parsed here, not by the framework: a label given
-    twice must be refused (naming it), not silently merged as JSON parsers do."""
+    twice must be refused (naming it), not silently merged as JSON parsers do; and a
+    large one (a 100,000-task graph is ~10 MB) is parsed on a thread."""
+    raw = await request.body()
+    if len(raw) > OFF_LOOP:
+        return await run_in_threadpool(_parse, raw)
+    return _parse(raw)
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
     try:
-        doc = load_json_document(await request.body())
+        doc = load_json_document(raw)
     except (ValueError, RecursionError) as exc:
         raise ApiError(400, f"body is not valid JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):

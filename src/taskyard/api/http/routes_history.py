@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from taskyard.api.http.auth import READ
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas_ops import HistoryOut
 from taskyard.core.durations import iso
 from taskyard.core.history import WINDOWS, Point, combine, series

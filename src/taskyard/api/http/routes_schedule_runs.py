@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 
 from taskyard.api.http.auth import WRITE
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import JobOut
 
 router = APIRouter(prefix="/api/v1/schedules", tags=["schedules"])

@@ -9,8 +9,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 
 from taskyard.api.http.auth import READ
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
 from taskyard.api.http.errors import ApiError
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import ID_MAX
 from taskyard.api.http.schemas_ops import JobSearchOut
 from taskyard.api.search import decode_position, encode_position, id_in_text, when_text

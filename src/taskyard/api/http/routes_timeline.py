@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 
 from taskyard.api.http.auth import READ
-from taskyard.api.http.context import YardDep, answer, errors
+from taskyard.api.http.context import YardDep, errors
+from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import ID_MAX
 from taskyard.api.http.schemas_ops import TimelineOut
 from taskyard.core.durations import iso

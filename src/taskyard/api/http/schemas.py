@@ -52,6 +52,13 @@ class JobIn(_In):
         "holder, `reject` refuses (409).")
 
 
+class JobBatchIn(_In):
+    """Jobs to submit together: all or none."""
+
+    jobs: list[JobIn] = Field(min_length=1, max_length=1000,
+                              description="1 to 1,000 jobs, each as for POST /api/v1/jobs.")
+
+
 class TaskTypeIn(BaseModel):
     """A task type: its ``name`` and the YAML fields of ``taskyard apply``."""
 
@@ -78,6 +85,8 @@ class ScheduleIn(_In):
 class TokenIn(_In):
     name: StrictStr
     scope: StrictStr = Field(description="read, write or admin.")
+    expires: Duration | None = Field(
+        default=None, description="Valid for this long (`30d`, seconds); none: until revoked.")
 
 
 class PruneIn(_In):
@@ -92,6 +101,18 @@ class GraphIn(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     tasks: dict[str, Json] = Field(description="Label → task (type, args, requires, ...).")
+
+
+def body_of(model: type[BaseModel]) -> dict[str, Any]:
+    """``openapi_extra`` documenting ``model`` as the JSON body of a route that reads its
+    body itself (:func:`taskyard.api.http.jsonio.read_model`); the schema is added to the
+    document's components (see ``openapi_document``)."""
+    REQUEST_MODELS[model.__name__] = model
+    return {"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
+
+
+REQUEST_MODELS: dict[str, type[BaseModel]] = {}
 
 
 # --- answers ----------------------------------------------------------------------------
@@ -151,6 +172,10 @@ class JobDetailOut(JobOut):
     why: list[str] = Field(description="Why it is not running yet, in words.")
     explain: list[ReasonOut]
     resolved_args: Json = Field(description="args with finished `$result` markers replaced.")
+
+
+class JobBatchOut(_Out):
+    items: list[JobOut] = Field(description="The jobs, in the order they were given.")
 
 
 class JobPageOut(_Out):
@@ -264,6 +289,7 @@ class TokenOut(_Out):
     created_at: str | None
     revoked: bool
     last_used_at: str | None
+    expires_at: str | None
 
 
 class TokenListOut(_Out):

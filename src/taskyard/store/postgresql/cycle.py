@@ -1,22 +1,28 @@
-"""PostgreSQL statements of the scheduling cycle that fold several reads or settings
-into one round trip (a cycle runs inline on every submit and completion: each round
-trip is part of a job's latency)."""
+"""PostgreSQL: the scheduling cycle's statements — its lock, its reads, the dispatch (the
+one statement that moves jobs pending → dispatched) and its end. Each folds several
+reads, writes or settings into one round trip: a cycle runs inline on every submit and
+report, and each round trip is part of a job's latency."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.model.records import loads
-from taskyard.store.cursor import Cursor, json_rows
-from taskyard.store.driver.maintenance import maintenance_checks
-from taskyard.store.driver.results import FIRST_PAGE
+from taskyard.store.cursor import Cursor, id_array, json_rows
+from taskyard.store.driver.cycle_params import (
+    CycleReads,
+    Dispatched,
+    FinishCycle,
+    Snapshot,
+    slices,
+)
+from taskyard.store.driver.params import EVENT_TYPES, Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
+from taskyard.store.portable.cycle import maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.rows import named, pg_row_set
-from taskyard.store.transitions.events import EVENT_TYPES
 
 ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
@@ -36,7 +42,7 @@ SNAPSHOT_TEXT = (
     f"GROUP BY worker_id, type, locks, {_ACTIVE}) AS a), "
     "(SELECT json_agg(json_build_array(name, max_queue_length, rate_limit) ORDER BY name) "
     "FROM task_types WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL))::text")
-"""SQL: the cycle's snapshot (:attr:`Ahead.snapshot`) as text (see :meth:`Ahead.of_row`)."""
+"""SQL: the cycle's snapshot (:class:`Snapshot`) as one JSON text."""
 # The cycle reads and writes jobs through their indexes only: no bitmap scans (see
 # LOCK_AHEAD) and no sequential scans. Before autovacuum has analysed a table that
 # just grew, a dispatch of a few hundred ids would otherwise be planned as a scan of the
@@ -79,7 +85,10 @@ _AHEAD_READS = (
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(p ORDER BY p) FROM lists "
     "WHERE p IS NOT NULL) END, "
     f"CASE WHEN {_ANY_WORKER} THEN (SELECT json_agg(json_build_array(id, type, priority, "
-    "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END")
+    "pools, cost, locks, rate_key) ORDER BY priority DESC, id) FROM first) END, "
+    # Whether the cycle's lock is ours (see HELD_SETTING): what the snapshot read then is
+    # a basis for a submit's decision (postgresql/jobs.py).
+    "current_setting('taskyard.cycle_held', true) = 'on'")
 MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("false", "%(grace)s"))
 """SQL: which maintenance steps have work (named parameter ``grace``)."""
 NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
@@ -125,50 +134,26 @@ NO_WORKER = f"{_GATE} AND NOT {_ANY_WORKER}"
 the gate as :data:`LOCK_IF_WORKERS`."""
 
 
-def lists_and_first_page(raw: Cursor, page: int) -> tuple[list[str], list[Any]]:
-    """The distinct pools lists of pending jobs (as CycleTx.pending_pool_lists), and the
-    rows of the first page of the first list (as CycleTx.candidates). Reading that page
-    when the first list has no room costs at most one page, which follows the free
-    capacity, not the backlog."""
+def read_pools_lists(raw: Cursor, page: int) -> tuple[list[str], list[Any]]:
+    """The distinct pools lists of pending jobs, and the rows of the first page of the
+    first list (as the candidates are read). Reading that page when the first list has
+    no room costs at most one page, which follows the free capacity, not the backlog."""
     lists, first = named(raw, _PENDING_LISTS, {"n": page})[0]
     return lists or [], first or []
 
 
-@dataclass(frozen=True, slots=True)
-class Ahead:
-    """A cycle's first reads, made before the cycle by the transaction that runs it (a
-    submit, whose insert statement tried the lock: :data:`LOCK_AHEAD`): whether the
-    global lock is ours and, when it is, the snapshot's rows, the pools lists and the
-    first page of the first list (``page`` rows at most), in one statement."""
+def read_cycle(raw: Cursor, page: int) -> tuple[Any, ...]:
+    """The cycle's first reads in one statement (with the lock ours, scans are off): the
+    row of :data:`_AHEAD_READS` (see :func:`reads_of_row`)."""
+    return named(raw, _AHEAD_READS, {"n": page})[0]
 
-    held: bool
-    snapshot: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
-    lists: list[str] = field(default_factory=list)
-    first: list[Any] = field(default_factory=list)
-    page: int = FIRST_PAGE
-    text: str | None = None
-    """The snapshot as read (:data:`SNAPSHOT_TEXT`)."""
 
-    @classmethod
-    def read(cls, raw: Cursor, held: bool, page: int = FIRST_PAGE) -> Ahead:
-        """The reads, in this transaction, if ``held`` (the lock is ours, taken with
-        :data:`LOCK_AHEAD`: bitmap scans are off for the candidate reads)."""
-        if not held:
-            return cls(False)
-        return cls.of_row(named(raw, _AHEAD_READS, {"n": page})[0], page)
-
-    def only_job(self) -> bool:
-        """Read after a submit's insert: that job is the only one pending."""
-        return len(self.lists) == 1 and len(self.first) == 1
-
-    @classmethod
-    def of_row(cls, row: Sequence[Any], page: int) -> Ahead:
-        """From the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`), read with
-        the lock ours."""
-        text, lists, first = row
-        workers, active, limits = loads(text)
-        return cls(True, (workers or [], active or [], limits or []), lists or [],
-                   first or [], page, text)
+def reads_of_row(row: Sequence[Any], page: int) -> CycleReads:
+    """The reads from the row of :data:`_AHEAD_READS` (or :data:`AHEAD_IF_HELD`)."""
+    text, lists, first, _ = row
+    workers, active, limits = loads(text)
+    return CycleReads(Snapshot(workers or [], active or [], limits or []), lists or [],
+                      first or [], page)
 
 
 def take_lock(raw: Cursor) -> bool:
@@ -177,9 +162,14 @@ def take_lock(raw: Cursor) -> bool:
     return bool(row and row[0])
 
 
-def finish(raw: Cursor, channels: Sequence[str]) -> None:
-    """Bitmap scans back on, and the wake-ups of ``channels``, in one statement."""
-    named(raw, _FINISH, {"channels": [pg_channel(c) for c in channels]})
+def finish(raw: Cursor, params: FinishCycle) -> None:
+    """Scans back on and the wake-ups, in one statement (a dispatch's wake-up, with the
+    jobs it carries, went with its statement)."""
+    if params.scans_off:
+        named(raw, _FINISH, {"channels": [pg_channel(c) for c in params.channels]})
+    elif params.channels:
+        named(raw, "SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c",
+              {"channels": [pg_channel(c) for c in params.channels]})
 
 
 # "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
@@ -215,22 +205,63 @@ DISPATCH_TAIL = (
     "(SELECT count(pg_notify(c, (SELECT COALESCE(body, '') FROM q))) "
     "FROM unnest(%(wake)s::text[]) AS c), (SELECT COALESCE(body, '') FROM q) FROM a")
 """What follows the jobs statement ``d`` of a dispatch (:data:`DISPATCH`)."""
+_AS_DECIDED = (
+    # A submit's own job, dispatched by the statement after its insert (``%(ids)s``
+    # NULL: the id the insert took) only while the decision it was placed by holds: the
+    # lock is ours, the job was inserted by this transaction, no other job is pending,
+    # no maintenance step has work, and the snapshot reads as the text ``%(basis)s``
+    # the decision was made from (see postgresql/jobs.py). A subquery is run once.
+    f"AND (%(basis)s::text IS NULL OR (current_setting('{HELD_SETTING}', true) = 'on' "
+    "AND jobs.xmin = pg_current_xact_id()::xid "
+    "AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.id <> jobs.id) "
+    f"AND {NO_MAINTENANCE} AND {SNAPSHOT_TEXT} = %(basis)s)) ")
+_NEW_JOB = "ARRAY[(SELECT currval(pg_get_serial_sequence('jobs', 'id')))]"
 DISPATCH = (
     "WITH d AS (UPDATE jobs SET state = 'dispatched', worker_id = %(w)s, "
-    "attempt = attempt + 1 WHERE id = ANY(%(ids)s::bigint[]) AND (state = 'pending') IS TRUE "
+    f"attempt = attempt + 1 WHERE id = ANY(COALESCE(%(ids)s::bigint[], {_NEW_JOB})) "
+    f"AND (state = 'pending') IS TRUE {_AS_DECIDED}"
     f"RETURNING {DISPATCHED_COLUMNS}), {DISPATCH_TAIL}")
+"""SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
+the worker's wake-up: the one statement that dispatches jobs."""
 
 
-def dispatch_params(ids: str, worker_id: int, name: str | None, wake: Sequence[str],
-                    events: list[tuple[Any, ...]] | None, *, last: bool) -> dict[str, Any]:
-    """Parameters of :data:`DISPATCH`: ``ids`` as ``Cursor.id_array``; jobs are carried in
-    the wake-up only for a few (a batch is read by the worker in one statement).
-    ``events``: the transaction's buffered events, written by this statement and so
-    taken out of the buffer (None: no buffer). ``last``: the cycle's last dispatch
-    statement (it turns the scans back on)."""
+def dispatch_params(ids: str | None, worker_id: int, name: str | None, wake: Sequence[str],
+                    events: list[Any], *, last: bool, basis: str | None = None,
+                    grace: float | None = None) -> dict[str, Any]:
+    """Parameters of :data:`DISPATCH`: ``ids`` as ``Cursor.id_array`` (None: the job the
+    statement before inserted, placed as decided from ``basis`` — see :data:`_AS_DECIDED`,
+    ``grace`` the timeouts' grace); jobs are carried in the wake-up only for a few (a
+    batch is read by the worker in one statement). ``events``: the unit's buffered
+    events, written by this statement and so taken out of the list. ``last``: the
+    cycle's last dispatch statement (scans back on)."""
     rows = json_rows(events) if events else "[]"
-    if events:
-        events.clear()
+    events.clear()
     return {"ids": ids, "w": worker_id, "name": name, "wake": list(wake),
-            "carry": ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES, "events": rows,
-            "last": last}
+            "carry": ids is None or ids.count(",") < CARRY_JOBS, "most": WAKEUP_BYTES,
+            "events": rows, "last": last, "basis": basis, "grace": grace}
+
+
+def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:
+    """The jobs, their new attempts, the worker's wake-up (carrying the jobs when they
+    are few), the unit's buffered events and, with the cycle's last statement, the
+    scans back on: one statement per slice of a worker's jobs (:data:`DISPATCH`)."""
+    done = Dispatched()
+    parts = {worker_id: slices(ids) for worker_id, ids in params.by_worker.items()}
+    statements = sum(map(len, parts.values()))
+    for worker_id, worker_parts in parts.items():
+        channel = f"worker.{worker_id}"
+        wake = [] if channel in params.quiet else [pg_channel(channel)]
+        for part in worker_parts:
+            statements -= 1
+            last = statements == 0 and params.scans_off
+            rows = named(raw, DISPATCH, dispatch_params(
+                id_array(part), worker_id, params.names.get(worker_id), wake, params.events,
+                last=last))
+            for job_id, *_ in rows:
+                done.placed.append(job_id)
+                done.per_worker.setdefault(worker_id, []).append(job_id)
+            if rows:
+                done.wakeups.setdefault(worker_id, []).append(rows[0][-1])
+                done.scans_on = done.scans_on or last
+                done.woken.update([channel] if wake else [])
+    return done

@@ -1,51 +1,51 @@
-"""PostgreSQL, the distributed engine: what differs from SQLite, in one object.
+"""PostgreSQL, the distributed engine: its driver.
 
-psycopg 3, whatever driver-less URL the user wrote. Writers run concurrently and
-guard themselves with row locks (``FOR UPDATE``, ``FOR NO KEY UPDATE``, ``SKIP
-LOCKED``) and transaction-scoped advisory locks (the cycle's, prerequisites');
-LISTEN/NOTIFY wakes listeners on commit; references are checked per statement
-(pg_references); the hot paths fold round trips into single statements (pg_paths,
-pg_cycle, pg_submit).
+psycopg 3, whatever driver-less URL the user wrote. Writers run concurrently and guard
+themselves with row locks (``FOR UPDATE``, ``FOR NO KEY UPDATE``, ``SKIP LOCKED``) and
+transaction-scoped advisory locks (the cycle's, prerequisites'); LISTEN/NOTIFY wakes
+listeners on commit; references are checked per statement (postgresql/references.py);
+the hot paths fold round trips into single statements (jobs, cycle, attempts, events).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
-    BigInteger,
-    ColumnElement,
     Connection,
     Engine,
-    Table,
-    any_,
-    func,
-    literal,
 )
-from sqlalchemy.dialects.postgresql import Insert
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.sql import Select
 
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver import wakeup_payloads as wakeup_jobs
-from taskyard.store.postgresql import cycle as pg_cycle
-from taskyard.store.postgresql import foreseen as pg_foreseen
-from taskyard.store.postgresql import hot_paths as pg_paths
+from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle
+from taskyard.store.driver.params import (
+    AgePending,
+    EndUnit,
+    InsertedJobs,
+    InsertJobs,
+    ReadKeyHolders,
+    ReadPriorRuns,
+    RegisterWorker,
+)
+from taskyard.store.driver.type_cache import TypeCache
+from taskyard.store.portable import SharedTransitions, submissions, upkeep
+from taskyard.store.portable import cycle as portable_cycle
+from taskyard.store.portable import schedules as portable_schedules
+from taskyard.store.portable import workers as portable_workers
+from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
-from taskyard.store.postgresql import placed as pg_placed
-from taskyard.store.postgresql import rows as pg_rows
-from taskyard.store.postgresql import submit as pg_submit
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
-from taskyard.store.postgresql.lane import Lane
 from taskyard.store.postgresql.listen import PgListener, pg_channel
 
 
-class PostgresDriver:
+class PostgresDriver(SharedTransitions):
     """PostgreSQL's side of every difference between the backends."""
 
     name = "postgresql"
@@ -53,8 +53,8 @@ class PostgresDriver:
     writes_one_at_a_time = False
     pending_index = ""
     lock_scans_off = True
+    """The cycle's lock statement turns bitmap and sequential scans off (cycle.LOCK_AHEAD)."""
     keeps_cursors = True
-    """The cycle's lock statement turns bitmap and sequential scans off (pg_cycle.LOCK_AHEAD)."""
     row_lock = " FOR NO KEY UPDATE"
     """The lock an UPDATE of non-key columns takes: taken ahead by a read that decides
     the update (a concurrent writer of the same rows waits for our commit)."""
@@ -62,11 +62,18 @@ class PostgresDriver:
     def __init__(self, url: str) -> None:
         self.url = url
         self._engines: dict[str, Engine] = {}
-        """Engines besides the store's: the one over borrowed connections (pg_join)."""
-        self._lane = Lane()
+        """Engines besides the store's: the one over borrowed connections (join.py)."""
+        self._types = TypeCache()
+        self._shortcuts = jobs.Shortcuts()
+        """The guesses of a lone submit's shortcuts (see postgresql/jobs.py)."""
+        self._page = FIRST_PAGE
+        """How many candidates a cycle's first reads take: the page the last cycle here
+        wanted (read ahead with the snapshot, before the cycle knows its room). A guess
+        shared by the store's threads, each reading and replacing a whole int: any value
+        is correct, a cycle that needs more reads the next pages."""
         schema.add_postgresql_predicates()
 
-    # -- engine and transactions ---------------------------------------------------------
+    # -- engine and units of work --------------------------------------------------------
 
     def now_sql(self, clock: MovableClock | None) -> str:
         return NOW_SQL if clock is None else MOVED_NOW_SQL
@@ -86,53 +93,61 @@ class PostgresDriver:
         """Reads that need no snapshot shared between their statements (each sees what
         is committed when it runs): in autocommit, with no ``BEGIN`` and ``COMMIT``
         round trips — for a worker's wake-up path."""
-        with engine.connect() as raw:
-            yield raw.execution_options(isolation_level="AUTOCOMMIT")
-
-    def alone(self, engine: Engine,
-              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
-        """A connection in autocommit for a unit of one statement: the dialect's lane
-        (pg_lane), kept in autocommit between units, when no other thread has it."""
-        return self._lane.take(engine, clock)
+        with engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def join(self, connection: Any,
              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
-        """A unit of work's connection inside the caller's transaction (see pg_join)."""
+        """A unit of work's connection inside the caller's transaction (see join.py)."""
         return pg_join.join(self._engines, self.url, connection, clock)
 
-    @contextlib.contextmanager
-    def cycle_lock(self, raw: Cursor | None) -> Iterator[bool]:
-        """The global lock: a transaction-scoped advisory lock, released on commit,
-        rollback or a lost connection. Waiting for a row lock (held by a frozen
-        transaction) must not keep it for long: the cycle fails instead, and the next
-        one retries (the lock statement sets the timeout, see pg_cycle.LOCK_AHEAD)."""
-        assert raw is not None
-        yield pg_cycle.take_lock(raw)
+    def end_unit(self, raw: Cursor, params: EndUnit) -> None:
+        events.end_unit(raw, params)
 
     def close(self) -> None:
-        """The lane's connection back to the pool; engines of borrowed connections hold
-        none of their own."""
-        self._lane.close()
+        """Engines of borrowed connections hold none of their own."""
         for engine in self._engines.values():
             engine.dispose()
         self._engines.clear()
 
     # -- locks and wake-ups --------------------------------------------------------------
 
-    def serialize_on(self, raw: Cursor, key: str) -> None:
+    @contextlib.contextmanager
+    def cycle_lock(self, raw: Cursor | None) -> Iterator[bool]:
+        """The global lock: a transaction-scoped advisory lock, released on commit,
+        rollback or a lost connection. Waiting for a row lock (held by a frozen
+        transaction) must not keep it for long: the cycle fails instead, and the next
+        one retries (the lock statement sets the timeout, see cycle.LOCK_AHEAD)."""
+        assert raw is not None
+        yield cycle.take_lock(raw)
+
+    def read_key_holders(self, raw: Cursor,
+                         params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:
+        """The holders of unique keys (portable/submissions.py), read once every key is
+        locked for the transaction (an advisory lock each, in sorted order: two batches
+        never wait for each other), so that of two concurrent submitters one commits its
+        job before the other looks. In a caller's own transaction the reads must see what
+        committed after the locks were taken: READ COMMITTED."""
+        if params.joined:
+            row = raw.first("SELECT current_setting('transaction_isolation')")
+            if row is None or row[0] != "read committed":
+                raise InvalidInput("unique_key: the transaction must be READ COMMITTED (a "
+                                   "snapshot taken before the key's lock would not see its "
+                                   "holder)")
+        for type_name, key in sorted({(t, k) for t, k, _ in params.keys}):
+            self._serialize(raw, json.dumps(["taskyard.unique", type_name, key]))
+        return submissions.key_holders(raw, params)
+
+    def read_prior_runs(self, raw: Cursor, params: ReadPriorRuns) -> list[tuple[Any, ...]]:
+        """A prerequisite's runs (portable/submissions.py), once concurrent launches that
+        need the same one serialise on it."""
+        self._serialize(raw, f"prereq:{params.type}:{params.args}")
+        return submissions.prior_runs(raw, params)
+
+    @staticmethod
+    def _serialize(raw: Cursor, key: str) -> None:
         """Transactions serialising on ``key`` run one after the other (until commit)."""
         raw.all("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
-
-    def sees_commits_after_lock(self, raw: Cursor) -> bool:
-        """Does each statement see what committed before it (READ COMMITTED), so that a
-        read made after :meth:`serialize_on` sees what the lock's last holder wrote?"""
-        row = raw.first("SELECT current_setting('transaction_isolation')")
-        return row is not None and row[0] == "read committed"
-
-    def lock_rows(self, query: Select[Any], *, shared: bool = False,
-                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
-        """``FOR UPDATE`` (``FOR SHARE`` with ``shared``) on the rows ``query`` reads."""
-        return query.with_for_update(read=shared, skip_locked=skip_locked, of=of)
 
     def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
         """NOTIFY each channel; delivered when the transaction commits."""
@@ -142,83 +157,92 @@ class PostgresDriver:
     def listener(self, channel: str) -> PgListener:
         return PgListener(self.url, channel)
 
-    jobs_in_wakeups = staticmethod(wakeup_jobs.jobs_in_wakeups)
-    submit_foreseen = staticmethod(pg_foreseen.submit_foreseen)
+    def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None:
+        """The worker joins (portable/workers.py), first waiting at the worker gate, before
+        anything is written: for the submits that may have found no live worker to commit,
+        and holding later ones until it has (see schema/services.py:worker_gate). They
+        never wait for what it holds (no deadlock)."""
+        raw.run(cycle.PASS_GATE)
+        return portable_workers.insert_worker(raw, params)
 
-    # -- SQL building blocks -------------------------------------------------------------
+    # -- what the unit's cursor renders for this backend --------------------------------
 
-    def upsert(self, table: Table) -> Insert:
-        return pg_insert(table)
+    member = staticmethod(rows.member)
 
-    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]:
-        """PostgreSQL rounds on CAST: floor first."""
-        return func.floor(value)
+    # -- jobs ----------------------------------------------------------------------------
 
-    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
-        """One array parameter rather than an expanded IN list (500 placeholders per
-        statement cost the client more than the server)."""
-        return column == any_(literal(list(ids), ARRAY(BigInteger)))
+    def task_type(self, raw: Cursor, name: str) -> tuple[Any, TaskTypeSpec] | None:
+        """Type ``name`` as the driver keeps it for one-job submits, with its version."""
+        return self._types.get(name, lambda: jobs.read_task_type(raw, name))
 
-    member = staticmethod(pg_rows.member)
-    row_set = staticmethod(pg_rows.row_set)
-    insert_rows = staticmethod(pg_rows.insert_rows)
+    def forget_task_type(self, name: str) -> None:
+        """Type ``name`` changed since it was kept: read it again next time."""
+        self._types.forget(name)
 
-    # -- hot paths -----------------------------------------------------------------------
+    def insert_jobs(self, raw: Cursor, params: InsertJobs) -> InsertedJobs:
+        return jobs.insert_jobs(raw, params, self._page, self._shortcuts)
 
-    insert_edges = staticmethod(pg_paths.insert_edges)
-    insert_jobs = staticmethod(pg_paths.insert_jobs)
-    end_attempts = staticmethod(pg_paths.end_attempts)
-    placed_here = staticmethod(pg_paths.placed_here)
-    dispatch = staticmethod(pg_paths.dispatch)
-    pools_lists = staticmethod(pg_paths.pools_lists)
-    insert_events = staticmethod(pg_paths.insert_events)
-    events_after = staticmethod(pg_paths.events_after)
-    events_last = staticmethod(pg_paths.events_last)
-    event_cursor = staticmethod(pg_paths.event_cursor)
-    submit_one = staticmethod(pg_submit.submit_one)
-    submit_looking = staticmethod(pg_placed.look)
+    live_worker = staticmethod(jobs.live_worker)
+    insert_edges = staticmethod(jobs.insert_edges)
 
-    submits_alone = True
-    """A single submit is one statement, which can run in autocommit (Store.alone)."""
+    # -- attempts ------------------------------------------------------------------------
 
-    def worth_a_cycle(self, raw: Cursor) -> bool:
-        """Assumed (no statement): a single submit's insert tells without a round trip
-        of its own (pg_cycle.LOCK_IF_WORKERS); a batch runs the cycle as it always did."""
-        return True
+    start_attempts = staticmethod(attempts.start_attempts)
+    end_attempts = staticmethod(attempts.end_attempts)
+    set_prefetch = staticmethod(attempts.set_prefetch)
+    placed_here = staticmethod(attempts.placed_here)
+    job_details = staticmethod(attempts.job_details)
 
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """A registering worker, first in its transaction: wait for the submits that
-        may have found no live worker to commit, and hold later ones until ours has
-        (see schema_service.worker_gate)."""
-        raw.run(pg_cycle.PASS_GATE)
+    # -- the cycle -----------------------------------------------------------------------
 
-    def read_ahead(self, raw: Cursor, held: bool, page: int) -> pg_cycle.Ahead:
-        """The cycle's first reads, in the transaction that tried its lock."""
-        return pg_cycle.Ahead.read(raw, held, page)
+    def read_cycle(self, raw: Cursor) -> CycleReads:
+        row = cycle.read_cycle(raw, self._page)
+        reads = cycle.reads_of_row(row, self._page)
+        if row[-1]:  # read under the cycle's lock: a basis for a submit's decision
+            self._shortcuts.learn(reads, row[0])
+        return reads
+
+    def read_pools_lists(self, raw: Cursor, page: int) -> tuple[list[str], list[Any] | None]:
+        return cycle.read_pools_lists(raw, page)
 
     def scans_off(self, raw: Cursor) -> bool:
-        """No bitmap or sequential scans for the candidate reads (see pg_cycle.SCANS_OFF):
+        """No bitmap or sequential scans for the candidate reads (see cycle.SCANS_OFF):
         after a burst of submissions, before autovacuum has analysed the table, the
         planner believes few jobs are pending and reads all of them (0.4 s at 1M
         pending) instead of the first few in index order (0.1 ms). Transaction-local."""
-        raw.run(f"SELECT {pg_cycle.SCANS_OFF}")
+        raw.run(f"SELECT {cycle.SCANS_OFF}")
         return True
 
     def restore_planner(self, raw: Cursor) -> None:
-        raw.run(f"SELECT {pg_cycle.SCANS_ON}")
+        raw.run(f"SELECT {cycle.SCANS_ON}")
 
     def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
-        """Which maintenance steps have work (see maintenance_sql), in one statement."""
+        """Which maintenance steps have work (see portable/cycle.py), in one statement."""
         expired, overdue, suspended, due = (
-            bool(v) for v in pg_rows.named(raw, pg_cycle.MAINTENANCE_WORK, {"grace": grace})[0])
+            bool(v) for v in rows.named(raw, cycle.MAINTENANCE_WORK, {"grace": grace})[0])
         return expired, overdue, suspended, due
 
-    def finish_cycle(self, raw: Cursor, channels: Sequence[str], scans_off: bool,
-                     carried: Mapping[str, str]) -> None:
-        """Scans back on, and the wake-ups, in one statement (a dispatch's wake-up, with
-        the jobs it carries, went with its statement: ``carried`` is not needed)."""
-        if scans_off:
-            pg_cycle.finish(raw, channels)
-        elif channels:
-            self.notify(raw, channels)
+    read_candidates = staticmethod(portable_cycle.read_candidates)
+    dispatch = staticmethod(cycle.dispatch)
 
+    def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
+        cycle.finish(raw, params)
+        self._page = params.page
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int:
+        """Anti-starvation aging (portable/upkeep.py); PostgreSQL rounds on CAST: floor first."""
+        return upkeep.age_pending(raw, params, floor="floor({})")
+
+    def read_due_schedules(self, raw: Cursor, limit: int,
+                           at: float | None) -> list[dict[str, Any]]:
+        """Due schedules (portable/schedules.py): concurrent schedulers share the due
+        schedules instead of queueing on them (SKIP LOCKED)."""
+        return portable_schedules.read_due(raw, limit, at, false="false",
+                                           lock=" FOR UPDATE OF s SKIP LOCKED")
+
+    # -- the event log -------------------------------------------------------------------
+
+    write_events = staticmethod(events.write_events)
+    events_after = staticmethod(events.events_after)
+    events_last = staticmethod(events.events_last)
+    event_cursor = staticmethod(events.event_cursor)

@@ -12,19 +12,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from taskyard.store.cursor import Cursor, id_array, json_rows
+from taskyard.store.cursor import Cursor, id_array
 
 
 def pg_row_set(types: Sequence[str], param: str) -> str:
     """A row set from the JSON array of arrays in the named parameter ``param``."""
     fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
     return f"SELECT {fields} FROM json_array_elements(%({param})s::json) AS e"
-
-
-@functools.lru_cache(maxsize=64)
-def _rows(types: tuple[str, ...]) -> str:
-    fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
-    return f"SELECT {fields} FROM json_array_elements(?::json) AS e"
 
 
 @functools.lru_cache(maxsize=128)
@@ -49,22 +43,19 @@ def named(raw: Cursor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]
 
 
 def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
-              transaction: bool = False) -> list[list[tuple[Any, ...]]]:
+              commit: bool = False) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline (with the transaction's
     ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
-    each once the one before has ended. Each one's rows. ``transaction``: the
-    statements are a transaction of their own, ``BEGIN`` before and ``COMMIT`` after
-    them in the same round trip (on a connection in autocommit); an error in one ends
-    it with nothing written (the server skips the rest, ``COMMIT`` included)."""
-    cursors = (raw.cursor, *(raw.spare(n) for n in range(1, len(statements))))
+    each once the one before has ended. Each one's rows. ``commit``: the transaction's
+    ``COMMIT`` follows them in the same round trip; an error in one ends it with nothing
+    written (the server skips the rest, ``COMMIT`` included)."""
+    cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
     with raw.dbapi.pipeline():
-        if transaction:
-            raw.spare(len(statements)).execute("BEGIN")
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             text = _named(sql, raw.now_sql)
             cursor.execute(text, {name: params[name] for name in _uses(text)})
-        if transaction:
-            raw.spare(len(statements) + 1).execute("COMMIT")
+        if commit:
+            raw.pipelined(len(statements)).execute("COMMIT")
     return [list(c.fetchall()) if c.description else [] for c in cursors]
 
 
@@ -82,23 +73,3 @@ def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
     if all(isinstance(i, int) for i in ids):  # ids: an array literal is cheapest
         return f"{column} = ANY(?::bigint[])", [id_array(ids)]
     return f"{column} = ANY(?)", [list(ids)]
-
-
-def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
-            tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
-    pk: list[Any] = []
-    if key:
-        sql = sql.replace("{key}", f"{key} = ANY(?::bigint[]) AND")
-        pk = [id_array(r[0] for r in rows)]
-    else:
-        sql = sql.replace("{key}", "")
-    text = raw.sql(sql.replace("{rows}", _rows(tuple(types))))
-    raw.cursor.execute(text, [json_rows(rows), *pk, *tail])
-    return list(raw.cursor.fetchall()) if raw.cursor.description else []
-
-
-def insert_rows(raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
-                types: Sequence[str]) -> None:
-    names = ", ".join(f"c{i + 1}" for i in range(len(types)))
-    row_set(raw, f"{head} SELECT {columns} FROM ({{rows}}) AS r({names})", rows, types,
-            tail=(), key="")

@@ -6,18 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from taskyard.core.placement import Candidate
 from taskyard.core.states import TERMINAL
 from taskyard.model.errors import NotFound
-from taskyard.store import schema as t
-from taskyard.store.transitions.candidates import pools_of, to_candidates
+from taskyard.store.driver.planning import pools_of, to_candidates
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_J, _D = t.jobs, t.dependencies
+_ENDED = ", ".join(f"'{s}'" for s in sorted(TERMINAL))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +46,8 @@ class OpenParent:
 def job_place(tx: Tx, job_id: int) -> JobPlace:
     """The job's state, due time, pools and placement fields (NotFound if there is
     no such job)."""
-    row = tx.conn.execute(
-        select(_J.c.state, _J.c.run_after, _J.c.pools, tx.now, _J.c.type, _J.c.rate_key,
-               _J.c.priority, _J.c.cost, _J.c.locks)
-        .where(_J.c.id == job_id)
-    ).first()
+    row = tx.raw.first("SELECT state, run_after, pools, {now}, type, rate_key, priority, "
+                       "cost, locks FROM jobs WHERE id = ?", (job_id,))
     if row is None:
         raise NotFound(f"no job {job_id}")
     (candidate,) = to_candidates([(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])
@@ -62,8 +56,7 @@ def job_place(tx: Tx, job_id: int) -> JobPlace:
 
 def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
     """The jobs ``job_id`` waits for that have not ended, oldest first."""
-    return [OpenParent(*r) for r in tx.conn.execute(
-        select(_J.c.id, _J.c.label, _J.c.type, _J.c.state, _D.c.condition)
-        .join(_D, _D.c.requires_id == _J.c.id)
-        .where(_D.c.job_id == job_id, _J.c.state.not_in(TERMINAL))
-        .order_by(_J.c.id))]
+    return [OpenParent(*r) for r in tx.raw.all(
+        "SELECT j.id, j.label, j.type, j.state, d.condition FROM jobs j "
+        "JOIN dependencies d ON d.requires_id = j.id "
+        f"WHERE d.job_id = ? AND j.state NOT IN ({_ENDED}) ORDER BY j.id", (job_id,))]

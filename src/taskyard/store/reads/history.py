@@ -12,15 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import or_, select
-
 from taskyard.model.records import loads
-from taskyard.store import schema as t
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store
 
-_J, _A, _D, _W, _T = t.jobs, t.attempts, t.dependencies, t.workers, t.task_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,53 +75,50 @@ class History:
     queue_limits: dict[str, int]
 
 
+_JOB_NAMES = ("id", "type", "state", "priority", "base_priority", "pools", "cost", "locks",
+              "retries", "retry_delay", "retry_backoff", "retry_max_delay", "timeout",
+              "max_worker_losses", "convergence", "graph_id", "label", "created_at",
+              "started_at", "finished_at")
+
+
 def read_history(store: Store, since_seconds: float) -> History:
     """Jobs created in the last ``since_seconds`` (by the database clock), in id order,
     with their attempts and edges; the workers alive at some point of that window."""
     with store.read() as tx:
-        conn = tx.conn
-        now = float(conn.execute(select(store.now_expr)).scalar_one())
+        raw = tx.raw
+        now = tx.driver.read_now(raw)
         since = now - since_seconds
-        window = _J.c.created_at >= since
         attempts: dict[int, list[HistoricAttempt]] = defaultdict(list)
-        for job_id, *fields in conn.execute(
-                select(_A.c.job_id, _A.c.attempt, _A.c.state, _A.c.started_at,
-                       _A.c.finished_at)
-                .select_from(_A.join(_J, _J.c.id == _A.c.job_id)).where(window)
-                .order_by(_A.c.job_id, _A.c.attempt)):
+        for job_id, *fields in raw.all(
+                "SELECT a.job_id, a.attempt, a.state, a.started_at, a.finished_at "
+                "FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.created_at >= ? "
+                "ORDER BY a.job_id, a.attempt", (since,)):
             attempts[job_id].append(HistoricAttempt(*fields))
         edges: dict[int, list[tuple[int, str]]] = defaultdict(list)
-        for job_id, parent, condition in conn.execute(
-                select(_D.c.job_id, _D.c.requires_id, _D.c.condition)
-                .select_from(_D.join(_J, _J.c.id == _D.c.job_id)).where(window)
-                .order_by(_D.c.job_id, _D.c.requires_id)):
+        for job_id, parent, condition in raw.all(
+                "SELECT d.job_id, d.requires_id, d.condition FROM dependencies d "
+                "JOIN jobs j ON j.id = d.job_id WHERE j.created_at >= ? "
+                "ORDER BY d.job_id, d.requires_id", (since,)):
             edges[job_id].append((parent, condition))
         jobs = tuple(
             HistoricJob(
-                r.id, r.type, r.state,
-                r.priority if r.base_priority is None else r.base_priority,
-                tuple(loads(r.pools)), r.cost, tuple(loads(r.locks)), r.retries,
-                r.retry_delay, r.retry_backoff, r.retry_max_delay, r.timeout,
-                r.max_worker_losses, r.convergence, r.graph_id, r.label, r.created_at,
-                r.started_at, r.finished_at, tuple(attempts.get(r.id, ())),
-                tuple(edges.get(r.id, ())))
-            for r in conn.execute(select(
-                _J.c.id, _J.c.type, _J.c.state, _J.c.priority, _J.c.base_priority,
-                _J.c.pools, _J.c.cost, _J.c.locks, _J.c.retries, _J.c.retry_delay,
-                _J.c.retry_backoff, _J.c.retry_max_delay, _J.c.timeout,
-                _J.c.max_worker_losses, _J.c.convergence, _J.c.graph_id, _J.c.label,
-                _J.c.created_at, _J.c.started_at, _J.c.finished_at,
-            ).where(window).order_by(_J.c.id)))
+                m["id"], m["type"], m["state"],
+                m["priority"] if m["base_priority"] is None else m["base_priority"],
+                tuple(loads(m["pools"])), m["cost"], tuple(loads(m["locks"])), m["retries"],
+                m["retry_delay"], m["retry_backoff"], m["retry_max_delay"], m["timeout"],
+                m["max_worker_losses"], m["convergence"], m["graph_id"], m["label"],
+                m["created_at"], m["started_at"], m["finished_at"],
+                tuple(attempts.get(m["id"], ())), tuple(edges.get(m["id"], ())))
+            for m in (dict(zip(_JOB_NAMES, row, strict=True)) for row in raw.all(
+                f"SELECT {', '.join(_JOB_NAMES)} FROM jobs WHERE created_at >= ? ORDER BY id",
+                (since,))))
         workers = tuple(
-            HistoricWorker(r.name, tuple(loads(r.pools)), r.capacity, r.started_at,
-                           r.stopped_at)
-            for r in conn.execute(
-                select(_W.c.name, _W.c.pools, _W.c.capacity, _W.c.started_at,
-                       _W.c.stopped_at)
-                .where(_W.c.started_at <= now,
-                       or_(_W.c.stopped_at.is_(None), _W.c.stopped_at >= since))
-                .order_by(_W.c.id)))
-        limits = {name: int(n) for name, n in conn.execute(
-            select(_T.c.name, _T.c.max_queue_length)
-            .where(_T.c.max_queue_length.is_not(None)))}
+            HistoricWorker(name, tuple(loads(pools)), capacity, started, stopped)
+            for name, pools, capacity, started, stopped in raw.all(
+                "SELECT name, pools, capacity, started_at, stopped_at FROM workers "
+                "WHERE started_at <= ? AND (stopped_at IS NULL OR stopped_at >= ?) "
+                "ORDER BY id", (now, since)))
+        limits = {name: int(n) for name, n in raw.all(
+            "SELECT name, max_queue_length FROM task_types "
+            "WHERE max_queue_length IS NOT NULL")}
     return History(now, since, jobs, workers, limits)

@@ -1,29 +1,33 @@
 """Reads for the HTTP API and the dashboard: jobs page by page, a graph's shape and counts.
 
-Functions over a :class:`~taskyard.store.Store` (read-only), so that they can move onto
-the storage seam as they are. Pages use a keyset on the job id: a page costs what it
-returns, however deep in the list it is, and jobs created meanwhile never shift it.
+Functions over a :class:`~taskyard.store.Store` (read-only), in SQL text both backends
+run as written (the jobs through the driver's read). Pages use a keyset on the job id: a
+page costs what it returns, however deep in the list it is, and jobs created meanwhile
+never shift it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
-
 from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
-from taskyard.model.records import JSON, JobRecord, loads
-from taskyard.store import schema as t
+from taskyard.model.records import JSON, AttemptRecord, JobRecord, StageRecord, loads
+from taskyard.store.driver.params import ReadJobs
+from taskyard.store.portable.job_reads import (
+    mapped,
+    read_attempts_in,
+    read_jobs_in,
+    read_stages_in,
+)
 from taskyard.store.reads.job_search import JobQuery, Position, search_jobs
-from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, to_record
+from taskyard.store.schema.job_rows import attempt_record, to_record
 
 if TYPE_CHECKING:
     from taskyard.store import Store
 
-_J, _D = t.jobs, t.dependencies
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,21 +55,37 @@ def list_job_page(store: Store, *, state: str | None = None, type: str | None = 
                                            sort="created" if oldest_first else "-created"),
                            after=None if after is None else Position(after), limit=limit)
         return JobPage(page.items, None if page.next is None else page.next.id)
-    order = _J.c.id.asc() if oldest_first else _J.c.id.desc()
-    query = select(*JOB_COLUMNS).select_from(JOB_FROM).order_by(order).limit(limit + 1)
-    if state is not None:
-        query = query.where(_J.c.state == state)
-    if type is not None:
-        query = query.where(_J.c.type == type)
-    if graph_id is not None:
-        query = query.where(_J.c.graph_id == graph_id)
-    if after is not None:
-        query = query.where(_J.c.id > after if oldest_first else _J.c.id < after)
     with store.read() as tx:
-        conn = tx.conn
-        rows = conn.execute(query).all()
-    items = [to_record(r) for r in rows[:limit]]
+        rows = tx.driver.read_jobs(tx.raw, ReadJobs(
+            graph_id=graph_id, state=state, type=type, newest_first=not oldest_first,
+            limit=limit + 1, after=after))
+    items = [to_record(mapped(r)) for r in rows[:limit]]
     return JobPage(items, items[-1].id if len(rows) > limit else None)
+
+
+def jobs_by_id(store: Store, ids: Sequence[int]) -> dict[int, JobRecord]:
+    """The jobs with these ids, each with its attempts and stages, as :meth:`Jobs.get`
+    gives one — what the answer to a group of submits reads: one statement while none
+    of them has had an attempt (new jobs), three otherwise."""
+    if not ids:
+        return {}
+    # A read transaction, not read_each's autocommit: switching a pooled PostgreSQL
+    # connection to autocommit and back costs more than BEGIN and COMMIT (0.99 -> 0.77 ms
+    # a group of 4, wall).
+    with store.read() as tx:
+        rows = read_jobs_in(tx.raw, sorted(set(ids)))
+        begun = [int(r["id"]) for r in rows if r["attempt"] > 0]
+        tries: dict[int, list[AttemptRecord]] = {}
+        stages: dict[int, list[StageRecord]] = {}
+        if begun:
+            for a in read_attempts_in(tx.raw, begun):
+                tries.setdefault(int(a["job_id"]), []).append(attempt_record(mapped(a)))
+            for job_id, attempt, name, seq, state, started, finished, result in (
+                    read_stages_in(tx.raw, begun)):
+                stages.setdefault(int(job_id), []).append(StageRecord(
+                    attempt, name, seq, state, started, finished, loads(result)))
+    return {int(r["id"]): to_record(mapped(r), tries.get(int(r["id"]), ()),
+                                    stages.get(int(r["id"]), ())) for r in rows}
 
 
 def states_by_graph(store: Store, graph_ids: Iterable[int]) -> dict[int, dict[str, int]]:
@@ -75,11 +95,11 @@ def states_by_graph(store: Store, graph_ids: Iterable[int]) -> dict[int, dict[st
     found: dict[int, dict[str, int]] = {g: {} for g in wanted}
     if not wanted:
         return found
-    query = (select(_J.c.graph_id, _J.c.state, func.count()).where(_J.c.graph_id.in_(wanted))
-             .group_by(_J.c.graph_id, _J.c.state))
     with store.read() as tx:
-        conn = tx.conn
-        for graph_id, state, n in conn.execute(query):
+        which, params = tx.raw.member("graph_id", wanted)
+        for graph_id, state, n in tx.raw.all(
+                f"SELECT graph_id, state, COUNT(*) FROM jobs WHERE {which} "
+                "GROUP BY graph_id, state", params):
             found[int(graph_id)][state] = int(n)
     return found
 
@@ -87,12 +107,11 @@ def states_by_graph(store: Store, graph_ids: Iterable[int]) -> dict[int, dict[st
 def graph_edges(store: Store, graph_id: int, *, limit: int) -> list[tuple[int, int, str]]:
     """The graph's ``requires`` edges as (job id, required job id, condition), at most
     ``limit`` of them; edges to a prerequisite outside the graph are included."""
-    query = (select(_D.c.job_id, _D.c.requires_id, _D.c.condition)
-             .join(_J, _J.c.id == _D.c.job_id).where(_J.c.graph_id == graph_id)
-             .order_by(_D.c.job_id, _D.c.requires_id).limit(limit))
     with store.read() as tx:
-        conn = tx.conn
-        return [(int(a), int(b), str(c)) for a, b, c in conn.execute(query)]
+        return [(int(a), int(b), str(c)) for a, b, c in tx.raw.all(
+            "SELECT d.job_id, d.requires_id, d.condition FROM dependencies d "
+            "JOIN jobs j ON j.id = d.job_id WHERE j.graph_id = ? "
+            "ORDER BY d.job_id, d.requires_id LIMIT ?", (graph_id, limit))]
 
 
 def succeeded_results(store: Store, graph_id: int, labels: Iterable[str]) -> dict[str, JSON]:
@@ -101,8 +120,8 @@ def succeeded_results(store: Store, graph_id: int, labels: Iterable[str]) -> dic
     wanted = sorted(set(labels))
     if not wanted:
         return {}
-    query = select(_J.c.label, _J.c.result).where(
-        _J.c.graph_id == graph_id, _J.c.label.in_(wanted), _J.c.state == JobState.SUCCEEDED)
     with store.read() as tx:
-        conn = tx.conn
-        return {str(label): loads(result) for label, result in conn.execute(query)}
+        which, params = tx.raw.member("label", wanted)
+        return {str(label): loads(result) for label, result in tx.raw.all(
+            f"SELECT label, result FROM jobs WHERE graph_id = ? AND {which} "
+            "AND state = 'succeeded'", (graph_id, *params))}

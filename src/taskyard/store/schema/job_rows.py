@@ -41,14 +41,17 @@ JOB_COLUMNS = (*_J.c, _A.c.worker_name)
 JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
 
 
-def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int, *,
+def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
             args_checked: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The jobs row for a submission, or InvalidInput naming what is wrong.
 
     ``args_checked``: the args were already validated against the limits (graphs are
     validated whole before anything is written), so only encode them.
+    ``index``: the job's place in a batch, which errors name (None: a lone job, named by
+    its type).
     """
-    where = f"job {index}" if sub.label is None else f"task {sub.label!r}"
+    where = (f"task {sub.label!r}" if sub.label is not None
+             else f"job of type {spec.name!r}" if index is None else f"job {index}")
     try:
         args_text = (sub.args_text or dumps(sub.args) if args_checked
                      else encode_args(sub.args, where=where, limits=limits))

@@ -76,6 +76,7 @@ api_tokens = Table(
     Column("created_at", Time, nullable=False),
     Column("revoked_at", Time),
     Column("last_used_at", Time),
+    Column("expires_at", Time),  # migration 0012: NULL never expires
     CheckConstraint("scope IN ('read', 'write', 'admin')", name="scope_known"),
     Index("uq_api_tokens_hash", "hash", unique=True),
     # A name is taken while its token is live; a revoked one's name may be reused.

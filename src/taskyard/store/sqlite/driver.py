@@ -11,25 +11,34 @@ that listeners poll.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event
-from sqlalchemy.dialects.sqlite import Insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
-from sqlalchemy.sql import Select
 
 from taskyard.model.errors import InvalidInput
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver import wakeup_payloads as wakeup_jobs
-from taskyard.store.driver.maintenance import maintenance_checks
-from taskyard.store.sqlite import hot_paths as sqlite_paths
-from taskyard.store.sqlite import rows as sqlite_rows
-from taskyard.store.sqlite import submit as sqlite_submit
+from taskyard.store.driver.cycle_params import CycleReads, FinishCycle
+from taskyard.store.driver.params import (
+    AgePending,
+    EndUnit,
+    InsertedJobs,
+    InsertJobs,
+    ReadKeyHolders,
+    ReadPriorRuns,
+    RegisterWorker,
+)
+from taskyard.store.driver.type_cache import TypeCache
+from taskyard.store.portable import SharedTransitions, submissions, upkeep
+from taskyard.store.portable import schedules as portable_schedules
+from taskyard.store.portable import workers as portable_workers
+from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
 from taskyard.store.sqlite.listen import SqliteListener
 from taskyard.store.sqlite.locks import (
     FileLock,
@@ -38,13 +47,12 @@ from taskyard.store.sqlite.locks import (
     write_lock_path_for,
 )
 
-_MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?"))
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
 """The database clock as epoch seconds."""
 
 
-class SqliteDriver:
+class SqliteDriver(SharedTransitions):
     """SQLite's side of every difference between the backends."""
 
     name = "sqlite"
@@ -66,6 +74,7 @@ class SqliteDriver:
         self.database = make_url(url).database
         self._write_lock = WriteLock(write_lock_path_for(self.database))
         self._cycle_lock: FileLock | None = None
+        self._types = TypeCache()
 
     # -- engine and transactions ---------------------------------------------------------
 
@@ -115,125 +124,127 @@ class SqliteDriver:
         finally:
             lock.release()
 
-    def alone(self, engine: Engine,
-              clock: MovableClock | None) -> contextlib.AbstractContextManager[Connection]:
-        """Never asked for (``submits_alone`` is False): reads each, as for a worker."""
-        return self.read_each(engine)
-
     def close(self) -> None:
         if self._cycle_lock is not None:
             self._cycle_lock.close()
 
     # -- locks and wake-ups --------------------------------------------------------------
 
-    def serialize_on(self, raw: Cursor, key: str) -> None:
-        """Nothing to do: write transactions are serial already."""
+    def read_key_holders(self, raw: Cursor,
+                         params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:
+        """The holders of unique keys (portable/submissions.py): write transactions are
+        serial, so of two concurrent submitters one commits before the other looks."""
+        return submissions.key_holders(raw, params)
 
-    def sees_commits_after_lock(self, raw: Cursor) -> bool:
-        """Write transactions are serial: each sees every commit before it."""
-        return True
+    def read_prior_runs(self, raw: Cursor, params: ReadPriorRuns) -> list[tuple[Any, ...]]:
+        """A prerequisite's runs (portable/submissions.py), under the write lock."""
+        return submissions.prior_runs(raw, params)
 
-    def lock_rows(self, query: Select[Any], *, shared: bool = False,
-                  skip_locked: bool = False, of: Table | None = None) -> Select[Any]:
-        return query
+    def notify(self, raw: Cursor, channels: Sequence[str]) -> None:
+        """Bump each channel's counter (listeners poll it, see sqlite/listen.py)."""
+        cycle.notify(raw, channels)
 
-    def notify(self, raw: Cursor, channels: Sequence[str],
-               carried: Mapping[str, str] | None = None) -> None:
-        """Bump each channel's counter (listeners poll it, see sqlite_listen) and set
-        what the wake-up carries (``carried``, by channel: "" when nothing)."""
-        payloads = carried or {}
-        raw.many("INSERT INTO wakeups (channel, n, payload) VALUES (?, 1, ?) "
-                 "ON CONFLICT (channel) DO UPDATE SET n = n + 1, payload = excluded.payload",
-                 [(c, payloads.get(c, "")) for c in channels])
+    def end_unit(self, raw: Cursor, params: EndUnit) -> None:
+        events.end_unit(raw, params)
+
+    def register_worker(self, raw: Cursor, params: RegisterWorker) -> int | None:
+        """The worker joins (portable/workers.py): under the write lock, which a submit
+        that checks for a live worker holds too."""
+        return portable_workers.insert_worker(raw, params)
 
     def listener(self, channel: str) -> SqliteListener:
         return SqliteListener(self.database or ":memory:", channel)
 
-    jobs_in_wakeups = staticmethod(wakeup_jobs.jobs_in_wakeups)
+    # -- what the unit's cursor renders for this backend --------------------------------
 
-    # -- SQL building blocks -------------------------------------------------------------
+    member = staticmethod(rows.member)
 
-    def upsert(self, table: Table) -> Insert:
-        return sqlite_insert(table)
+    # -- jobs ----------------------------------------------------------------------------
 
-    def floor(self, value: ColumnElement[Any]) -> ColumnElement[Any]:
-        """SQLite truncates on CAST: the floor, for the values >= 0 this is used on."""
-        return value
+    def task_type(self, raw: Cursor, name: str) -> tuple[Any, TaskTypeSpec] | None:
+        """Type ``name`` as the driver keeps it for one-job submits, with its version."""
+        return self._types.get(name, lambda: jobs.read_task_type(raw, name))
 
-    def ids_in(self, column: ColumnElement[Any], ids: Sequence[int]) -> ColumnElement[bool]:
-        return column.in_(ids)
+    def forget_task_type(self, name: str) -> None:
+        """Type ``name`` changed since it was kept: read it again next time."""
+        self._types.forget(name)
 
-    member = staticmethod(sqlite_rows.member)
-    row_set = staticmethod(sqlite_rows.row_set)
-    insert_rows = staticmethod(sqlite_rows.insert_rows)
+    def insert_jobs(self, raw: Cursor, params: InsertJobs) -> InsertedJobs:
+        return jobs.insert_jobs(raw, params)
 
-    # -- hot paths (see sqlite_paths) ----------------------------------------------------
+    live_worker = staticmethod(jobs.live_worker)
+    insert_edges = staticmethod(jobs.insert_edges)
 
-    insert_edges = staticmethod(sqlite_paths.insert_edges)
-    insert_jobs = staticmethod(sqlite_paths.insert_jobs)
-    end_attempts = staticmethod(sqlite_paths.end_attempts)
-    placed_here = staticmethod(sqlite_paths.placed_here)
-    dispatch = staticmethod(sqlite_paths.dispatch)
-    pools_lists = staticmethod(sqlite_paths.pools_lists)
-    insert_events = staticmethod(sqlite_paths.insert_events)
-    events_after = staticmethod(sqlite_paths.events_after)
-    events_last = staticmethod(sqlite_paths.events_last)
-    event_cursor = staticmethod(sqlite_paths.event_cursor)
+    # -- attempts ------------------------------------------------------------------------
 
-    submit_one = staticmethod(sqlite_submit.submit_one)
+    start_attempts = staticmethod(attempts.start_attempts)
+    end_attempts = staticmethod(attempts.end_attempts)
+    set_prefetch = staticmethod(attempts.set_prefetch)
+    placed_here = staticmethod(attempts.placed_here)
+    job_details = staticmethod(attempts.job_details)
 
-    def submit_foreseen(self, raw: Cursor, sub: Any, cache: Any, build: Any, *, basis: str,
-                        place: Any, maintain: float | None = None) -> None:
-        """Never: no cycle here leaves a basis (Store.basis) behind; a submit and its
-        cycle run under the write lock in one transaction, with no round trips."""
-        return
+    # -- the cycle -----------------------------------------------------------------------
 
-    def submit_looking(self, raw: Cursor, sub: Any, cache: Any, build: Any, page: int) -> None:
-        """Never: a submit's two statements and its cycle run under the write lock,
-        which the cycle takes first (no round trips to save)."""
-        return
+    def read_cycle(self, raw: Cursor) -> CycleReads:
+        return cycle.read_cycle(raw)
 
-    submits_alone = False
-    """A submit is two statements under the write lock: never in autocommit."""
-
-    def worth_a_cycle(self, raw: Cursor) -> bool:
-        """Whether a submit's inline cycle could place anything: a live worker exists
-        (one indexed read, less than the cycle's lock and reads, skipped while no worker
-        serves the queue: a worker runs a cycle when it starts)."""
-        return raw.first(sqlite_submit.LIVE_WORKER) is not None
-
-    def pass_worker_gate(self, raw: Cursor) -> None:
-        """Nothing to wait for: a submit checks for a live worker and commits under the
-        write lock, which the registration takes too."""
-
-    def read_ahead(self, raw: Cursor, held: bool, page: int) -> None:
-        """The cycle's reads are made in the cycle itself."""
-        return
+    def read_pools_lists(self, raw: Cursor, page: int) -> tuple[list[str], list[Any] | None]:
+        """The pools lists of pending jobs; no first page read ahead."""
+        return cycle.read_pools_lists(raw), None
 
     def scans_off(self, raw: Cursor) -> bool:
         """No planner settings to change: the statements name their index."""
         return False
 
+    def restore_planner(self, raw: Cursor) -> None:
+        """Nothing was changed (see :meth:`scans_off`)."""
+
     def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, bool, bool, bool]:
-        """Which maintenance steps have work (see maintenance_sql), in one statement."""
-        row = raw.first(_MAINTENANCE_WORK, (grace,))
+        """Which maintenance steps have work (see portable/cycle.py), in one statement."""
+        row = raw.first(cycle.MAINTENANCE_WORK, (grace,))
         assert row is not None
         expired, overdue, suspended, due = (bool(v) for v in row)
         return expired, overdue, suspended, due
 
-    def finish_cycle(self, raw: Cursor, channels: Sequence[str], scans_off: bool,
-                     carried: Mapping[str, str]) -> None:
-        """The wake-ups, each with the jobs it carries (``carried``, by channel)."""
-        if channels:
-            self.notify(raw, channels, carried)
+    read_candidates = staticmethod(cycle.read_candidates)
+    dispatch = staticmethod(cycle.dispatch)
 
-    def restore_planner(self, raw: Cursor) -> None:
-        """Nothing was changed (see :meth:`scans_off`)."""
+    def finish_cycle(self, raw: Cursor, params: FinishCycle) -> None:
+        cycle.finish(raw, params)
+
+    def age_pending(self, raw: Cursor, params: AgePending) -> int:
+        """Anti-starvation aging (portable/upkeep.py); SQLite truncates on CAST: the
+        floor, for the waits >= 0 that raise a priority."""
+        return upkeep.age_pending(raw, params, floor="{}")
+
+    def read_due_schedules(self, raw: Cursor, limit: int,
+                           at: float | None) -> list[dict[str, Any]]:
+        """Due schedules (portable/schedules.py): the false of its partial index is 0; no
+        row locks: write transactions are serial."""
+        return portable_schedules.read_due(raw, limit, at, false="0", lock="")
+
+    # -- the event log -------------------------------------------------------------------
+
+    write_events = staticmethod(events.write_events)
+    events_after = staticmethod(events.events_after)
+    events_last = staticmethod(events.events_last)
+    event_cursor = staticmethod(events.event_cursor)
+
+
+def _create_private(path: str) -> None:
+    """Create the database file readable by its owner only (0600) when it does not
+    exist yet: SQLite would create it with the umask's mode (world-readable), and its
+    -wal and -shm files take the database file's mode."""
+    with contextlib.suppress(FileExistsError, FileNotFoundError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 def sqlite_engine(url: str, clock: MovableClock | None = None) -> Engine:
     """An engine with the settings taskyard relies on (``url``: ``sqlite:///file``)."""
-    memory = make_url(url).database in (None, "", ":memory:")
+    database = make_url(url).database
+    memory = database in (None, "", ":memory:")
+    if not memory and database is not None and not database.startswith("file:"):
+        _create_private(database)
     # An in-memory database lives as long as its one connection: share it.
     extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
     engine = create_engine(

@@ -40,24 +40,27 @@ def member(column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
     return f"{column} IN ({', '.join('?' for _ in padded)})", padded
 
 
-def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]], types: Sequence[str], *,
-            tail: Sequence[Any], key: str) -> list[tuple[Any, ...]]:
-    # Rows of NULLs pad the set to a bucket size (a NULL id matches no row).
-    size = bucket(len(rows))
-    text = raw.sql(sql.replace("{key}", "")).replace("{rows}", _values(size, len(types)))
+def row_set(raw: Cursor, sql: str, rows: Sequence[Sequence[Any]],
+            tail: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Execute ``sql``, in which ``{rows}`` stands for a ``VALUES`` list of ``rows``,
+    followed by the ``tail`` parameters; what it returns (RETURNING). Nothing is run
+    for no rows. Rows of NULLs pad the list to a bucket size (a NULL id matches no row)."""
+    if not rows:
+        return []
+    size, width = bucket(len(rows)), len(rows[0])
+    text = raw.sql(sql).replace("{rows}", _values(size, width))
     params = [x for row in rows for x in row]
-    params.extend([None] * (len(types) * (size - len(rows))))
+    params.extend([None] * (width * (size - len(rows))))
     params.extend(tail)
     raw.cursor.execute(text, params)
     return list(raw.cursor.fetchall()) if raw.cursor.description else []
 
 
-def insert_rows(raw: Cursor, head: str, columns: str, rows: Sequence[Sequence[Any]],
-                types: Sequence[str]) -> None:
-    values = columns
-    for i in range(len(types), 0, -1):
-        values = values.replace(f"c{i}", "?")
-    insert_values(raw, head, f"({values})", rows)
+def insert_rows(raw: Cursor, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
+    """``head`` (``INSERT INTO t (…)``) of ``rows``, each written as ``row`` (``(?, …)``
+    with any other SQL besides its markers, such as ``{now}``); see insert_values."""
+    if rows:
+        insert_values(raw, head, row, rows)
 
 
 def insert_values(raw: Cursor, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:

@@ -9,23 +9,20 @@ the backlog; the oldest jobs are the ones that starve first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from sqlalchemy import Integer, bindparam, case, cast, func, select, update
-
-from taskyard.core.states import JobState
 from taskyard.model.errors import InvalidInput
-from taskyard.store import schema as t
-from taskyard.store.sql import lit
+from taskyard.store.driver.params import AgePending
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_J = t.jobs
-
-
 class Aging:
     """Anti-starvation aging, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.aging.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -35,18 +32,4 @@ class Aging:
         returns how many jobs changed. ``period`` is in seconds (> 0)."""
         if period <= 0 or limit <= 0:
             raise InvalidInput("aging: period and limit must be > 0")
-        return int(self.tx.conn.execute(self.tx.statement("aging.update", self._age_stmt),
-                                        {"period": period, "n": limit}).rowcount)
-
-    def _age_stmt(self) -> object:
-        since = case((_J.c.run_after > _J.c.created_at, _J.c.run_after), else_=_J.c.created_at)
-        periods = self.tx.driver.floor((self.tx.now - since) / bindparam("period"))
-        base = func.coalesce(_J.c.base_priority, _J.c.priority)
-        target = base + cast(periods, Integer)
-        oldest = (select(_J.c.id).where(_J.c.state == lit(JobState.PENDING))
-                  .order_by(_J.c.id).limit(bindparam("n")).scalar_subquery())
-        return (
-            update(_J)
-            .where(_J.c.id.in_(oldest), _J.c.state == JobState.PENDING, target > _J.c.priority)
-            .values(base_priority=base, priority=target)
-        )
+        return self.tx.driver.age_pending(self.tx.raw, AgePending(period, limit))

@@ -16,13 +16,10 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import select
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.graph import result_references, substitute_results
 from taskyard.core.lifecycle import after_attempt
-from taskyard.core.routing import job_key
 from taskyard.core.states import AttemptState, JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import (
@@ -35,9 +32,9 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store import schema as t
-from taskyard.store.marks import reads, reads_each
+from taskyard.store.driver.params import AttemptEnd, AttemptStart, EndAttempts, StartAttempts
 from taskyard.store.transitions.dependents import Ended, chunks
-from taskyard.store.transitions.events import Event
+from taskyard.store.transitions.events import Event, attempt_ended, job_running
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
@@ -50,38 +47,18 @@ ENDS = {
     AttemptState.CANCELED: JobState.CANCELED,
 }
 """The job state each attempt end leads to (unless a retry is due)."""
-_TOPIC = {
-    JobState.SUCCEEDED: "job-completed",
-    JobState.FAILED: "job-failed",
-    JobState.ERROR: "job-exception",
-    JobState.CANCELED: "job-exception",
-}
 Key = tuple[int, int]
 FETCH_LIMIT = 10_000
 """Most jobs one fetch returns (placement bounds what is on a worker far below it)."""
 
-_LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = ? AND w.state = 'active' "
-           "AND w.lease_expires_at >= {now})")
-_START = (
-    "WITH v(id, attempt, ago) AS ({rows}) "
-    "UPDATE jobs SET state = 'running', started_at = {now} - v.ago, "
-    "deadline = {now} - v.ago + jobs.timeout FROM v "
-    "WHERE {key} jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.state = 'dispatched' "
-    f"AND jobs.worker_id = ? AND {_LEASED} "
-    "RETURNING jobs.id, jobs.attempt, jobs.started_at, jobs.graph_id, jobs.routing")
-_START_TYPES = ("bigint", "integer", "double precision")
-_ATTEMPT_START = (
-    "WITH v(job, attempt, started) AS ({rows}) "
-    "UPDATE attempts SET state = 'running', started_at = v.started FROM v "
-    "WHERE {key} attempts.job_id = v.job AND attempts.attempt = v.attempt")
-_ATTEMPT_START_TYPES = ("bigint", "integer", "double precision")
-_DETAILS = ("SELECT j.id, j.attempt, j.type, j.args, j.timeout, j.graph_id, j.label, j.cost, "
-            "j.priority, tt.handler FROM jobs j JOIN task_types tt ON tt.name = j.type "
-            "WHERE {which} AND j.state = 'dispatched' AND j.worker_id = ?")
-
-
 class Attempts:
     """Workers' attempts, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'dispatched_args'})
+    """Methods a call through the store (``store.attempts.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+    READS_EACH: ClassVar[frozenset[str]] = frozenset({'fetch'})
+    """... in autocommit reads that share no snapshot (PostgreSQL: no ``BEGIN``/``COMMIT``)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -93,11 +70,11 @@ class Attempts:
         (running → their end, or pending again when a retry is due), and set the
         worker's prefetch window. Returns how many starts were recorded and, per ended
         attempt, whether its end was accepted (False: fenced off). Graph bookkeeping
-        waits for the end of the transaction (see Resolution.defer_graph_writes)."""
+        waits for the end of the transaction (see Dependents.defer_graph_writes)."""
         for o in ended:
             if o.state not in ENDS:
                 raise InvalidInput(f"outcome of job {o.job_id}: unknown state {o.state!r}")
-        self.tx.resolution.defer_graph_writes()
+        self.tx.dependents.defer_graph_writes()
         ending = {(o.job_id, o.attempt) for o in ended}
         ago = {(s.job_id, s.attempt): max(0.0, s.ago) for s in started
                if (s.job_id, s.attempt) in ending}
@@ -108,47 +85,41 @@ class Attempts:
         for ends in chunks(ended):
             accepted |= self.end(worker_id, ends, ago)
         if prefetch is not None:
-            self.tx.raw.run("UPDATE workers SET prefetch = ? WHERE id = ?",
-                            (prefetch, worker_id))
+            self.tx.driver.set_prefetch(self.tx.raw, worker_id, prefetch)
         return (count + len(accepted & ago.keys()),
                 [(o.job_id, o.attempt) in accepted for o in ended])
 
     def start(self, worker_id: int, part: Sequence[Started]) -> set[Key]:
         """Dispatched → running for the attempts of ``part`` that are current here;
         returns those (job, attempt) pairs."""
-        raw = self.tx.raw
-        rows = raw.rows(_START, [(s.job_id, s.attempt, max(0.0, s.ago)) for s in part],
-                        _START_TYPES, (worker_id, worker_id), key="jobs.id")
+        rows = self.tx.driver.start_attempts(self.tx.raw, StartAttempts(worker_id, [
+            AttemptStart(s.job_id, s.attempt, max(0.0, s.ago)) for s in part]))
         if not rows:
             return set()
-        raw.rows(_ATTEMPT_START, [(job, attempt, started_at)
-                                  for job, attempt, started_at, _, _ in rows],
-                 _ATTEMPT_START_TYPES, key="attempts.job_id")
-        self.tx.events.append(
-            ("job-running", job_key(graph, routing),
-             f'{{"job_id":{job},"attempt":{attempt},"worker_id":{worker_id}}}', job, graph)
-            for job, attempt, _, graph, routing in rows)
-        self.tx.resolution.graph_progress(graph for _, _, _, graph, _ in rows
+        self.tx.events.append(job_running(job, attempt, worker_id, graph, routing)
+                              for job, attempt, _, graph, routing in rows)
+        self.tx.dependents.graph_progress(graph for _, _, _, graph, _ in rows
                                           if graph is not None)
         return {(job, attempt) for job, attempt, _, _, _ in rows}
 
     def end(self, worker_id: int, part: Sequence[Outcome], ago: Mapping[Key, float]) -> set[Key]:
         """Running (or, with its start in ``ago``, dispatched) → the reported end, or
-        pending when a retry is due; returns the (job, attempt) pairs accepted."""
+        pending when a retry is due (core decides: :func:`after_attempt`); returns the
+        (job, attempt) pairs accepted."""
         failing = [o.job_id for o in part if o.state != AttemptState.SUCCEEDED]
         policies = self.tx.retries.policies(failing) if failing else {}
-        values: list[tuple[Any, ...]] = []
+        ends: list[AttemptEnd] = []
         for o in part:
-            end = ENDS[AttemptState(o.state)]
             delay = None
             if o.job_id in policies:  # a failure: a retry may be due
                 policy, failed = policies[o.job_id]
                 then = after_attempt(AttemptState(o.state), policy, failed, random.random())
                 delay = then.delay if then.state is JobState.PENDING else None
-            values.append((o.job_id, o.attempt, end.value, o.exit_code,
-                           None if o.result is None else dumps(o.result), o.error, delay,
-                           ago.get((o.job_id, o.attempt))))
-        rows = self.tx.driver.end_attempts(self.tx.raw, worker_id, values, part, ago)
+            ends.append(AttemptEnd(
+                o.job_id, o.attempt, ENDS[AttemptState(o.state)].value, o.exit_code,
+                None if o.result is None else dumps(o.result), o.error, delay,
+                ago.get((o.job_id, o.attempt)), o.stdout_tail, o.stderr_tail))
+        rows = self.tx.driver.end_attempts(self.tx.raw, EndAttempts(worker_id, ends))
         if not rows:
             return set()
         done = {(r[0], r[1]): r for r in rows}
@@ -159,38 +130,17 @@ class Attempts:
                 continue
             _, _, state, graph, routing, schedule = done[(o.job_id, o.attempt)]
             if (o.job_id, o.attempt) in ago:
-                events.append(("job-running", job_key(graph, routing),
-                               f'{{"job_id":{o.job_id},"attempt":{o.attempt},'
-                               f'"worker_id":{worker_id}}}', o.job_id, graph))
-            end = ENDS[AttemptState(o.state)]
+                events.append(job_running(o.job_id, o.attempt, worker_id, graph, routing))
             retry = state == JobState.PENDING
-            events.append((_TOPIC[end], job_key(graph, routing),
-                           f'{{"job_id":{o.job_id},"attempt":{o.attempt},"state":"{o.state}",'
-                           f'"retry":{"true" if retry else "false"}}}', o.job_id, graph))
+            events.append(attempt_ended(o.job_id, o.attempt, o.state, retry=retry, graph_id=graph,
+                                        routing=routing))
             if not retry:
-                ended.append(Ended(o.job_id, end, graph, schedule or ""))
+                ended.append(Ended(o.job_id, ENDS[AttemptState(o.state)], graph, schedule or ""))
         self.tx.events.append(events)
         if ended:
-            self.tx.resolution.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended)
         return set(done)
 
-    def claim(self, worker_id: int, limit: int) -> list[ClaimedJob]:
-        """Move up to ``limit`` jobs dispatched to this worker to running, highest
-        priority first; fenced by the worker's lease (for workers that do not batch)."""
-        if limit <= 0:
-            return []
-        jobs = self.fetch(worker_id, (), limit).jobs
-        if not jobs:
-            return []
-        started = self.start(worker_id, [Started(j.job_id, j.attempt) for j in jobs])
-        return [j for j in jobs if (j.job_id, j.attempt) in started]
-
-    def complete(self, worker_id: int, outcomes: Sequence[Outcome]) -> list[bool]:
-        """End attempts. Each is accepted only if it is the job's current attempt, still
-        running on this worker; otherwise it changes nothing (False)."""
-        return self.record(worker_id, ended=outcomes)[1] if outcomes else []
-
-    @reads_each
     def fetch(self, worker_id: int, known: Collection[Key] = (),
               limit: int = FETCH_LIMIT) -> Assignment:
         """What is placed on this worker: jobs dispatched to it and not in ``known``, and
@@ -206,11 +156,9 @@ class Attempts:
         placement order."""
         if not ids:
             return []
-        raw = self.tx.raw
         rows: list[tuple[Any, ...]] = []
         for part in chunks(list(ids)):
-            which, params = raw.member("j.id", part)
-            rows += raw.all(_DETAILS.replace("{which}", which), (*params, worker_id))
+            rows += self.tx.driver.job_details(self.tx.raw, worker_id, part)
         rows.sort(key=lambda r: (-r[8], r[0]))
         return self._claimed(rows)
 
@@ -230,7 +178,6 @@ class Attempts:
             for j in jobs
         ]
 
-    @reads
     def dispatched_args(self, job: JobRecord) -> dict[str, Any] | None:
         """The args ``job``'s handler received: its ``{$result: LABEL}`` markers filled
         in as at dispatch (:meth:`details`); None while it was never dispatched."""
@@ -249,9 +196,8 @@ class Attempts:
             if graph_id is not None and '"$result"' in args:
                 wanted.setdefault(graph_id, set()).update(result_references(loads(args)))
         return {
-            graph_id: {label: loads(result) for label, result in self.tx.conn.execute(
-                select(_J.c.label, _J.c.result).where(_J.c.graph_id == graph_id,
-                                                      _J.c.label.in_(labels)))}
+            graph_id: {label: loads(result) for label, result in self.tx.driver.results_of(
+                self.tx.raw, graph_id, sorted(labels))}
             for graph_id, labels in wanted.items()
         }
 

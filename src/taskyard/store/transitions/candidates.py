@@ -4,14 +4,12 @@ lists are merged into placement order by :func:`taskyard.core.candidates.merged`
 from __future__ import annotations
 
 import collections
-import functools
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from taskyard.core.locks import decode_claim
 from taskyard.core.placement import Candidate
-from taskyard.model.records import loads
+from taskyard.store.driver.planning import pools_of
 
 if TYPE_CHECKING:
     from taskyard.store.transitions.cycle import CycleTx
@@ -67,20 +65,3 @@ def streams(tx: CycleTx, lists: list[str], first: list[Candidate] | None, *,
     when it was read ahead (with ``first_page`` rows at most); ``skip()``: see Stream."""
     return [Stream(tx, text, pools_of(text), page, skip, first=first if n == 0 else None,
                    first_page=first_page) for n, text in enumerate(lists)]
-
-
-def to_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
-    """Candidates from rows of (id, type, priority, pools, cost, locks, rate_key)."""
-    return [Candidate(job, type_, priority, pools_of(text), cost, claims(locks), rate_key)
-            for job, type_, priority, text, cost, locks, rate_key in rows]
-
-
-@functools.lru_cache(maxsize=4096)
-def claims(text: str) -> tuple[Any, ...]:
-    # Cached: the same few lock and pool texts recur across thousands of jobs.
-    return tuple(decode_claim(c) for c in loads(text))
-
-
-@functools.lru_cache(maxsize=4096)
-def pools_of(text: str) -> tuple[str, ...]:
-    return tuple(loads(text))

@@ -4,25 +4,26 @@ step by step, in ``scheduler/cycle.py``; this is the SQL it needs."""
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import select, update
+from typing import TYPE_CHECKING
 
 from taskyard.core.candidates import merged
 from taskyard.core.lifecycle import after_attempt, after_worker_loss
 from taskyard.core.placement import ActiveJob, Candidate, Placement, WorkerSlot
-from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
-from taskyard.core.routing import job_key
-from taskyard.core.states import ACTIVE, AttemptState, JobState
+from taskyard.core.rate_limits import RateBook
+from taskyard.core.states import AttemptState, JobState
+from taskyard.model.records import ClaimedJob
 from taskyard.store import schema as t
-from taskyard.store.driver.results import FIRST_PAGE, Dispatched
-from taskyard.store.sql import lit
-from taskyard.store.transitions.candidates import claims, pools_of, streams, to_candidates
+from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle, ReadCandidates
+from taskyard.store.driver.params import Dispatch, FailOverdue
+from taskyard.store.driver.planning import TypeLimits, planner_values, to_candidates
+from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
+from taskyard.store.portable.cycle import TIMEOUT_GRACE
+from taskyard.store.transitions.candidates import streams
 from taskyard.store.transitions.dependents import Ended
+from taskyard.store.transitions.events import attempt_ended, job_exception
 
 if TYPE_CHECKING:
     from taskyard.store.store import Store
@@ -34,31 +35,41 @@ _W = t.workers
 
 SCAN_LIMIT = 10_000
 """Most pending jobs one cycle examines per pools list; the rest wait for the next."""
-TIMEOUT_GRACE = 10.0
-"""Seconds past an attempt's deadline before the scheduler fails it itself (the
-worker normally kills the child at the deadline; this covers a vanished worker)."""
 
 
 class CycleTx:
-    """Operations of one cycle, all inside the caller's unit of work ``tx``."""
+    """Operations of one cycle, all inside the caller's unit of work ``tx``, whose
+    transaction holds the cycle's global lock."""
 
-    def __init__(self, tx: Tx, ahead: Any = None, *, scans_off: bool = False) -> None:
-        """``ahead``: the cycle's first reads, made by the statement that took its lock
-        (PostgreSQL); ``scans_off``: that statement turned bitmap and sequential scans
-        off in this transaction (see ordered_candidates)."""
+    def __init__(self, tx: Tx, reads: CycleReads | None = None, *,
+                 scans_off: bool = False) -> None:
+        """``reads``: the cycle's first reads, made with its lock (PostgreSQL: by the
+        statement that took it, a submit's insert); ``scans_off``: that statement turned
+        the planner's bitmap and sequential scans off (see ordered_candidates)."""
         self.tx = tx
-        self._ahead = ahead
+        self._reads = reads
         self.notify: set[str] = set()
         self.dispatched: dict[int, list[int]] = {}
         """Job ids this cycle dispatched, per worker."""
-        self.carried: dict[int, list[str]] = {}
-        """Per worker, what each of its dispatch statements carried in the
-        wake-up (the jobs, or "" when the worker must read them)."""
-        self.quiet: set[str] = set()
-        """Channels not to wake (the caller takes what is placed there itself)."""
+        self._wakeups: dict[int, list[str]] = {}
+        """Per worker, what each of its dispatch statements' wake-up carried."""
+        self._unwoken: set[str] = set()
+        """Channels not to wake (their worker takes what is placed there itself)."""
         self._scans_off = scans_off
         self._woken: set[str] = set()
         """Channels the dispatch statements woke already."""
+        self._page = FIRST_PAGE
+
+    def serve(self, worker_id: int) -> None:
+        """The caller takes what this cycle places on ``worker_id`` itself (a worker's own
+        report): that worker is not woken (see :meth:`jobs_for`)."""
+        self._unwoken.add(f"worker.{worker_id}")
+
+    def jobs_for(self, worker_id: int) -> list[ClaimedJob] | None:
+        """The jobs this cycle placed on ``worker_id``, as their dispatch's wake-ups
+        carry them; None when it must read them (or none was placed)."""
+        payloads = self._wakeups.get(worker_id)
+        return jobs_in_wakeups(payloads) if payloads else None
 
     def maintenance_work(self, grace: float = TIMEOUT_GRACE) -> Maintenance:
         """Which maintenance steps have something to do, in one statement: an idle
@@ -67,28 +78,18 @@ class CycleTx:
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
-        now = self.tx.now
-        stmt = self.tx.statement("cycle.expel", lambda: (
-            update(_W)
-            .where(_W.c.state == lit("active"), _W.c.lease_expires_at < now)
-            .values(state="expelled", stopped_at=now)
-            .returning(_W.c.id)
-        ))
-        expelled = [int(i) for i in self.tx.conn.execute(stmt).scalars()]
+        expelled = self.tx.driver.expel_expired_workers(self.tx.raw)
         self.tx.workers.suspend_jobs_of(expelled, "worker lease expired")
         return expelled
 
     def time_out_attempts(self, grace: float = TIMEOUT_GRACE) -> list[int]:
         """Fail (exit 130) running attempts well past their deadline whose worker did not
         (it vanished or hangs); the job's retries apply as to any failure."""
-        # Running jobs only (a dispatched job has no deadline yet): read through the
-        # partial index of active jobs; this runs in every maintenance step.
-        rows = [_Overdue(*r) for r in self.tx.raw.all(
-            "SELECT id, attempt, worker_id, graph_id, routing FROM jobs "
-            "WHERE state IN ('dispatched', 'running') AND deadline < {now} - ?", (grace,))]
+        rows = [_Overdue(*r) for r in self.tx.driver.read_overdue(self.tx.raw, grace)]
         if not rows:
             return []
         policies = self.tx.retries.policies([r.id for r in rows])
+        why = "timed out (enforced by the scheduler)"
         ended: list[Ended] = []
         timed_out: list[int] = []
         for r in rows:
@@ -96,91 +97,64 @@ class CycleTx:
             # A timeout is a failure with exit code 130 (seed 001): retries apply.
             then = after_attempt(AttemptState.FAILED, policy, failed, random.random())
             retry = then.state is JobState.PENDING
-            if self._fail_overdue(r, retry, then.delay):
-                timed_out.append(r.id)
-                if not retry:
-                    ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
+            if not self.tx.driver.fail_overdue(self.tx.raw, FailOverdue(
+                    r.id, r.attempt, then.delay if retry else None, why)):
+                continue
+            timed_out.append(r.id)
+            # Its worker (if alive) learns at its next heartbeat and kills the child.
+            self.notify.add(f"worker.{r.worker_id}")
+            self.tx.events.append([attempt_ended(r.id, r.attempt, "failed", retry=retry,
+                                                 graph_id=r.graph_id, routing=r.routing,
+                                                 exit_code=130)])
+            if not retry:
+                ended.append(Ended(r.id, JobState.FAILED, r.graph_id))
         if ended:
-            self.tx.resolution.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended)
         return timed_out
-
-    def _fail_overdue(self, r: _Overdue, retry: bool, delay: float) -> bool:
-        """One overdue attempt fails with exit 130 (guarded by its attempt number)."""
-        why = "timed out (enforced by the scheduler)"
-        now = self.tx.now
-        values: dict[str, Any] = (
-            {"state": JobState.PENDING, "run_after": now + delay} if retry
-            else {"state": JobState.FAILED, "finished_at": now})
-        done = self.tx.conn.execute(
-            update(_J).where(_J.c.id == r.id, _J.c.attempt == r.attempt, _J.c.state.in_(ACTIVE))
-            .values(worker_id=None, deadline=None, exit_code=130, error=why, **values)
-        ).rowcount
-        if not done:
-            return False
-        self.tx.conn.execute(
-            update(_A).where(_A.c.job_id == r.id, _A.c.attempt == r.attempt)
-            .values(state=AttemptState.FAILED, exit_code=130, finished_at=now, error=why))
-        # Its worker (if alive) learns at its next heartbeat and kills the child.
-        self.notify.add(f"worker.{r.worker_id}")
-        self.tx.events.append([("job-failed", job_key(r.graph_id, r.routing),
-                                {"job_id": r.id, "attempt": r.attempt, "state": "failed",
-                                 "retry": retry, "exit_code": 130}, r.id, r.graph_id)])
-        return True
 
     def requeue_suspended(self, limit: int = 1000) -> int:
         """Suspended jobs go back to pending, or to error when they have lost their worker
-        more than their type's ``max_worker_losses`` times."""
-        found = self.tx.raw.all("SELECT id, worker_losses, max_worker_losses FROM jobs "
-                                "WHERE state = 'suspended' LIMIT ?", (limit,))
+        more than their type's ``max_worker_losses`` times (core decides)."""
+        driver, raw = self.tx.driver, self.tx.raw
+        found = driver.read_suspended(raw, limit)
         if not found:
             return 0
-        ids = [job for job, _, _ in found]
         lost = [job for job, losses, most in found
                 if after_worker_loss(losses, most) is JobState.ERROR]
         why = "lost its worker more times than max_worker_losses allows"
-        conn = self.tx.conn
-        rows = [] if not lost else conn.execute(
-            update(_J)
-            .where(_J.c.id.in_(lost), _J.c.state == JobState.SUSPENDED)
-            .values(state=JobState.ERROR, finished_at=self.tx.now, error=why)
-            .returning(_J.c.id, _J.c.graph_id, _J.c.routing)
-        ).all()
+        rows = driver.error_suspended(raw, lost, why) if lost else []
         if rows:
-            self.tx.events.append([
-                ("job-exception", job_key(r.graph_id, r.routing),
-                 {"job_id": r.id, "state": "error", "reason": why}, r.id, r.graph_id)
-                for r in rows])
-            self.tx.resolution.jobs_ended([Ended(r.id, JobState.ERROR, r.graph_id)
-                                           for r in rows])
-        return int(conn.execute(
-            update(_J).where(_J.c.id.in_(ids), _J.c.state == JobState.SUSPENDED)
-            .values(state=JobState.PENDING)).rowcount)
+            self.tx.events.append([job_exception(job, graph, routing, why, state="error")
+                                   for job, graph, routing in rows])
+            self.tx.dependents.jobs_ended([Ended(job, JobState.ERROR, graph)
+                                           for job, graph, _ in rows])
+        return driver.requeue_suspended(raw, [job for job, _, _ in found])
 
     def snapshot(self) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
-        """:meth:`workers`, :meth:`active_jobs` and :meth:`limits` (PostgreSQL:
-        one statement, which also readies the candidate reads: see pg_cycle.Ahead)."""
-        if self._ahead is None:
-            self._ahead = self.tx.driver.read_ahead(self.tx.raw, True,
-                                                     self.tx.store.first_page)
-        if self._ahead is None:
-            found = self.workers(), self.active_jobs(), self.limits()
-        else:
-            workers, active, limits = self._ahead.snapshot
-            found = ([WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
-                      for w, name, pools, capacity, prefetch in workers],
-                     [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
-                      for holder, type_, worker, cost, locks, count in active],
-                     TypeLimits.of(limits))
-            if self._ahead.text is not None:  # read under the lock: a submit may foresee
-                self.tx.store.basis = Basis(self._ahead.text, *found)
-        self.tx.store.no_worker_seen = not found[0]
-        return found
+        """:meth:`workers`, :meth:`active_jobs` and :meth:`limits`: from the reads made
+        with the lock, or read now (PostgreSQL: one statement, which also reads the
+        first candidates)."""
+        if self._reads is None:
+            self._reads = self.tx.driver.read_cycle(self.tx.raw)
+        return planner_values(self._reads.snapshot)
 
-    def forget_ahead(self) -> None:
-        """Reads made ahead of the cycle are stale (its maintenance changed something):
-        the cycle reads afresh (with the submitted job whose insert waited)."""
-        self._ahead = None
-        self.tx.write_deferred()
+    def workers(self) -> list[WorkerSlot]:
+        """Live workers."""
+        return self.snapshot()[0]
+
+    def active_jobs(self) -> list[ActiveJob]:
+        """What is dispatched or running, summed per worker and type; jobs with locks
+        one by one (the holder of a lock is shown to the user)."""
+        return self.snapshot()[1]
+
+    def limits(self) -> TypeLimits:
+        """The task types' max queue lengths and rate limits."""
+        return self.snapshot()[2]
+
+    def reads_are_stale(self) -> None:
+        """The reads made with the lock are stale (the cycle's maintenance changed
+        something): the cycle reads afresh."""
+        self._reads = None
 
     def restore_planner(self) -> None:
         """Bitmap and sequential scans back on for what follows the candidate reads in
@@ -191,35 +165,12 @@ class CycleTx:
 
     def finish(self) -> None:
         """End of the cycle: wake the workers it placed jobs on (on commit)."""
-        self.tx.write_deferred()  # not placed: pending, before the scans go back on
-        channels = sorted(self.notify - self._woken - self.quiet)
+        channels = sorted(self.notify - self._woken - self._unwoken)
         # A wake-up carries the jobs of one dispatch statement: of more, the worker reads.
-        carried = {f"worker.{w}": c[0] for w, c in self.carried.items() if len(c) == 1}
-        self.tx.driver.finish_cycle(self.tx.raw, channels, self._scans_off, carried)
+        carried = {f"worker.{w}": c[0] for w, c in self._wakeups.items() if len(c) == 1}
+        self.tx.driver.finish_cycle(self.tx.raw, FinishCycle(channels, carried,
+                                                              self._scans_off, self._page))
         self._scans_off = False
-
-    def workers(self) -> list[WorkerSlot]:
-        rows = self.tx.raw.all(
-            "SELECT id, name, pools, capacity, prefetch FROM workers "
-            "WHERE state = 'active' AND lease_expires_at >= {now}")
-        return [WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
-                for w, name, pools, capacity, prefetch in rows]
-
-    def active_jobs(self) -> list[ActiveJob]:
-        """What is dispatched or running, summed per worker and type; jobs with locks
-        one by one (the holder of a lock is shown to the user)."""
-        rows = self.tx.raw.all(
-            "SELECT CASE WHEN locks = '[]' THEN 0 ELSE id END AS holder, type, worker_id, "
-            "SUM(cost), locks, COUNT(*) FROM jobs WHERE state IN ('dispatched', 'running') "
-            "GROUP BY worker_id, type, locks, CASE WHEN locks = '[]' THEN 0 ELSE id END")
-        return [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
-                for holder, type_, worker, cost, locks, count in rows]
-
-    def limits(self) -> TypeLimits:
-        """The task types' max queue lengths and rate limits."""
-        return TypeLimits.of(self.tx.raw.all(
-            "SELECT name, max_queue_length, rate_limit FROM task_types "
-            "WHERE max_queue_length IS NOT NULL OR rate_limit IS NOT NULL"))
 
     def rate_book(self, limits: TypeLimits) -> RateBook | None:
         """The rate limits this cycle enforces, on the database clock (None when no type
@@ -233,34 +184,14 @@ class CycleTx:
                    skip: Collection[tuple[str, str]] = ()) -> list[Candidate]:
         """Pending jobs due now whose pools list is ``pools``, in placement order, after
         the keyset ``after``: through the partial index ``ix_jobs_pending_pools``,
-        stopped at ``limit`` — O(limit) whatever the backlog. (SQLite must be told the
-        index, and the state must be a literal for the partial index to apply.)
+        stopped at ``limit`` — O(limit) whatever the backlog.
 
         ``skip``: (type, rate key) out of budget in this cycle; their jobs are left out
         in SQL (the index is walked past them, but they are neither returned nor built
         into candidates: a backlog held by a rate limit costs a fraction, and the jobs
         behind it are reached)."""
-        head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
-                f"{self.tx.driver.pending_index} WHERE state = 'pending' AND pools = ? "
-                "AND (run_after IS NULL OR run_after <= {now}) ")
-        params: list[Any] = [pools]
-        if skip:
-            which, spent = self.tx.raw.member("type || ' ' || COALESCE(rate_key, '')",
-                                              sorted(f"{t} {k}" for t, k in skip))
-            head, params = f"{head}AND NOT ({which}) ", [pools, *spent]
-        if after is None:
-            rows = self.tx.raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (*params, limit))
-        else:
-            # The rest of the last page's priority, then lower priorities: two index
-            # ranges, so a page starts where the last one ended (an OR of the two would
-            # re-read the list from its head).
-            rows = self.tx.raw.all(
-                f"SELECT * FROM (SELECT * FROM ({head} AND priority = ? AND id > ? "
-                f"ORDER BY id LIMIT ?) AS same UNION ALL SELECT * FROM ({head} "
-                "AND priority < ? ORDER BY priority DESC, id LIMIT ?) AS lower) AS page "
-                "ORDER BY priority DESC, id LIMIT ?",
-                (*params, after[0], after[1], limit, *params, after[0], limit, limit))
-        return to_candidates(rows)
+        return to_candidates(self.tx.driver.read_candidates(
+            self.tx.raw, ReadCandidates(pools, after, limit, sorted(skip))))
 
     def ordered_candidates(self, room: Callable[[tuple[str, ...]], bool], page: int,
                            per_list: int, skip: Callable[[], Collection[tuple[str, str]]]
@@ -273,16 +204,16 @@ class CycleTx:
         yielded, once the caller has offered it; ``skip()`` before each page is read
         (see :meth:`candidates`)."""
         if not self._scans_off:
-            # The planner must read candidates in index order (see the dialects): the
+            # The planner must read candidates in index order (see the drivers): the
             # settings last until restore_planner or finish (or the transaction's end).
             self._scans_off = self.tx.driver.scans_off(self.tx.raw)
-        self.tx.store.first_page = max(FIRST_PAGE, page)  # the next cycle's guess
-        ahead = self._ahead
+        self._page = max(FIRST_PAGE, page)  # the page the driver reads ahead next time
+        reads = self._reads
         first: list[Candidate] | None
-        if ahead is not None and ahead.held:
-            lists, first, first_page = ahead.lists, to_candidates(ahead.first), ahead.page
+        if reads is not None and reads.lists is not None:
+            lists, first, first_page = reads.lists, to_candidates(reads.first or []), reads.page
         else:
-            lists, rows = self.tx.driver.pools_lists(self.tx.raw, page)
+            lists, rows = self.tx.driver.read_pools_lists(self.tx.raw, page)
             first, first_page = (None if rows is None else to_candidates(rows)), page
         yield from merged(
             streams(self, lists, first, first_page=first_page, page=page, skip=skip),
@@ -291,46 +222,28 @@ class CycleTx:
     def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
         """Write placements: pending → dispatched with a new attempt number (guarded)."""
         by_worker: dict[int, list[int]] = {}
-        events = self.tx.events.buffer
-        new, placed = self.tx.deferred, []
         for p in placements:
-            if new is not None and p.job_id == new.job_id:
-                # The submitted job whose insert waited: inserted dispatched, first.
-                self.tx.deferred = None
-                done = new.dispatch(self.tx.raw, p.worker_id, names.get(p.worker_id),
-                                    f"worker.{p.worker_id}" not in self.quiet, events,
-                                    last=len(placements) == 1)
-                self._dispatched(done)
-                placed += done.placed
-            else:
-                by_worker.setdefault(p.worker_id, []).append(p.job_id)
-        if by_worker:
-            self.tx.write_deferred()  # not placed: pending, before the others' dispatch
-            done = self.tx.driver.dispatch(self.tx.raw, by_worker, names, quiet=self.quiet,
-                                            events=events, scans_off=self._scans_off)
-            self._dispatched(done)
-            placed += done.placed
-        return placed
-
-    def _dispatched(self, done: Dispatched) -> None:
+            by_worker.setdefault(p.worker_id, []).append(p.job_id)
+        done = self.tx.driver.dispatch(self.tx.raw, Dispatch(
+            by_worker, names, frozenset(self._unwoken), self.tx.events.buffer,
+            self._scans_off))
         for worker_id, ids in done.per_worker.items():
             self.dispatched.setdefault(worker_id, []).extend(ids)
             self.notify.add(f"worker.{worker_id}")
-        for worker_id, carried in done.carried.items():
-            self.carried.setdefault(worker_id, []).extend(carried)
+        for worker_id, payloads in done.wakeups.items():
+            self._wakeups.setdefault(worker_id, []).extend(payloads)
         self._woken |= done.woken
         self._scans_off = self._scans_off and not done.scans_on
+        return done.placed
 
     def record_cycle(self, holder: str) -> None:
-        self.tx.raw.run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
-                        "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
+        self.tx.driver.record_cycle(self.tx.raw, holder)
 
 
 def cycles_run(store: Store) -> int:
     """How many cycles have completed (for monitoring and tests)."""
     with store.read() as tx:
-        st = t.scheduler_state
-        return int(tx.conn.execute(select(st.c.cycles).where(st.c.id == 1)).scalar_one())
+        return tx.driver.cycles_run(tx.raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,35 +258,6 @@ class Maintenance:
     """Jobs wait to be requeued."""
     due: bool
     """A schedule is due."""
-
-
-@dataclass(frozen=True, slots=True)
-class Basis:
-    """A cycle's snapshot, read under its lock, with its text as read (PostgreSQL:
-    pg_cycle.SNAPSHOT_TEXT): a later submit may place its job as a cycle that finds
-    the same text would (dialects/pg_foreseen.py)."""
-
-    text: str
-    workers: list[WorkerSlot]
-    active: list[ActiveJob]
-    limits: TypeLimits
-
-
-@dataclass(frozen=True, slots=True)
-class TypeLimits:
-    """Per task type, its max queue length and its rate limit (those that have one)."""
-
-    queue: dict[str, int]
-    rates: dict[str, RateLimit]
-
-    @classmethod
-    def of(cls, rows: Sequence[Sequence[Any]]) -> TypeLimits:
-        """From rows of (name, max_queue_length, rate_limit)."""
-        return cls({name: int(n) for name, n, _ in rows if n is not None},
-                   {name: _rate(r) for name, _, r in rows if r is not None})
-
-
-_rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,39 +15,95 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import func, select
-
-from taskyard.core.routing import topic_matches
+from taskyard.core.routing import job_key, routing_key, topic_matches
 from taskyard.model.records import JSON, EventRecord, loads
-from taskyard.store import schema as t
-from taskyard.store.marks import reads
+from taskyard.store.driver.params import Event, EventCursor, ReadEvents
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_E = t.events
-EVENT_TYPES = ("text", "text", "text", "bigint", "bigint")
-"""Column types of an event row as buffered: topic, routing key, payload, job, graph."""
-INSERT_EVENTS = ("INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at)",
-                 "c1, c2, c3, c4, c5, {now}")
+__all__ = ["EVENTS_CHANNEL", "START", "Event", "EventCursor", "EventPage", "Events",
+           "attempt_ended", "encode_payload", "graph_changed", "graph_stalled",
+           "job_exception", "job_pending", "job_running", "schedule_error"]
+
 EVENTS_CHANNEL = "events"
 """Woken whenever a transaction that wrote events commits."""
-Event = tuple[str, str, dict[str, JSON] | str, int | None, int | None]
-"""An event to append: topic, routing key, payload (a dict, or its JSON already: the
-hot path writes its own), job id, graph id."""
 
 encode_payload = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 """Event payloads are written by taskyard itself: no key sorting needed (hot path)."""
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class EventCursor:
-    """Where a follower is: after the event ``id`` of transaction ``tx`` (0 on SQLite)."""
+_ENDED_TOPIC = {"succeeded": "job-completed", "failed": "job-failed", "error": "job-exception",
+                "canceled": "job-exception"}
+"""The topic of an attempt's end, by the attempt's state (TaskCluster's task-completed,
+task-failed and task-exception)."""
 
-    tx: int = -1
-    id: int = 0
+
+def job_pending(job_id: int, graph_id: int | None, routing: str, *, type: str | None = None,
+                schedule: str | None = None, retry: str | None = None) -> Event:
+    """A job became pending (submitted, released by its parents, retried, requeued by
+    hand). ``routing``: the job's stored routing."""
+    more = "" if type is None else f',"type":{encode_payload(type)}'
+    if schedule is not None:
+        more += f',"schedule":{encode_payload(schedule)}'
+    if retry is not None:
+        more += f',"retry":{encode_payload(retry)}'
+    return Event("job-pending", job_key(graph_id, routing), f'{{"job_id":{job_id}{more}}}',
+                 job_id, graph_id)
+
+
+def job_running(job_id: int, attempt: int, worker_id: int, graph_id: int | None,
+                routing: str) -> Event:
+    """An attempt started on its worker."""
+    return Event("job-running", job_key(graph_id, routing),
+                 f'{{"job_id":{job_id},"attempt":{attempt},"worker_id":{worker_id}}}',
+                 job_id, graph_id)
+
+
+def attempt_ended(job_id: int, attempt: int, state: str, *, retry: bool,
+                  graph_id: int | None, routing: str, exit_code: int | None = None) -> Event:
+    """An attempt ended in ``state`` (an attempt state); ``retry``: the job runs again."""
+    code = "" if exit_code is None else f',"exit_code":{exit_code}'
+    return Event(_ENDED_TOPIC[state], job_key(graph_id, routing),
+                 f'{{"job_id":{job_id},"attempt":{attempt},"state":"{state}",'
+                 f'"retry":{"true" if retry else "false"}{code}}}', job_id, graph_id)
+
+
+def job_exception(job_id: int, graph_id: int | None, routing: str, reason: str, *,
+                  attempt: int | None = None, state: str | None = None) -> Event:
+    """A job or its attempt ended for a reason not its handler's (canceled, its worker
+    lost, lost too often)."""
+    payload: dict[str, JSON] = {"job_id": job_id}
+    if attempt is not None:
+        payload["attempt"] = attempt
+    if state is not None:
+        payload["state"] = state
+    payload["reason"] = reason
+    return Event("job-exception", job_key(graph_id, routing), encode_payload(payload),
+                 job_id, graph_id)
+
+
+def graph_changed(graph_id: int, state: str, routing: str, **extra: JSON) -> Event:
+    """A graph entered ``state`` (running, blocked, finished, canceled)."""
+    return Event(f"graph-{state}", routing_key(graph_id, routing, ""), encode_payload(
+        {"graph_id": graph_id, "state": state, "routing": routing, **extra}), None, graph_id)
+
+
+def graph_stalled(graph_id: int, routing: str, stall_after: float) -> Event:
+    """A running graph made no progress for ``stall_after`` seconds (seed 003's watchdog)."""
+    return Event("graph-stalled", routing_key(graph_id, routing, ""),
+                 encode_payload({"graph_id": graph_id, "stall_after": stall_after}),
+                 None, graph_id)
+
+
+def schedule_error(schedule: str, tick: float, reason: str) -> Event:
+    """A schedule's tick made no job, or its schedule was paused (its reason is longer
+    than ``last_outcome`` holds)."""
+    return Event("schedule-error", routing_key(None, "", ""),
+                 encode_payload({"schedule": schedule, "tick": tick, "reason": reason}),
+                 None, None)
 
 
 START = EventCursor()
@@ -72,25 +128,34 @@ def _record(row: tuple[Any, ...]) -> EventRecord:
 
 class Events:
     """The event log of one transaction: appended events are buffered and written by
-    one statement at its end (or by a statement that writes them on its way: the
-    cycle's dispatch on PostgreSQL takes :attr:`buffer`)."""
+    the driver with the unit of work's end (or by a statement that writes them on its
+    way: :meth:`take`)."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({
+        'committed', 'cursor_at', 'cursor_since', 'last', 'list'})
+    """Methods a call through the store (``store.events.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
-        self.buffer: list[tuple[Any, ...]] = []
+        self.buffer: list[Event] = []
 
-    def append(self, rows: Iterable[Event]) -> None:
-        self.buffer.extend(
-            (topic, key, payload if isinstance(payload, str) else encode_payload(payload),
-             job, graph) for topic, key, payload, job, graph in rows)
+    def append(self, events: Iterable[Event]) -> None:
+        """Announce ``events`` once this unit of work commits."""
+        self.buffer.extend(events)
 
     def flush(self) -> None:
-        """Write what is buffered (the unit of work calls this before it commits)."""
+        """Write what is buffered now, in this transaction (a large graph's events,
+        while collection is paused)."""
         if self.buffer:
-            self.tx.driver.insert_events(self.tx.raw, self.buffer)
-            self.buffer = []
+            self.tx.driver.write_events(self.tx.raw, self.take())
 
-    @reads
+    def take(self) -> list[Event]:
+        """What is buffered, taken out of the buffer: for a statement that writes it on
+        its way (see the class docstring)."""
+        taken, self.buffer = self.buffer, []
+        return taken
+
     def committed(self, after: EventCursor = START, *, topic: str | None = None,
                   pattern: str | None = None, limit: int = 1000) -> EventPage:
         """The events after ``after`` in commit order, at most ``limit`` rows read;
@@ -101,12 +166,10 @@ class Events:
         cursor = EventCursor(rows[-1][1], rows[-1][0]) if rows else after
         return EventPage(events, cursor, full=len(rows) >= limit)
 
-    @reads
     def cursor_at(self, event_id: int) -> EventCursor:
         """The cursor right after event ``event_id`` (a follower's ``Last-Event-ID``)."""
         return self.tx.driver.event_cursor(self.tx.raw, event_id)
 
-    @reads
     def last(self, count: int, *, topic: str | None = None) -> EventPage:
         """The newest ``count`` committed events (oldest first), and the cursor after
         the newest: what ``--tail N`` shows before it follows."""
@@ -118,7 +181,6 @@ class Events:
         rows = self.tx.driver.events_last(self.tx.raw, 1, None)
         return EventCursor(rows[0][1], rows[0][0]) if rows else START
 
-    @reads
     def cursor_since(self, when: float) -> EventCursor:
         """The cursor before the first event created at or after ``when``."""
         found = self._first_at(when)
@@ -131,8 +193,8 @@ class Events:
         """The first event id created at or after ``when``. Events are indexed by id
         only, and ids grow with creation time: a binary search over ids, a few dozen
         indexed reads whatever the size of the log."""
-        conn = self.tx.conn
-        low, high = conn.execute(select(func.min(_E.c.id), func.max(_E.c.id))).one()
+        driver, raw = self.tx.driver, self.tx.raw
+        low, high = driver.event_id_range(raw)
         if low is None:
             return None
         # The smallest m in [low, high + 1] such that the first event at or after id m
@@ -140,17 +202,14 @@ class Events:
         low, high = int(low), int(high) + 1
         while low < high:
             middle = (low + high) // 2
-            row = conn.execute(select(_E.c.id, _E.c.created_at).where(_E.c.id >= middle)
-                               .order_by(_E.c.id).limit(1)).first()
-            if row is None or row.created_at >= when:
+            row = driver.event_from(raw, middle)
+            if row is None or row[1] >= when:
                 high = middle
             else:
-                low = int(row.id) + 1  # ids between middle and row.id do not exist
-        first = conn.execute(select(_E.c.id).where(_E.c.id >= low)
-                             .order_by(_E.c.id).limit(1)).scalar()
-        return None if first is None else int(first)
+                low = int(row[0]) + 1  # ids between middle and row.id do not exist
+        first = driver.event_from(raw, low)
+        return None if first is None else int(first[0])
 
-    @reads
     def list(
         self,
         *,
@@ -161,14 +220,6 @@ class Events:
         limit: int = 1000,
     ) -> list[EventRecord]:
         """Stored events in order, optionally after an id (for following) and filtered."""
-        query = select(_E).order_by(_E.c.id).limit(limit)
-        if after_id is not None:
-            query = query.where(_E.c.id > after_id)
-        if topic is not None:
-            query = query.where(_E.c.topic == topic)
-        if graph_id is not None:
-            query = query.where(_E.c.graph_id == graph_id)
-        if job_id is not None:
-            query = query.where(_E.c.job_id == job_id)
-        return [EventRecord(r.id, r.topic, r.routing_key, loads(r.payload), r.created_at)
-                for r in self.tx.conn.execute(query)]
+        return [EventRecord(event_id, topic_, key, loads(payload), created)
+                for event_id, topic_, key, payload, created in self.tx.driver.read_events(
+                    self.tx.raw, ReadEvents(after_id, topic, graph_id, job_id, limit))]

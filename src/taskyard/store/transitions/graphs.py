@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import bindparam, insert, select, update
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.graph import (
     GraphError,
@@ -16,60 +14,53 @@ from taskyard.core.graph import (
     references,
     substitute_ids,
 )
-from taskyard.core.routing import job_key, routing_key
-from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.core.states import TERMINAL, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import GraphRecord, JobRecord, JobSubmission
-from taskyard.store import schema as t
-from taskyard.store.marks import reads
+from taskyard.store.driver.params import ReadGraphs, ReadJobs
+from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.graph_rows import COLUMNS, definition_hash, gc_paused, graph_rows
-from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, to_record
-from taskyard.store.transitions.dependents import Ended, chunks
+from taskyard.store.schema.job_rows import attempt_record, to_record
+from taskyard.store.transitions.dependents import Ended
+from taskyard.store.transitions.events import graph_changed, job_exception, job_pending
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_J, _D, _G, _A = t.jobs, t.dependencies, t.graphs, t.attempts
 
 
 class Graphs:
     """Task graphs in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list'})
+    """Methods a call through the store (``store.graphs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
     def submit(self, doc: Mapping[str, Any]) -> int:
         """Validate the whole graph, then write it; returns its id."""
-        conn = self.tx.conn
         with gc_paused():
             spec = self._parse(doc, existing=())
-            graph_id = int(conn.execute(
-                insert(_G).values(state="running", routing=spec.routing, created_at=self.tx.now,
-                                  last_progress_at=self.tx.now, jobs_total=len(spec.tasks))
-                .returning(_G.c.id)
-            ).scalar_one())
-            self.tx.events.append([("graph-running", routing_key(graph_id, spec.routing, ""),
-                                    {"graph_id": graph_id, "state": "running",
-                                     "routing": spec.routing}, None, graph_id)])
+            graph_id = self.tx.driver.insert_graph(self.tx.raw, spec.routing, len(spec.tasks))
+            self.tx.events.append([graph_changed(graph_id, "running", spec.routing)])
             self._write_tasks(graph_id, spec, existing={})
         return graph_id
 
     def add_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
         """Add tasks to a graph; identical re-added labels are no-ops. Returns new job ids."""
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         with gc_paused():
-            graph = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
-            if graph is None:
+            found = driver.read_graphs(raw, ReadGraphs(graph_id))
+            if not found:
                 raise NotFound(f"no graph {graph_id}")
-            if graph.state == "canceled":
+            graph = found[0]
+            if graph["state"] == "canceled":
                 raise Conflict(f"graph {graph_id} is canceled")
-            query = (select(_J.c.label, _J.c.id, _J.c.state, _J.c.definition_hash)
-                     .where(_J.c.graph_id == graph_id).order_by(_J.c.id))
-            # New tasks may require these jobs: a concurrent completion must not read
-            # their dependents before our new edges are visible (see prereqs).
-            existing = {r.label: (r.id, r.state, r.definition_hash)
-                        for r in conn.execute(self.tx.driver.lock_rows(query))}
-            spec = self._parse({"routing": graph.routing, **doc}, existing=existing)
+            existing = {label: (job, state, digest)
+                        for label, job, state, digest in driver.lock_graph_jobs(raw, graph_id)}
+            spec = self._parse({"routing": graph["routing"], **doc}, existing=existing)
             fresh: dict[str, TaskNode] = {}
             for label, node in spec.tasks.items():
                 if label not in existing:
@@ -80,16 +71,10 @@ class Graphs:
                     )
             if not fresh:
                 return []
-            conn.execute(
-                update(_G).where(_G.c.id == graph_id)
-                .values(jobs_total=_G.c.jobs_total + len(fresh), last_progress_at=self.tx.now)
-            )
-            if graph.state == "finished":
-                conn.execute(update(_G).where(_G.c.id == graph_id)
-                             .values(state="running", finished_at=None))
-                self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
-                                        {"graph_id": graph_id, "state": "running",
-                                         "routing": graph.routing}, None, graph_id)])
+            reopen = graph["state"] == "finished"
+            driver.grow_graph(raw, graph_id, len(fresh), reopen)
+            if reopen:
+                self.tx.events.append([graph_changed(graph_id, "running", graph["routing"])])
             ids = self._write_tasks(graph_id, GraphSpec(spec.routing, fresh),
                                     existing={k: (v[0], v[1]) for k, v in existing.items()})
         return ids
@@ -105,10 +90,8 @@ class Graphs:
             # for names (a NUL would otherwise reach PostgreSQL as a raw error).
             nonlocal known
             if known is None:
-                known = set(self.tx.conn.execute(
-                    select(t.task_types.c.name).where(t.task_types.c.name.in_(
-                        [n for n in names if isinstance(n, str)]))
-                ).scalars())
+                known = self.tx.driver.task_type_names(
+                    self.tx.raw, sorted(n for n in names if isinstance(n, str)))
             return name in known
 
         try:
@@ -125,7 +108,7 @@ class Graphs:
         if any(ts.prerequisites for ts in specs.values()):
             # Update on launch applies to graph tasks too: a prerequisite is one more
             # parent of the task (outside the graph), spawned or reused as for a submit.
-            plan = tx.prereqs.plan([
+            plan = tx.prerequisites.plan([
                 JobSubmission(type=node.type, args=node.args, priority=node.priority,
                               label=label, graph_id=graph_id, launch_type="graph")
                 for label, node in spec.tasks.items()], specs)
@@ -135,26 +118,23 @@ class Graphs:
                        for row in graph_rows(graph_id, spec, specs)], plan, specs)
         else:
             ids = tx.jobs.insert_rows(COLUMNS, graph_rows(graph_id, spec, specs),
-                                    len(spec.tasks))
-            self.tx.events.append([
-                ("job-pending", job_key(graph_id, routing), {"job_id": job_id, "type": node.type},
-                 job_id, graph_id)
+                                      len(spec.tasks), announce=False)
+            self.tx.events.append(
+                job_pending(job_id, graph_id, f"{spec.routing or '_'}.{node.routing or '_'}",
+                            type=node.type)
                 for job_id, node in zip(ids, spec.tasks.values(), strict=True)
-                if not node.requires
-                for routing in (f"{spec.routing or '_'}.{node.routing or '_'}",)
-            ])
+                if not node.requires)
         id_of = dict(zip(spec.tasks, ids, strict=True))
         id_of.update({label: pair[0] for label, pair in existing.items()})
         # $subs needs every id, known only now: rewrite the args that use it.
         rewrites = [
-            {"jid": id_of[label], "new_args": json.dumps(
-                substitute_ids(node.args, id_of), sort_keys=True, separators=(",", ":"))}
+            (id_of[label], json.dumps(substitute_ids(node.args, id_of), sort_keys=True,
+                                      separators=(",", ":")))
             for label, node in spec.tasks.items()
             if '"$' in node.args_text and references(node.args)
         ]
         if rewrites:
-            tx.conn.execute(update(_J).where(_J.c.id == bindparam("jid"))
-                         .values(args=bindparam("new_args")), rewrites)
+            tx.driver.rewrite_args(tx.raw, rewrites)
         tx.driver.insert_edges(tx.raw, [(id_of[label], id_of[e.label], e.on)
                             for label, node in spec.tasks.items() for e in node.requires])
         # Edges to tasks that already ended (add-tasks) resolve now.
@@ -162,82 +142,59 @@ class Graphs:
                 for job_id, state in existing.values() if state in TERMINAL]
         if done:
             fresh_ids = set(ids)
-            ended = tx.resolution.propagate(done, only=fresh_ids)
+            ended = tx.dependents.propagate(done, only=fresh_ids)
             if ended:
-                tx.resolution.jobs_ended(ended)
+                tx.dependents.jobs_ended(ended)
         tx.notify("scheduler")
         # The events now, while collection is paused (a large graph has many).
         tx.events.flush()
         return ids
 
-    @reads
     def get(self, graph_id: int, *, jobs: bool = True) -> GraphRecord:
         """The graph, with its jobs unless ``jobs`` is False; NotFound if missing."""
-        row = self.tx.conn.execute(select(_G).where(_G.c.id == graph_id)).first()
-        if row is None:
+        found = self.tx.driver.read_graphs(self.tx.raw, ReadGraphs(graph_id))
+        if not found:
             raise NotFound(f"no graph {graph_id}")
         members: Sequence[JobRecord] = self._graph_jobs(graph_id) if jobs else ()
-        return _graph_record(row, members)
+        return _graph_record(found[0], members)
 
     def _graph_jobs(self, graph_id: int) -> list[JobRecord]:
-        conn = self.tx.conn
-        rows = conn.execute(select(*JOB_COLUMNS).select_from(JOB_FROM)
-                            .where(_J.c.graph_id == graph_id).order_by(_J.c.id)).all()
+        driver, raw = self.tx.driver, self.tx.raw
         tries: dict[int, list[Any]] = {}
-        for r in conn.execute(
-            select(_A).join(_J, _J.c.id == _A.c.job_id)
-            .where(_J.c.graph_id == graph_id).order_by(_A.c.job_id, _A.c.attempt)
-        ):
-            tries.setdefault(r.job_id, []).append(attempt_record(r))
-        return [to_record(r, tries.get(r.id, ())) for r in rows]
+        for attempt in driver.read_job_attempts(raw, graph_id=graph_id):
+            tries.setdefault(attempt["job_id"], []).append(attempt_record(mapped(attempt)))
+        return [to_record(mapped(r), tries.get(r["id"], ()))
+                for r in driver.read_jobs(raw, ReadJobs(graph_id=graph_id))]
 
     def cancel(self, graph_id: int) -> GraphRecord:
         """Cancel every unfinished job (running ones are stopped by their workers)."""
-        conn = self.tx.conn
-        graph = conn.execute(select(_G).where(_G.c.id == graph_id)).first()
-        if graph is None:
+        driver, raw = self.tx.driver, self.tx.raw
+        found = driver.read_graphs(raw, ReadGraphs(graph_id))
+        if not found:
             raise NotFound(f"no graph {graph_id}")
-        if graph.state in ("canceled", "finished"):
-            raise Conflict(f"graph {graph_id} is already {graph.state}")
-        self.tx.resolution.set_graph_state(graph_id, "canceled", graph.routing, {})
-        workers = set(conn.execute(
-            select(_J.c.worker_id).where(_J.c.graph_id == graph_id, _J.c.state.in_(ACTIVE))
-        ).scalars())
-        rows = conn.execute(
-            update(_J)
-            .where(_J.c.graph_id == graph_id, _J.c.state.not_in(TERMINAL))
-            .values(state=JobState.CANCELED, worker_id=None, deadline=None,
-                    finished_at=self.tx.now, error="graph canceled",
-                    cancel_requested=_J.c.state.in_(ACTIVE))
-            .returning(_J.c.id, _J.c.attempt, _J.c.routing)
-        ).all()
-        for part in chunks([r.id for r in rows]):
-            conn.execute(
-                update(_A).where(_A.c.job_id.in_(part), _A.c.state.in_(ACTIVE))
-                .values(state=AttemptState.CANCELED, finished_at=self.tx.now)
-            )
-        self.tx.events.append([("job-exception", job_key(graph_id, r.routing),
-                                {"job_id": r.id, "reason": "graph canceled"}, r.id, graph_id)
-                               for r in rows])
+        graph = found[0]
+        if graph["state"] in ("canceled", "finished"):
+            raise Conflict(f"graph {graph_id} is already {graph['state']}")
+        self.tx.dependents.set_graph_state(graph_id, "canceled", graph["routing"], {})
+        workers, rows = driver.cancel_graph_jobs(raw, graph_id)
+        self.tx.events.append([job_exception(job, graph_id, routing, "graph canceled")
+                               for job, _, routing in rows])
         # Jobs outside the graph may wait on these (a prerequisite reused by a later
         # launch): they must end too, never wait forever.
-        self.tx.resolution.jobs_ended([Ended(r.id, JobState.CANCELED, graph_id) for r in rows])
-        conn.execute(update(_G).where(_G.c.id == graph_id)
-                     .values(jobs_done=_G.c.jobs_total))
+        self.tx.dependents.jobs_ended([Ended(job, JobState.CANCELED, graph_id)
+                                       for job, _, _ in rows])
         self.tx.notify("scheduler", *(f"worker.{w}" for w in sorted(workers)))
         return self.get(graph_id)
 
-    @reads
     def list(self, *, state: str | None = None, limit: int = 100) -> list[GraphRecord]:
-        query = select(_G).order_by(_G.c.id.desc()).limit(limit)
-        if state is not None:
-            query = query.where(_G.c.state == state)
-        return [_graph_record(r, ()) for r in self.tx.conn.execute(query)]
+        return [_graph_record(r, ()) for r in self.tx.driver.read_graphs(
+            self.tx.raw, ReadGraphs(state=state, limit=limit))]
 
 
-def _graph_record(row: Any, jobs: Sequence[JobRecord]) -> GraphRecord:
+def _graph_record(row: Mapping[str, Any], jobs: Sequence[JobRecord]) -> GraphRecord:
     return GraphRecord(
-        id=row.id, state=row.state, routing=row.routing, created_at=row.created_at,
-        finished_at=row.finished_at, jobs_total=row.jobs_total, jobs_done=row.jobs_done,
-        stalled_at=row.stalled_at, jobs=tuple(jobs),
+        id=row["id"], state=row["state"], routing=row["routing"],
+        created_at=row["created_at"], finished_at=row["finished_at"],
+        jobs_total=row["jobs_total"], jobs_done=row["jobs_done"],
+        stalled_at=row["stalled_at"], jobs=tuple(jobs),
     )

@@ -78,10 +78,10 @@ def roll_up(store: Store, *, batch: int = 5000, batches: int = 20) -> RolledUp:
 def _one_batch(tx: Tx, batch: int) -> tuple[int, bool]:
     # One follower at a time: the others wait for its commit on its position's row,
     # then read where it left off (PostgreSQL; SQLite's writers queue anyway).
-    tx.conn.execute(tx.driver.upsert(_O).values(name=FOLLOWER, tx_id=-1, event_id=0,
-                                                 updated_at=tx.now)
-                    .on_conflict_do_nothing(index_elements=["name"]))
-    tx.conn.execute(tx.driver.lock_rows(select(_O.c.name).where(_O.c.name == FOLLOWER)))
+    tx.raw.run("INSERT INTO outbox_cursors (name, tx_id, event_id, updated_at) "
+               "VALUES (?, -1, 0, {now}) ON CONFLICT (name) DO NOTHING", (FOLLOWER,))
+    tx.raw.first(f"SELECT name FROM outbox_cursors WHERE name = ?{tx.raw.row_lock}",
+                 (FOLLOWER,))
     after = tx.outbox.position(FOLLOWER)
     page = tx.events.committed(after, limit=batch)
     if page.cursor == after:
@@ -251,17 +251,18 @@ def add_durations(store: Store, name: str, bounds: Sequence[float],
     """Add a histogram (``counts`` per bucket of ``bounds``, one more unbounded, and
     their ``total``) to the one summed under ``name`` across processes."""
     with store.write() as tx:
-        row = tx.conn.execute(tx.driver.lock_rows(
-            select(_T.c.counts, _T.c.total, _T.c.bounds).where(_T.c.name == name))).first()
-        if row is None or json.loads(row.bounds) != list(bounds):
+        row = tx.raw.first("SELECT counts, total, bounds FROM duration_totals "
+                           f"WHERE name = ?{tx.raw.row_lock}", (name,))
+        now = tx.driver.read_now(tx.raw)
+        if row is None or json.loads(row[2]) != list(bounds):
             tx.conn.execute(delete(_T).where(_T.c.name == name))
             tx.conn.execute(insert(_T).values(
                 name=name, bounds=json.dumps(list(bounds)), counts=json.dumps(list(counts)),
-                total=total, updated_at=tx.now))
+                total=total, updated_at=now))
             return
-        summed = [a + b for a, b in zip(json.loads(row.counts), counts, strict=True)]
+        summed = [a + b for a, b in zip(json.loads(row[0]), counts, strict=True)]
         tx.conn.execute(update(_T).where(_T.c.name == name).values(
-            counts=json.dumps(summed), total=row.total + total, updated_at=tx.now))
+            counts=json.dumps(summed), total=row[1] + total, updated_at=now))
 
 
 @dataclass(frozen=True, slots=True)

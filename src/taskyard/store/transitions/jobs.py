@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import bindparam, case, func, or_, select, update
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.limits import check_name
-from taskyard.core.routing import job_key
-from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
+from taskyard.core.states import TERMINAL, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound, refused_as_invalid
 from taskyard.model.records import (
     AttemptRecord,
@@ -20,175 +18,126 @@ from taskyard.model.records import (
     TaskTypeSpec,
     loads,
 )
-from taskyard.store import schema as t
-from taskyard.store.driver.results import FIRST_PAGE
-from taskyard.store.marks import reads, reads_each
-from taskyard.store.schema.job_rows import JOB_COLUMNS, JOB_FROM, attempt_record, job_row, to_record
+from taskyard.store.driver.cycle_params import CycleStart
+from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.portable.job_reads import mapped
+from taskyard.store.schema.job_rows import attempt_record, job_row, to_record
+from taskyard.store.transitions.events import job_exception, job_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
 
 if TYPE_CHECKING:
     from taskyard.core.idle import Unfinished
-    from taskyard.core.placement import Candidate, WorkerSlot
-    from taskyard.store.transitions.cycle import Basis
     from taskyard.store.unit import Tx
 
-_J = t.jobs
-_A = t.attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What :meth:`Jobs.add` inserted: the jobs' ids, in the order of the submissions,
+    and (``placing``) what the cycle to come needs to know."""
+
+    ids: list[int]
+    live_worker: bool
+    """A live worker exists and the cycle may place the jobs: else none is needed (no
+    worker to take them, or their insert placed them: InsertedJobs.placed)."""
+    cycle: CycleStart | None
+    """PostgreSQL: the cycle's lock, tried with the insert."""
+    committed: bool = False
+    """PostgreSQL: the insert committed the unit itself (see InsertedJobs.committed)."""
 
 
 class Jobs:
     """Jobs in one transaction."""
 
+    READS: ClassVar[frozenset[str]] = frozenset({
+        'get', 'list', 'pending', 'unfinished', 'unfinished_count'})
+    """Methods a call through the store (``store.jobs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+    READS_EACH: ClassVar[frozenset[str]] = frozenset({'ended'})
+    """... in autocommit reads that share no snapshot (PostgreSQL: no ``BEGIN``/``COMMIT``)."""
+
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
-    def submit(self, subs: Sequence[JobSubmission], *, cycle_next: bool = False) -> list[int]:
-        """Insert pending jobs atomically; all or nothing. Returns their ids in order.
-
-        The scheduler is woken to place them, unless ``cycle_next``: the caller runs
-        the cycle in this transaction next (seed 000 runs schedule() on job creation,
-        and in one transaction a job reaches its worker with one commit) — and wakes the
-        scheduler itself if the cycle's lock was taken.
+    def submit(self, subs: Sequence[JobSubmission]) -> list[int]:
+        """Insert pending jobs atomically; all or nothing. Returns their ids in order,
+        and wakes the scheduler to place them (:meth:`add` leaves that to its caller).
 
         A submission with a ``unique_key`` whose key a job holds is not inserted: its
         id is the holder's (or Conflict, see :mod:`taskyard.store.transitions.unique_jobs`)."""
-        if any(s.unique_key is not None or s.unique_for is not None for s in subs):
-            return self._submit_unique(subs, cycle_next)
-        return self._submit(subs, cycle_next)
+        ids = self.add(subs).ids
+        self.tx.notify("scheduler")
+        return ids
 
-    def submit_alone(self, sub: JobSubmission) -> int | None:
-        """PostgreSQL, in a unit of work of :meth:`Store.alone` (autocommit): ``sub`` in
-        one statement that commits by itself — while no live worker exists (nothing
-        the inline cycle could place). None when it wrote nothing: a worker is live, or
-        the submission needs the ordinary path; the caller then submits in a
-        transaction. Always None on SQLite."""
-        if sub.unique_key is not None or sub.unique_for is not None:
-            return None  # looks for its key's holder first: the transactional path
-        tx = self.tx
-        job_id, _ = tx.driver.submit_one(
-            tx.raw, sub, tx.store.spec_cache,
-            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits), alone=True)
-        if job_id is None:
-            tx.store.no_worker_seen = False
-        return job_id
-
-    def submit_foreseen(self, sub: JobSubmission,
-                        place: Callable[[Basis, Candidate], WorkerSlot | None], *,
-                        maintain: bool = False) -> Any:
-        """PostgreSQL, in a unit of work of :meth:`Store.alone`: ``sub`` dispatched to the
-        worker ``place`` chooses for it from the store's :attr:`~Store.basis` (where a
-        cycle that finds that snapshot, with the job alone pending, places it), in one
-        round trip that checks under the cycle's lock that the basis still holds (and,
-        with ``maintain``, that the cycle's maintenance, due, has nothing to do); else
-        inserted pending (dialects/pg_foreseen.py). The result says which (``placed``;
-        ``held``: the caller runs the cycle). None when nothing was written: no basis,
-        SQLite, or the ordinary path must decide."""
-        from taskyard.store.transitions.candidates import to_candidates  # noqa: PLC0415 - start-up time
-        from taskyard.store.transitions.cycle import TIMEOUT_GRACE  # noqa: PLC0415 - start-up time
-
-        tx, basis = self.tx, self.tx.store.basis
-        if basis is None or sub.unique_key is not None or sub.unique_for is not None:
-            return None
-
-        def chosen(row: list[Any]) -> tuple[int, str] | None:
-            worker = place(basis, to_candidates([row])[0])
-            return None if worker is None else (worker.id, worker.name)
-
-        found = tx.driver.submit_foreseen(
-            tx.raw, sub, tx.store.spec_cache,
-            lambda spec: job_row(sub, spec, 0, limits=tx.store.limits),
-            basis=basis.text, place=chosen, maintain=TIMEOUT_GRACE if maintain else None)
-        if found is not None and not found.placed:
-            tx.store.no_worker_seen = found.held is None
-            if found.held:  # the snapshot changed: the caller's cycle reads a new one
-                tx.store.basis = None
-            if found.backlog:  # see Store.queue_idle_seen
-                tx.store.queue_idle_seen = False
-        return found
-
-    def _submit_unique(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
-        from taskyard.store.transitions.unique_jobs import find_duplicates  # noqa: PLC0415 - start-up time
+    def add(self, subs: Sequence[JobSubmission], *, placing: bool = False) -> Added:
+        """:meth:`submit`, without the wake-up. ``placing``: the caller runs the cycle in
+        this unit of work next (Store.submit): the result says whether a live worker may
+        take the jobs and, PostgreSQL, carries the cycle's lock tried with the insert."""
+        if not any(s.unique_key is not None or s.unique_for is not None for s in subs):
+            return self._add(subs, placing)
+        from taskyard.store.transitions.unique_jobs import find_duplicates  # noqa: PLC0415
 
         found = find_duplicates(self.tx, subs)
         fresh = [i for i in range(len(subs))
                  if i not in found.existing and i not in found.earlier]
-        ids = dict(zip(fresh, self._submit([subs[i] for i in fresh], cycle_next),
-                       strict=True))
+        added = self._add([subs[i] for i in fresh], placing)
+        ids = dict(zip(fresh, added.ids, strict=True))
         ids.update(found.existing)
-        return [ids[found.earlier.get(i, i)] for i in range(len(subs))]
+        return Added([ids[found.earlier.get(i, i)] for i in range(len(subs))],
+                     added.live_worker, added.cycle, added.committed)
 
-    def _submit(self, subs: Sequence[JobSubmission], cycle_next: bool) -> list[int]:
+    def _add(self, subs: Sequence[JobSubmission], placing: bool) -> Added:
         if not subs:
-            return []
+            return Added([], False, None)
         for name in {s.type for s in subs}:  # before it reaches SQL, the same on both stores
             with refused_as_invalid():
                 check_name(name, "task type name")
-        tx = self.tx
         if len(subs) == 1:
-            sub = subs[0]
-
-            def build(spec: TaskTypeSpec) -> dict[str, Any]:
-                return job_row(sub, spec, 0, limits=tx.store.limits)
-
-            looked = (self._submit_looking(sub, build)
-                      if cycle_next and tx.store.queue_idle_seen else None)
-            if looked is not None:
-                return [looked]
-            # Its type from the store's cache: PostgreSQL in one statement, which may
-            # also try the cycle's lock; SQLite in two (sqlite_submit).
-            job_id, held = tx.driver.submit_one(
-                tx.raw, sub, tx.store.spec_cache, build, lock=cycle_next)
-            if job_id is not None:
-                if held is not None:  # the cycle's first reads, for the cycle to come
-                    tx.ahead = tx.driver.read_ahead(tx.raw, held, FIRST_PAGE)
-                    # PostgreSQL's reads (SQLite reads in its cycle, and never looks first).
-                    tx.store.queue_idle_seen = bool(
-                        held and tx.ahead is not None and tx.ahead.only_job())
-                elif cycle_next:  # no live worker: no cycle, nobody to wake
-                    tx.ahead = tx.driver.read_ahead(tx.raw, False, FIRST_PAGE)
-                    tx.placeable = False
-                if cycle_next:
-                    tx.store.no_worker_seen = held is None
-                if not cycle_next:
-                    tx.notify("scheduler")
-                return [job_id]
+            added = self._add_one(subs[0], placing)
+            if added is not None:
+                return added
+        tx = self.tx
         specs = tx.task_types.by_name({s.type for s in subs})
         rows = []
         for index, sub in enumerate(subs):
             spec = specs.get(sub.type)
             if spec is None:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
-            rows.append(job_row(sub, spec, index, limits=tx.store.limits))
-        plan = tx.prereqs.plan(subs, specs)
+            rows.append(job_row(sub, spec, index if len(subs) > 1 else None,
+                                limits=tx.store.limits))
+        plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
             ids = self.insert(rows)
         else:
             ids = self.insert_with_prerequisites(rows, plan, specs)
-        if not cycle_next:
-            tx.notify("scheduler")
-        elif tx.store.no_worker_seen is not False and not tx.driver.worth_a_cycle(tx.raw):
-            tx.store.no_worker_seen = True
-            tx.placeable = False  # still no live worker: no cycle, nobody to wake
-        return ids
+        return Added(ids, placing and tx.driver.live_worker(tx.raw), None)
 
-    def _submit_looking(self, sub: JobSubmission,
-                        build: Callable[[TaskTypeSpec], dict[str, Any]]) -> int | None:
-        """PostgreSQL: the cycle's lock, the job's id and the cycle's reads first, then
-        the insert — with the job's dispatch when the cycle places it at once
-        (dialects/pg_placed.py). None where the one-statement path decides (SQLite;
-        an unknown or changed type, a job for later or of a graph): nothing written."""
+    def _add_one(self, sub: JobSubmission, placing: bool) -> Added | None:
+        """One job, its type from the driver's cache, inserted only while the type is as
+        read (with the cycle's lock, ``placing``: see InsertJobs); None when the ordinary
+        path must decide (unknown or changed type, update on launch, invalid input:
+        decided there with the type read afresh): nothing is written then."""
         tx = self.tx
-        looked = tx.driver.submit_looking(tx.raw, sub, tx.store.spec_cache, build,
-                                           FIRST_PAGE)
-        if looked is None:
+        cached = tx.driver.task_type(tx.raw, sub.type)
+        if cached is None or cached[1].prerequisites:
             return None
-        tx.store.no_worker_seen = looked.held is None
-        tx.store.queue_idle_seen = not looked.deferred.written
-        tx.placeable = looked.held is not None  # no live worker: no cycle, nobody to wake
-        tx.ahead = looked.ahead or tx.driver.read_ahead(tx.raw, False, FIRST_PAGE)
-        if not looked.deferred.written:
-            tx.deferred = looked.deferred
-        return int(looked.deferred.job_id)
+        version, spec = cached
+        try:
+            row = job_row(sub, spec, None, limits=tx.store.limits)
+        except InvalidInput:
+            return None
+        columns = tuple(row)
+        inserted = tx.driver.insert_jobs(tx.raw, InsertJobs(
+            columns, [tuple(row.values())], 1, as_built=TypeVersion(spec.name, version),
+            announce=job_pending(0, row["graph_id"], row["routing"], type=spec.name),
+            placing=placing))
+        if not inserted.ids:
+            tx.driver.forget_task_type(sub.type)  # changed since: read it again
+            return None
+        (job_id,) = inserted.ids
+        assert job_id is not None
+        return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle,
+                     inserted.committed)
 
     def insert_with_prerequisites(self, rows: list[dict[str, Any]], plan: PrereqPlan,
                                   specs: dict[str, TaskTypeSpec]) -> list[int]:
@@ -208,14 +157,12 @@ class Jobs:
                               specs: dict[str, TaskTypeSpec]) -> set[int]:
         """Update on launch for jobs just inserted pending (a schedule's tick jobs): spawn
         or reuse their prerequisites and make them wait; returns the ids now waiting."""
-        plan = self.tx.prereqs.plan([sub for _, sub in jobs], specs)
+        plan = self.tx.prerequisites.plan([sub for _, sub in jobs], specs)
         if not plan.spawn and not plan.waits:
             return set()
         waits = self._spawn(plan, specs)
-        self.tx.conn.execute(
-            update(_J).where(_J.c.id == bindparam("jid"), _J.c.state == JobState.PENDING)
-            .values(state=JobState.WAITING, unmet_deps=_J.c.unmet_deps + bindparam("n")),
-            [{"jid": jobs[index][0], "n": len(ids)} for index, ids in waits.items()])
+        self.tx.driver.make_waiting(self.tx.raw, [(jobs[index][0], len(ids))
+                                                  for index, ids in waits.items()])
         self.tx.driver.insert_edges(self.tx.raw, [
             (jobs[index][0], prereq, "success") for index, ids in waits.items()
             for prereq in ids])
@@ -236,163 +183,125 @@ class Jobs:
 
     def insert(self, rows: list[dict[str, Any]]) -> list[int]:
         """Insert rows (already validated) and announce the pending ones."""
-        if not rows:  # an empty executemany would run as one bare INSERT
+        if not rows:
             return []
         columns = tuple(rows[0])
         return self.insert_values(columns, list(map(itemgetter(*columns), rows)))
 
-    def insert_values(self, columns: Sequence[str], values: list[tuple[Any, ...]]) -> list[int]:
-        """:meth:`insert` for rows given as tuples in the order of ``columns``."""
-        if not values:
-            return []
-        ids = self.insert_rows(columns, values, len(values))
-        state, graph, routing, type_ = (columns.index(c)
-                                        for c in ("state", "graph_id", "routing", "type"))
-        self.tx.events.append(
-            ("job-pending", job_key(row[graph], row[routing]),
-             {"job_id": job_id, "type": row[type_]}, job_id, row[graph])
-            for job_id, row in zip(ids, values, strict=True) if row[state] == JobState.PENDING)
-        return ids
+    def insert_values(self, columns: tuple[str, ...], values: list[tuple[Any, ...]],
+                      *, announce: bool = True) -> list[int]:
+        """:meth:`insert` for rows given as tuples in the order of ``columns``; ``announce``:
+        the pending ones' ``job-pending`` events (else the caller announces them). A large
+        batch may be streamed: ``values`` may be any iterable of ``count`` rows."""
+        return self.insert_rows(columns, values, len(values), announce=announce)
 
-    def insert_rows(self, columns: Sequence[str], values: Iterable[tuple[Any, ...]],
-                    count: int) -> list[int]:
+    def insert_rows(self, columns: tuple[str, ...], values: Iterable[tuple[Any, ...]],
+                    count: int, *, announce: bool = True) -> list[int]:
         """Insert ``count`` job rows (tuples in the order of ``columns``, which has every
-        key of :func:`job_row`); their ids in order (the order of creation). A large
-        batch may be streamed: the rows may be computed as they go."""
+        key of :func:`job_row`); their ids in order (the order of creation). The rows may
+        be computed as they are written (a large graph)."""
         if count == 0:
             return []
-        raw = self.tx.raw
-        if count == 1:  # one submit: one statement on the driver (the latency path)
-            row = raw.first(
-                f"INSERT INTO jobs ({', '.join(columns)}, created_at) VALUES "
-                f"({', '.join('?' for _ in columns)}, {{now}}) RETURNING id",
-                next(iter(values)))
-            assert row is not None
-            return [int(row[0])]
-        return self.tx.driver.insert_jobs(raw, columns, values, count)
+        if announce:
+            values = list(values)
+        found = self.tx.driver.insert_jobs(self.tx.raw, InsertJobs(columns, values, count))
+        ids = [int(i) for i in found.ids if i is not None]
+        if announce:
+            state, graph, routing, type_ = (columns.index(c)
+                                            for c in ("state", "graph_id", "routing", "type"))
+            self.tx.events.append(
+                job_pending(job_id, row[graph], row[routing], type=row[type_])
+                for job_id, row in zip(ids, values, strict=True)
+                if row[state] == JobState.PENDING)
+        return ids
 
-    @reads
     def get(self, job_id: int, *, attempts: bool = True) -> JobRecord | None:
         """The job, with its attempts and stages unless ``attempts`` is False."""
-        conn = self.tx.conn
-        row = conn.execute(
-            select(*JOB_COLUMNS).select_from(JOB_FROM).where(_J.c.id == job_id)).first()
-        if row is None:
+        driver, raw = self.tx.driver, self.tx.raw
+        found = driver.read_jobs(raw, ReadJobs(job_id=job_id))
+        if not found:
             return None
         tries: list[AttemptRecord] = []
         stages: list[StageRecord] = []
         if attempts:
-            tries = [attempt_record(r) for r in conn.execute(
-                select(_A).where(_A.c.job_id == job_id).order_by(_A.c.attempt))]
-            stages = [
-                StageRecord(r.attempt, r.name, r.seq, r.state, r.started_at, r.finished_at,
-                            loads(r.result))
-                for r in conn.execute(select(t.stages).where(t.stages.c.job_id == job_id)
-                                      .order_by(t.stages.c.attempt, t.stages.c.seq))
-            ]
-        return to_record(row, tries, stages)
+            tries = [attempt_record(mapped(r)) for r in driver.read_job_attempts(raw, job_id)]
+            stages = [StageRecord(attempt, name, seq, state, started, finished, loads(result))
+                      for attempt, name, seq, state, started, finished, result
+                      in driver.read_job_stages(raw, job_id)]
+        return to_record(mapped(found[0]), tries, stages)
 
-    @reads_each
     def ended(self, job_id: int) -> JobRecord | None:
         """The job, with its attempts and stages, once it has ended; None while it has
         not: what a waiter reads at each wake-up, its state alone while it runs (one
         statement; on PostgreSQL no BEGIN/COMMIT either). NotFound if there is none."""
-        state = self.tx.conn.execute(select(_J.c.state).where(_J.c.id == job_id)).scalar()
-        if state is None:
+        row = self.tx.driver.read_job_state(self.tx.raw, job_id)
+        if row is None:
             raise NotFound(f"no job {job_id}")
-        return self.get(job_id) if state in TERMINAL else None
+        return self.get(job_id) if row[0] in TERMINAL else None
 
-    @reads
     def unfinished_count(self) -> int:
         """Jobs not yet in a final state (waiting, pending, dispatched, running, suspended)."""
-        return int(self.tx.conn.execute(
-            select(func.count()).select_from(_J).where(_J.c.state.not_in(TERMINAL))
-        ).scalar_one())
+        return self.tx.driver.count_unfinished(self.tx.raw)
 
-    @reads
     def unfinished(self, horizon: float) -> Unfinished:
         """The unfinished jobs as ``up --until-idle`` weighs them
         (:func:`taskyard.core.idle.idle_verdict`): pending ones grouped by their pools,
         split at ``horizon`` seconds from now on the database clock."""
         from taskyard.core.idle import PendingGroup, Unfinished  # noqa: PLC0415 - start-up time
 
-        later = _J.c.run_after > self.tx.now + horizon
-        rows = self.tx.conn.execute(
-            select(_J.c.state, _J.c.pools, func.count(), func.sum(case((later, 1), else_=0)),
-                   func.min(case((later, _J.c.run_after))))
-            .where(_J.c.state.not_in(TERMINAL)).group_by(_J.c.state, _J.c.pools)).all()
+        rows = self.tx.driver.unfinished_groups(self.tx.raw, horizon)
         counts = {state: sum(r[2] for r in rows if r[0] == state) for state in JobState}
         return Unfinished(
             active=counts[JobState.DISPATCHED] + counts[JobState.RUNNING]
             + counts[JobState.SUSPENDED],
             waiting=counts[JobState.WAITING],
-            pending=[PendingGroup(tuple(loads(pools)), count - int(n_later), int(n_later),
-                                  next_due)
+            pending=[PendingGroup(tuple(loads(pools)), count - int(n_later or 0),
+                                  int(n_later or 0), next_due)
                      for state, pools, count, n_later, next_due in rows
                      if state == JobState.PENDING])
 
-    @reads
     def pending(self, type: str, limit: int = 100) -> list[JobRecord]:
         """That type's jobs due now: pending, with no ``run_after`` still ahead on the
         database clock; oldest first (swh's ``task list-pending``). NotFound for an
         unknown type."""
         with refused_as_invalid():
             check_name(type, "task type name")
-        if self.tx.task_types.get(type) is None:
+        if not self.tx.task_types.by_name([type]):
             raise NotFound(f"no task type {type!r}")
-        query = (select(*JOB_COLUMNS).select_from(JOB_FROM)
-                 .where(_J.c.type == type, _J.c.state == JobState.PENDING,
-                        or_(_J.c.run_after.is_(None), _J.c.run_after <= self.tx.now))
-                 .order_by(_J.c.id).limit(limit))
-        return [to_record(r) for r in self.tx.conn.execute(query)]
+        return [to_record(mapped(r)) for r in self.tx.driver.read_jobs(self.tx.raw, ReadJobs(
+            state=JobState.PENDING, type=type, due=True, limit=limit))]
 
     def cancel(self, job_id: int) -> JobRecord:
         """Cancel a job; dependents end dependency_failed; its worker stops a running one."""
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         # A job may change state between the read and the guarded write (its worker
         # reports it started): read it again, a few times (each statement sees what
         # committed before it, on PostgreSQL; SQLite's write transaction excludes it).
         for _ in range(3):
-            row = conn.execute(select(_J.c.state, _J.c.worker_id, _J.c.graph_id, _J.c.routing)
-                               .where(_J.c.id == job_id)).first()
+            row = driver.read_job_state(raw, job_id)
             if row is None:
                 raise NotFound(f"no job {job_id}")
             state, worker_id, graph_id, routing = row
             if state in TERMINAL:
                 raise Conflict(f"job {job_id} is already {state}")
-            done = conn.execute(
-                update(_J).where(_J.c.id == job_id, _J.c.state == state)
-                .values(state=JobState.CANCELED, worker_id=None, deadline=None,
-                        cancel_requested=state in ACTIVE, finished_at=self.tx.now)
-            ).rowcount
-            if done == 1:
+            if driver.cancel_job(raw, CancelJob(job_id, state)):
                 break
         else:
             raise Conflict(f"job {job_id} changed state while canceling; try again")
-        if state in ACTIVE:
-            conn.execute(update(_A).where(_A.c.job_id == job_id, _A.c.state.in_(ACTIVE))
-                         .values(state=AttemptState.CANCELED, finished_at=self.tx.now))
         from taskyard.store.transitions.dependents import Ended  # noqa: PLC0415 - start-up time
 
-        self.tx.resolution.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
-        self.tx.events.append([("job-exception", job_key(graph_id, routing),
-                                {"job_id": job_id, "reason": "canceled"}, job_id, graph_id)])
+        self.tx.dependents.jobs_ended([Ended(job_id, JobState.CANCELED, graph_id)])
+        self.tx.events.append([job_exception(job_id, graph_id, routing, "canceled")])
         self.tx.notify("scheduler", *([f"worker.{worker_id}"] if worker_id else []))
         record = self.get(job_id)
         assert record is not None
         return record
 
-    @reads
     def list(self, *, state: str | None = None, type: str | None = None,
              limit: int = 100) -> list[JobRecord]:
         """Jobs, newest first, optionally of one state and/or type."""
-        query = select(*JOB_COLUMNS).select_from(JOB_FROM).order_by(_J.c.id.desc()).limit(limit)
-        if state is not None:
-            if state not in set(JobState):
-                raise InvalidInput(
-                    f"unknown state {state!r} (one of {', '.join(s.value for s in JobState)})"
-                )
-            query = query.where(_J.c.state == state)
-        if type is not None:
-            query = query.where(_J.c.type == type)
-        return [to_record(r) for r in self.tx.conn.execute(query)]
+        if state is not None and state not in set(JobState):
+            raise InvalidInput(
+                f"unknown state {state!r} (one of {', '.join(s.value for s in JobState)})")
+        return [to_record(mapped(r)) for r in self.tx.driver.read_jobs(self.tx.raw, ReadJobs(
+            state=state, type=type, newest_first=True, limit=limit))]

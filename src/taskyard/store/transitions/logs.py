@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, delete, insert, select, tuple_
+from taskyard.store.sql import lit
 
 from taskyard.core.states import AttemptState
 from taskyard.store import schema as t
-from taskyard.store.sql import lit
 
 if TYPE_CHECKING:
     from taskyard.store import Store

@@ -6,11 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from taskyard.core.limits import LimitError, encode_args
 from taskyard.core.prerequisites import (
-    IN_FLIGHT,
     PrerequisiteError,
     PriorRun,
     Reuse,
@@ -19,12 +16,11 @@ from taskyard.core.prerequisites import (
 )
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store import schema as t
+from taskyard.store.driver.params import ReadPriorRuns
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_J = t.jobs
 
 
 @dataclass
@@ -47,7 +43,6 @@ class Prerequisites:
              specs: Mapping[str, TaskTypeSpec]) -> PrereqPlan:
         """For each submission whose type has prerequisites: reuse a fresh or in-flight
         run, or spawn one (shared by the submissions that need the same)."""
-        conn = self.tx.conn
         plan = PrereqPlan()
         spawned: dict[tuple[str, str], int] = {}
         now: float | None = None
@@ -56,7 +51,7 @@ class Prerequisites:
             if not spec.prerequisites or sub.launch_type == "dependent":
                 continue
             if now is None:
-                now = float(conn.execute(select(self.tx.now)).scalar_one())
+                now = self.tx.driver.read_now(self.tx.raw)
             for prereq in spec.prerequisites:
                 where = f"job {index} ({sub.type}) prerequisite {prereq.type!r}"
                 try:
@@ -69,10 +64,10 @@ class Prerequisites:
                     plan.spawn_waiters[spawned[key]].append(index)
                     continue
                 # Concurrent launches needing the same prerequisite decide one after
-                # the other.
-                self.tx.driver.serialize_on(self.tx.raw, f"prereq:{prereq.type}:{args_text}")
-                choice = decide(self._prior_runs(prereq.type, args_text, prereq.cache),
-                                cache=prereq.cache, now=now)
+                # the other (see ReadPriorRuns).
+                runs = self.tx.driver.read_prior_runs(
+                    self.tx.raw, ReadPriorRuns(prereq.type, args_text, prereq.cache))
+                choice = decide([PriorRun(*r) for r in runs], cache=prereq.cache, now=now)
                 if isinstance(choice, Reuse):
                     if choice.wait:
                         plan.waits.setdefault(index, []).append(choice.job_id)
@@ -82,23 +77,3 @@ class Prerequisites:
                                                 priority=sub.priority, launch_type="dependent"))
                 plan.spawn_waiters.append([index])
         return plan
-
-    def _prior_runs(self, type_: str, args_text: str, cache: float) -> list[PriorRun]:
-        query = (
-            select(_J.c.id, _J.c.state, _J.c.finished_at)
-            .where(_J.c.type == type_, _J.c.state.in_(IN_FLIGHT), _J.c.args == args_text)
-            .order_by(_J.c.id.desc()).limit(1)
-        )
-        # Lock the run we may wait on: its completion (which reads our new edge to
-        # decrement us) must wait for this transaction, or it misses the edge and we
-        # wait forever. If it completed first, the lock returns nothing here.
-        flying = self.tx.conn.execute(self.tx.driver.lock_rows(query)).all()
-        recent = self.tx.conn.execute(
-            select(_J.c.id, _J.c.state, _J.c.finished_at)
-            .where(_J.c.type == type_, _J.c.state == "succeeded",
-                   _J.c.finished_at >= self.tx.now - cache, _J.c.args == args_text)
-            .order_by(_J.c.finished_at.desc()).limit(1)
-        ).all()
-        return [PriorRun(r.id, r.state, r.finished_at) for r in (*flying, *recent)]
-
-

@@ -29,28 +29,23 @@ class RateStarts:
         """The database clock, read once per unit of work: the moment the cycle's
         rate decisions are made at (never later than the dispatches they allow)."""
         if self._now is None:
-            row = self.tx.raw.first("SELECT {now}")
-            assert row is not None
-            self._now = float(row[0])
+            self._now = self.tx.driver.read_now(self.tx.raw)
         return self._now
 
     def recent(self, type_name: str, key: str, limit: RateLimit) -> list[float]:
         """The newest starts of (type, key) within ``limit``'s window before :meth:`now`
         (``limit.count`` of them at most: enough to decide)."""
-        return [at for (at,) in self.tx.raw.all(
-            "SELECT at FROM rate_starts WHERE type = ? AND rate_key = ? AND at > ? "
-            "ORDER BY at DESC LIMIT ?", (type_name, key, self.now() - limit.per, limit.count))]
+        return self.tx.driver.recent_starts(self.tx.raw, type_name, key,
+                                            self.now() - limit.per, limit.count)
 
     def record(self, started: Sequence[tuple[str, str]]) -> None:
         """The cycle dispatched jobs of these (type, key): one start each, at the clock
         of this statement, which follows the dispatches (so no window measured on the
         attempts' dispatch times holds more starts than the limit)."""
-        self.tx.raw.many("INSERT INTO rate_starts (type, rate_key, at) VALUES (?, ?, {now})",
-                         started)
+        self.tx.driver.record_starts(self.tx.raw, started)
 
     def forget_old(self) -> int:
         """Forget starts that no window reaches any more; how many. (The cutoff is a
         value, not the clock's expression: PostgreSQL's clock is volatile, and a
         condition on it could not use the index.)"""
-        return self.tx.raw.run("DELETE FROM rate_starts WHERE at < ?",
-                               (self.now() - LONGEST_WINDOW,))
+        return self.tx.driver.forget_starts(self.tx.raw, self.now() - LONGEST_WINDOW)

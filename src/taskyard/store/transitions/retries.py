@@ -6,28 +6,28 @@ as a failed task stays failed)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from sqlalchemy import func, select, update
+from typing import TYPE_CHECKING, ClassVar
 
 from taskyard.core.edges import EdgeOutcome, edge_outcome, failure_is_handled, reopened
 from taskyard.core.retry import RetryPolicy
-from taskyard.core.routing import job_key, routing_key
 from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.model.errors import Conflict, NotFound
 from taskyard.model.records import JobRecord
-from taskyard.store import schema as t
+from taskyard.store.driver.params import ReopenJob
 from taskyard.store.transitions.dependents import chunks
+from taskyard.store.transitions.events import graph_changed, job_pending
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_J, _D, _A, _G = t.jobs, t.dependencies, t.attempts, t.graphs
-_UNDONE = (JobState.DEPENDENCY_FAILED, JobState.SKIPPED)
 
 
 class Retries:
     """Retry policies, and running a failed job once more, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.retries.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -36,14 +36,9 @@ class Retries:
         """Per job: its retry policy and how many times its handler failed before (the
         attempts that ended failed or error; lost ones are the worker's, not its)."""
         found: dict[int, tuple[RetryPolicy, int]] = {}
-        raw = self.tx.raw
         for part in chunks(job_ids):
-            which, params = raw.member("j.id", part)
-            for job, retries, delay, backoff, cap, failed in raw.all(
-                "SELECT j.id, j.retries, j.retry_delay, j.retry_backoff, j.retry_max_delay, "
-                "(SELECT COUNT(*) FROM attempts a WHERE a.job_id = j.id "
-                "AND a.state IN ('failed', 'error')) FROM jobs j "
-                f"WHERE {which}", params):
+            for job, retries, delay, backoff, cap, failed in self.tx.driver.retry_policies(
+                    self.tx.raw, part):
                 found[job] = (RetryPolicy(retries, delay, backoff, cap), int(failed))
         return found
 
@@ -51,12 +46,12 @@ class Retries:
         """Run a job that failed, errored or was canceled once more (one more attempt;
         its retries are then spent). A dependency_failed job is refused: retry the job
         it depends on, which reopens it."""
-        conn = self.tx.conn
-        row = conn.execute(select(_J.c.state, _J.c.graph_id, _J.c.routing,
-                                  _J.c.convergence).where(_J.c.id == job_id)).first()
+        driver, raw = self.tx.driver, self.tx.raw
+        row = driver.read_job_state(raw, job_id)
         if row is None:
             raise NotFound(f"no job {job_id}")
-        state = JobState(row.state)
+        state, _, graph_id, routing = row
+        state = JobState(state)
         if state not in FAILURES:
             raise Conflict(f"job {job_id} is {state}; only a failed, errored, canceled "
                            "or dependency_failed job can be retried")
@@ -67,23 +62,14 @@ class Retries:
                            f"{', '.join(map(str, sorted(blockers)))}, which did not end as "
                            "its edges need; retry those instead")
         unmet = sum(1 for _, o in outcomes if o is None)
-        failures = conn.execute(select(func.count()).select_from(_A).where(
-            _A.c.job_id == job_id, _A.c.state.in_(("failed", "error")))).scalar_one()
         new = JobState.WAITING if unmet else JobState.PENDING
-        changed = conn.execute(
-            update(_J).where(_J.c.id == job_id, _J.c.state == state)
-            .values(state=new, retries=failures, run_after=None, finished_at=None,
-                    result=None, exit_code=None, error=None, cancel_requested=False,
-                    unmet_deps=unmet, dep_failures=0)
-        ).rowcount
-        if not changed:
+        if not driver.reset_job(raw, ReopenJob(job_id, new.value, unmet, was=state.value),
+                                driver.count_failures(raw, job_id)):
             raise Conflict(f"job {job_id} changed state while retrying; try again")
         again = self._reopen_dependents([job_id])
         if new is JobState.PENDING:
-            self.tx.events.append([("job-pending", job_key(row.graph_id, row.routing),
-                                    {"job_id": job_id, "retry": "manual"}, job_id,
-                                    row.graph_id)])
-        self._reopen_graphs([(job_id, row.graph_id), *again])
+            self.tx.events.append([job_pending(job_id, graph_id, routing, retry="manual")])
+        self._reopen_graphs([(job_id, graph_id), *again])
         self.tx.notify("scheduler")
         record = self.tx.jobs.get(job_id)
         assert record is not None
@@ -93,88 +79,59 @@ class Retries:
                          reopening: set[int]) -> list[tuple[int, EdgeOutcome | None]]:
         """Per parent edge of the job: the parent and the edge's outcome (None while the
         parent has not ended, or runs again)."""
-        conn = self.tx.conn
-        parent = _J.alias("parent")
-        rows = conn.execute(
-            select(_D.c.requires_id, _D.c.condition, parent.c.state)
-            .select_from(_D.join(parent, parent.c.id == _D.c.requires_id))
-            .where(_D.c.job_id == job_id)
-        ).all()
         return [
             (p, None if p in reopening or JobState(s) not in TERMINAL
              else edge_outcome(JobState(s), condition))
-            for p, condition, s in rows
+            for p, condition, s in self.tx.driver.parent_edges(self.tx.raw, job_id)
         ]
 
     def _reopen_dependents(self, roots: Sequence[int]) -> list[tuple[int, int | None]]:
         """Dependents (transitively) that ended dependency_failed or skipped and whose
         edges can all hold again: back to waiting (or pending). Returns (id, graph)."""
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         reopening = set(roots)
         frontier = list(roots)
         done: list[tuple[int, int | None]] = []
         while frontier:
-            children = conn.execute(
-                select(_J.c.id, _J.c.graph_id, _J.c.routing, _J.c.convergence).distinct()
-                .select_from(_D.join(_J, _J.c.id == _D.c.job_id))
-                .where(_D.c.requires_id.in_(frontier), _J.c.state.in_(_UNDONE))
-            ).all()
+            children = driver.undone_children(raw, frontier)
             frontier = []
-            for child in children:
-                outcomes = [o for _, o in self._parent_outcomes(child.id, reopening)]
-                decision = reopened(child.convergence, outcomes)
+            for child, graph_id, routing, convergence in children:
+                outcomes = [o for _, o in self._parent_outcomes(child, reopening)]
+                decision = reopened(convergence, outcomes)
                 if decision is None:
                     continue  # another of its edges still cannot hold
                 state, unmet, fails = decision
-                conn.execute(
-                    update(_J).where(_J.c.id == child.id, _J.c.state.in_(_UNDONE))
-                    .values(state=state, unmet_deps=unmet, dep_failures=fails,
-                            finished_at=None, error=None)
-                )
+                driver.reopen_child(raw, ReopenJob(child, state.value, unmet, fails=fails))
                 if state is JobState.PENDING:
-                    self.tx.events.append([("job-pending", job_key(child.graph_id, child.routing),
-                                            {"job_id": child.id}, child.id, child.graph_id)])
-                reopening.add(child.id)
-                frontier.append(child.id)
-                done.append((child.id, child.graph_id))
+                    self.tx.events.append([job_pending(child, graph_id, routing)])
+                reopening.add(child)
+                frontier.append(child)
+                done.append((child, graph_id))
         return done
 
     def _reopen_graphs(self, jobs: Sequence[tuple[int, int | None]]) -> None:
         """Jobs of a graph run again: they are no longer done, and a graph blocked by
         them runs again unless another unhandled failure still blocks it."""
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         per_graph: dict[int, int] = {}
         for _, graph_id in jobs:
             if graph_id is not None:
                 per_graph[graph_id] = per_graph.get(graph_id, 0) + 1
         for graph_id, count in sorted(per_graph.items()):
-            graph = conn.execute(
-                update(_G).where(_G.c.id == graph_id)
-                .values(jobs_done=_G.c.jobs_done - count, stalled_at=None,
-                        last_progress_at=self.tx.now)
-                .returning(_G.c.state, _G.c.routing)
-            ).first()
-            if graph is None or graph.state not in ("blocked", "finished"):
+            graph = driver.uncount_done(raw, graph_id, count)
+            if graph is None or graph[0] not in ("blocked", "finished"):
                 continue
-            if graph.state == "blocked" and self._still_blocked(graph_id):
+            if graph[0] == "blocked" and self._still_blocked(graph_id):
                 continue
-            conn.execute(update(_G).where(_G.c.id == graph_id)
-                         .values(state="running", finished_at=None))
-            self.tx.events.append([("graph-running", routing_key(graph_id, graph.routing, ""),
-                                    {"graph_id": graph_id, "state": "running",
-                                     "routing": graph.routing, "reason": "retry"},
-                                    None, graph_id)])
+            driver.run_graph_again(raw, graph_id)
+            self.tx.events.append([graph_changed(graph_id, "running", graph[1],
+                                                 reason="retry")])
 
     def _still_blocked(self, graph_id: int) -> bool:
-        conn = self.tx.conn
-        failed = conn.execute(
-            select(_J.c.id, _J.c.state).where(
-                _J.c.graph_id == graph_id,
-                _J.c.state.in_((JobState.FAILED, JobState.ERROR, JobState.CANCELED)))
-        ).all()
-        for job_id, state in failed:
-            handlers = set(conn.execute(
-                select(_D.c.condition).where(_D.c.requires_id == job_id)).scalars())
-            if not failure_is_handled(JobState(state), handlers):
-                return True
-        return False
+        handlers: dict[tuple[int, str], set[str]] = {}
+        for job_id, state, condition in self.tx.driver.failed_jobs_of(self.tx.raw, graph_id):
+            conditions = handlers.setdefault((job_id, state), set())
+            if condition is not None:
+                conditions.add(condition)
+        return any(not failure_is_handled(JobState(state), conditions)
+                   for (_, state), conditions in handlers.items())

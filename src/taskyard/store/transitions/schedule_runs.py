@@ -9,9 +9,7 @@ dedup key ``schedule:<name>:<tick>`` (unique index, conflict-ignoring insert), a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import bindparam, false, select, update
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.cron import CronError
 from taskyard.core.lifecycle import adaptive_tick
@@ -24,20 +22,19 @@ from taskyard.core.recurrence import (
     plan_ticks,
     tick_key,
 )
-from taskyard.core.routing import routing_key
 from taskyard.core.states import TERMINAL, JobState
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec, loads
 from taskyard.model.schedules import ScheduleDef, following, type_interval
-from taskyard.store import schema as t
+from taskyard.store.driver.params import InsertJobs, RecordRun
 from taskyard.store.schema.job_rows import job_row
-from taskyard.store.schema.task_type_rows import row_to_spec
+from taskyard.store.schema.task_type_rows import cached_spec
 from taskyard.store.transitions.dependents import Ended, chunks
+from taskyard.store.transitions.events import job_pending, schedule_error
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_S, _J, _T = t.schedules, t.jobs, t.task_types
 DUE_LIMIT = 100
 """Schedules one cycle handles; the rest (ordered by next_run) wait for the next."""
 TICK_SKIPPED = "skipped: invalid job"
@@ -59,6 +56,10 @@ def tick_submission(d: ScheduleDef | Any, spec: TaskTypeSpec, tick: float) -> Jo
 class ScheduleRuns:
     """Due schedules' jobs and their runs' outcomes, in one transaction."""
 
+    READS: ClassVar[frozenset[str]] = frozenset()
+    """Methods a call through the store (``store.schedule_runs.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
+
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
@@ -66,59 +67,37 @@ class ScheduleRuns:
         """``now``, or the database clock."""
         if now is not None:
             return now
-        return float(self.tx.conn.execute(select(self.tx.now)).scalar_one())
+        return self.tx.driver.read_now(self.tx.raw)
 
     def create_due_jobs(self, now: float | None = None, *, limit: int = DUE_LIMIT) -> list[int]:
         """Create the jobs of schedules due at ``now`` (default: database clock); returns
         their ids. Reads at most ``limit`` schedules, oldest ``next_run`` first, through
         the ``ix_schedules_due`` index."""
-        conn = self.tx.conn
-        rows = conn.execute(self._due_query(now), {"limit": limit, "at": now}).all()
+        driver, raw = self.tx.driver, self.tx.raw
+        # Compared in SQL first: an idle cycle costs one indexed read, no clock query.
+        rows = driver.read_due_schedules(raw, limit, now)
         if not rows:
             return []
         clock = self.clock(now)  # read after the query: never before a due next_run
-        specs = {
-            r._mapping["name"]: row_to_spec(r)
-            for r in conn.execute(select(_T).where(_T.c.name.in_({r.type for r in rows})))
-        }
+        specs = {spec.name: spec for spec in map(cached_spec, driver.task_types(
+            raw, sorted({r["type"] for r in rows})))}
         tick_rows: list[dict[str, Any]] = []
         for row in rows:
-            tick_rows.extend(self._claim(row._mapping, specs[row.type], clock))
+            tick_rows.extend(self._claim(row, specs[row["type"]], clock))
         if not tick_rows:
             return []
         # One statement for every tick job of the cycle. A key already taken (by a
         # re-created schedule's earlier run) is skipped by the unique index.
-        inserted = conn.execute(
-            self.tx.driver.upsert(_J).values(created_at=self.tx.now)
-            .on_conflict_do_nothing(index_elements=["dedup_key"],
-                                    index_where=_J.c.dedup_key.is_not(None))
-            .returning(_J.c.id, _J.c.schedule_name, _J.c.type, _J.c.dedup_key),
-            tick_rows,
-        ).all()
+        columns = tuple(tick_rows[0])
+        ids = driver.insert_jobs(raw, InsertJobs(
+            columns, [tuple(r.values()) for r in tick_rows], len(tick_rows),
+            skip_taken_keys=True)).ids
+        inserted = [(job_id, row["schedule_name"], row["type"], row["dedup_key"])
+                    for job_id, row in zip(ids, tick_rows, strict=True) if job_id is not None]
         if not inserted:
             return []
         self._after_insert(inserted, tick_rows, specs)
-        return sorted(int(r[0]) for r in inserted)
-
-    def _due_query(self, now: float | None) -> Any:
-        # Compared in SQL first: an idle cycle costs one indexed read, no clock query.
-        def build(cutoff: Any) -> Any:
-            query = (
-                select(_S, _J.c.state.label("last_state"), _T.c.interval_default,
-                       _T.c.interval_min, _T.c.interval_max)
-                .select_from(_S.join(_T, _T.c.name == _S.c.type)
-                             .outerjoin(_J, _J.c.id == _S.c.last_job_id))
-                .where(_S.c.paused == false(), _S.c.next_run <= cutoff)
-                .order_by(_S.c.next_run)
-                .limit(bindparam("limit"))
-            )
-            # Concurrent steppers share the due schedules instead of queueing on them.
-            return self.tx.driver.lock_rows(query, skip_locked=True, of=_S)
-
-        # Built once per store: this runs in every cycle's maintenance step.
-        if now is None:
-            return self.tx.statement("schedules.due", lambda: build(self.tx.now))
-        return self.tx.statement("schedules.due-at", lambda: build(bindparam("at")))
+        return sorted(job_id for job_id, _, _, _ in inserted)
 
     def _after_insert(self, inserted: Sequence[Any], tick_rows: list[dict[str, Any]],
                       specs: dict[str, TaskTypeSpec]) -> None:
@@ -133,16 +112,10 @@ class ScheduleRuns:
         last: dict[str, int] = {}
         for job_id, name, _, _ in inserted:
             last[name] = max(last.get(name, 0), job_id)
-        self.tx.conn.execute(
-            update(_S).where(_S.c.name == bindparam("s_name")).values(
-                last_job_id=bindparam("s_job")),
-            [{"s_name": n, "s_job": j} for n, j in last.items()],
-        )
+        self.tx.driver.set_last_jobs(self.tx.raw, sorted(last.items()))
         self.tx.events.append(
-            ("job-pending", routing_key(None, "", ""),
-             {"job_id": job_id, "type": type_name, "schedule": name}, job_id, None)
-            for job_id, name, type_name, _ in sorted(inserted) if job_id not in waiting
-        )
+            job_pending(job_id, None, "", type=type_name, schedule=name)
+            for job_id, name, type_name, _ in sorted(inserted) if job_id not in waiting)
 
     @staticmethod
     def _plan(m: Any, clock: float) -> TickPlan:
@@ -158,22 +131,16 @@ class ScheduleRuns:
 
         Empty when another scheduler advanced it first: those jobs are its to create.
         """
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         name, old = m["name"], m["next_run"]
         try:
             plan = self._plan(m, clock)
         except CronError as exc:
             # E.g. the zone vanished from this host: stop the schedule and say why.
-            conn.execute(update(_S).where(_S.c.name == name, _S.c.next_run == old).values(
-                paused=True, last_outcome=PAUSED_ON_ERROR, updated_at=self.tx.now))
+            driver.pause_on_error(raw, name, old, PAUSED_ON_ERROR)
             self._schedule_error(name, old, str(exc))
             return []
-        claimed = conn.execute(
-            update(_S)
-            .where(_S.c.name == name, _S.c.next_run == old, _S.c.paused == false())
-            .values(next_run=plan.next_run, updated_at=self.tx.now)
-        ).rowcount
-        if claimed != 1:
+        if not driver.advance_schedule(raw, name, old, plan.next_run):
             return []
         rows: list[dict[str, Any]] = []
         for tick in plan.ticks:
@@ -182,17 +149,14 @@ class ScheduleRuns:
             except InvalidInput as exc:
                 # The type changed under the schedule (e.g. a lock template wants an
                 # arg it lacks): skip the tick, keep the schedule, say why.
-                conn.execute(update(_S).where(_S.c.name == name).values(
-                    last_outcome=TICK_SKIPPED, updated_at=self.tx.now))
+                driver.note_outcome(raw, name, TICK_SKIPPED)
                 self._schedule_error(name, tick, str(exc))
                 break
         return rows
 
     def _schedule_error(self, name: str, tick: float, reason: str) -> None:
         """A ``schedule-error`` event: the reason is longer than ``last_outcome`` holds."""
-        self.tx.events.append([("schedule-error", routing_key(None, "", ""),
-                                {"schedule": name, "tick": tick, "reason": reason},
-                                None, None)])
+        self.tx.events.append([schedule_error(name, tick, reason)])
 
     def record_outcomes(self, ended: Sequence[Ended]) -> None:
         """Record the final state of scheduled jobs; adapt adaptive schedules.
@@ -200,45 +164,31 @@ class ScheduleRuns:
         Called for every batch of jobs that reached a final state; costs one
         indexed read per 500 ended jobs plus one per scheduled job among them.
         """
-        conn = self.tx.conn
         found: list[Any] = []
         # Jobs whose schedule the caller already knows ("" for none) need no lookup.
         unknown = [e.job_id for e in ended if e.schedule is None or e.schedule]
         for part in chunks(unknown):
-            found.extend(conn.execute(self.tx.statement("schedules.ended", lambda: (
-                select(_J.c.id, _J.c.schedule_name, _J.c.state, _J.c.result, _J.c.finished_at,
-                       _J.c.dedup_key)
-                .where(_J.c.id.in_(bindparam("ids", expanding=True)),
-                       _J.c.schedule_name.is_not(None))
-            )), {"ids": list(part)}).all())
-        for job in sorted(found, key=lambda r: r.id):
+            found.extend(self.tx.driver.scheduled_ends(self.tx.raw, part))
+        for job in sorted(found):
             self._learn(job)
 
-    def _learn(self, job: Any) -> None:
-        """One scheduled run's outcome: the schedule's last outcome, and (adaptive) its
-        new interval and next run."""
-        sched = self.tx.conn.execute(
-            select(_S.c.every, _S.c.cron, _S.c.current_interval, _S.c.last_job_id,
-                   _T.c.interval_default, _T.c.interval_min, _T.c.interval_max,
-                   _T.c.backoff_factor)
-            .select_from(_S.join(_T, _T.c.name == _S.c.type))
-            .where(_S.c.name == job.schedule_name)
-        ).first()
-        if sched is None:
+    def _learn(self, job: Sequence[Any]) -> None:
+        """One scheduled run's outcome (a row of Driver.scheduled_ends): the schedule's
+        last outcome, and (adaptive) its new interval and next run."""
+        job_id, schedule, state, result, finished_at, dedup_key = job
+        m = self.tx.driver.schedule_timing(self.tx.raw, schedule)
+        if m is None:
             return  # the schedule was deleted; its last jobs just finish
-        m = sched._mapping
-        values: dict[str, Any] = {"last_outcome": job.state, "last_run_at": job.finished_at,
-                                  "updated_at": self.tx.now}
+        run = RecordRun(schedule, state, finished_at)
         bounds = type_interval(m)
         adaptive = m["every"] is None and m["cron"] is None
         # Only the schedule's latest run moves the interval (not an old one retried).
-        if adaptive and bounds is not None and m["last_job_id"] == job.id:
+        if adaptive and bounds is not None and m["last_job_id"] == job_id \
+                and finished_at is not None:
             interval = next_interval(
                 m["current_interval"], bounds, m["backoff_factor"],
-                succeeded=job.state == JobState.SUCCEEDED,
-                eventful=eventful_of(loads(job.result)),
-            )
-            tick = float(str(job.dedup_key).rsplit(":", 1)[-1])
-            values.update(current_interval=interval,
-                          next_run=adaptive_next_run(job.finished_at, interval, tick))
-        self.tx.conn.execute(update(_S).where(_S.c.name == job.schedule_name).values(**values))
+                succeeded=state == JobState.SUCCEEDED, eventful=eventful_of(loads(result)))
+            tick = float(str(dedup_key).rsplit(":", 1)[-1])
+            run = RecordRun(schedule, state, finished_at, interval,
+                            adaptive_next_run(finished_at, interval, tick))
+        self.tx.driver.record_run(self.tx.raw, run)

@@ -15,9 +15,7 @@ jobs when due and records their outcomes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import delete, insert, select, true, update
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import JSON, dumps, loads
@@ -29,20 +27,23 @@ from taskyard.model.schedules import (
     following,
     initial_timing,
 )
-from taskyard.store import schema as t
-from taskyard.store.marks import reads
+from taskyard.store.driver.params import PutSchedule
+from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.job_rows import job_row
-from taskyard.store.schema.task_type_rows import row_to_spec
+from taskyard.store.schema.task_type_rows import cached_spec
 from taskyard.store.transitions.schedule_runs import tick_submission
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_S, _T = t.schedules, t.task_types
 
 
 class Schedules:
     """Schedules' definitions, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list'})
+    """Methods a call through the store (``store.schedules.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -88,12 +89,12 @@ class Schedules:
 
     def put(self, d: ScheduleDef, *, replace: bool, now: float | None) -> None:
         """Write a validated definition (the task type is checked here)."""
-        conn = self.tx.conn
+        driver, raw = self.tx.driver, self.tx.raw
         where = f"schedule {d.name!r}"
-        type_row = conn.execute(select(_T).where(_T.c.name == d.type)).first()
-        if type_row is None:
+        type_rows = driver.read_task_types(raw, d.type)
+        if not type_rows:
             raise InvalidInput(f"{where}: unknown task type {d.type!r}")
-        spec = row_to_spec(type_row)
+        spec = cached_spec(tuple(type_rows[0]))
         if d.adaptive and spec.interval is None:
             raise InvalidInput(
                 f"{where}: task type {d.type!r} has no adaptive interval; give every or "
@@ -104,21 +105,14 @@ class Schedules:
             job_row(tick_submission(d, spec, 0.0), spec, 0)
         except InvalidInput as exc:
             raise InvalidInput(f"{where}: {exc}") from None
-        row = conn.execute(select(_S).where(_S.c.name == d.name)).first()
-        if row is not None and not replace:
+        found = driver.read_schedules(raw, d.name)
+        if found and not replace:
             raise Conflict(f"{where} already exists")
-        old = None if row is None else record_from_row(row)
+        old = record_from_row(mapped(found[0])) if found else None
         current, next_run = initial_timing(d, spec.interval, old, self.tx.schedule_runs.clock(now))
-        values = {
-            "type": d.type, "args": dumps(d.args), "priority": d.priority, "every": d.every,
-            "cron": d.cron, "timezone": d.timezone, "catchup": d.catchup.value,
-            "paused": d.paused, "current_interval": current, "next_run": next_run,
-            "updated_at": self.tx.now,
-        }
-        if old is None:
-            conn.execute(insert(_S).values(name=d.name, created_at=self.tx.now, **values))
-        else:
-            conn.execute(update(_S).where(_S.c.name == d.name).values(**values))
+        driver.put_schedule(raw, PutSchedule(
+            d.name, d.type, dumps(d.args), d.priority, d.every, d.cron, d.timezone,
+            d.catchup.value, d.paused, current, next_run))
         self.tx.notify("scheduler")
 
     def _get(self, name: str) -> ScheduleRecord:
@@ -127,46 +121,41 @@ class Schedules:
             raise NotFound(f"no schedule {name!r}")
         return found
 
-    @reads
     def get(self, name: str) -> ScheduleRecord | None:
         """The schedule called ``name``, or None."""
-        row = self.tx.conn.execute(select(_S).where(_S.c.name == name)).first()
-        return None if row is None else record_from_row(row)
+        found = self.tx.driver.read_schedules(self.tx.raw, name)
+        return record_from_row(mapped(found[0])) if found else None
 
     def pause(self, name: str) -> ScheduleRecord:
         """Stop creating jobs (jobs already created still run). NotFound if missing."""
-        if not self.tx.conn.execute(update(_S).where(_S.c.name == name).values(
-                paused=True, updated_at=self.tx.now)).rowcount:
+        if not self.tx.driver.pause_schedule(self.tx.raw, name):
             raise NotFound(f"no schedule {name!r}")
         return self._get(name)
 
     def resume(self, name: str, *, now: float | None = None) -> ScheduleRecord:
         """Create jobs again. Ticks that fell while paused are skipped, not caught up."""
-        conn = self.tx.conn
-        row = conn.execute(select(_S).where(_S.c.name == name)).first()
-        if row is None:
+        found = self.tx.driver.read_schedules(self.tx.raw, name)
+        if not found:
             raise NotFound(f"no schedule {name!r}")
-        m = row._mapping
+        m = found[0]
         if m["paused"]:
             clock = self.tx.schedule_runs.clock(now)
             upcoming = m["next_run"]
             if upcoming <= clock:
                 adaptive = m["every"] is None and m["cron"] is None
                 upcoming = clock if adaptive else following(m)(clock)
-            conn.execute(update(_S).where(_S.c.name == name, _S.c.paused == true()).values(
-                paused=False, next_run=upcoming, updated_at=self.tx.now))
+            self.tx.driver.resume_schedule(self.tx.raw, name, upcoming)
             self.tx.notify("scheduler")
         return self._get(name)
 
     def delete(self, name: str) -> None:
         """Remove the definition; its jobs stay (with their schedule name) for history."""
-        if not self.tx.conn.execute(delete(_S).where(_S.c.name == name)).rowcount:
+        if not self.tx.driver.delete_schedule(self.tx.raw, name):
             raise NotFound(f"no schedule {name!r}")
 
-    @reads
     def list(self) -> list[ScheduleRecord]:
         """Every schedule, by name."""
-        return [record_from_row(r) for r in self.tx.conn.execute(select(_S).order_by(_S.c.name))]
+        return [record_from_row(mapped(r)) for r in self.tx.driver.read_schedules(self.tx.raw)]
 
 
 def record_from_row(row: Any) -> ScheduleRecord:

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
-
-from sqlalchemy import select
+from typing import TYPE_CHECKING, ClassVar
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.model.task_types import validate_task_type
-from taskyard.store import schema as t
-from taskyard.store.marks import reads
-from taskyard.store.schema.task_type_rows import SELECT_SPECS, cached_spec, row_to_spec, spec_to_row
+from taskyard.store.schema.task_type_rows import cached_spec, spec_to_row
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
-_T = t.task_types
 
 
 class TaskTypes:
     """Task types and the pools they name, in one transaction."""
+
+    READS: ClassVar[frozenset[str]] = frozenset({'get', 'list', 'pools'})
+    """Methods a call through the store (``store.task_types.<method>``) runs in a read
+    transaction; the others run in a write transaction (:class:`taskyard.store.store.OneShot`)."""
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
@@ -39,34 +38,22 @@ class TaskTypes:
         for spec in specs:
             self._put(spec)
         for name, description in (pools or {}).items():
-            stmt = self.tx.driver.upsert(t.pools).values(
-                name=name, description=description, created_at=self.tx.now)
-            self.tx.conn.execute(stmt.on_conflict_do_update(
-                index_elements=["name"], set_={"description": stmt.excluded.description}))
+            self.tx.driver.put_pool(self.tx.raw, name, description)
 
     def _put(self, spec: TaskTypeSpec) -> None:
-        conn = self.tx.conn
+        missing = {p.type for p in spec.prerequisites if p.type != spec.name}
+        known = self.tx.driver.task_type_names(self.tx.raw, sorted(missing)) if missing else set()
         for prereq in spec.prerequisites:
-            if prereq.type != spec.name and conn.execute(
-                select(_T.c.name).where(_T.c.name == prereq.type)
-            ).first() is None:
+            if prereq.type != spec.name and prereq.type not in known:
                 raise InvalidInput(
                     f"task type {spec.name!r}: prerequisite type {prereq.type!r} does not exist"
                 )
-        values = spec_to_row(spec)
-        stmt = self.tx.driver.upsert(_T).values(**values, created_at=self.tx.now,
-                                                 updated_at=self.tx.now)
-        changes = {k: stmt.excluded[k] for k in values if k != "name"}
-        conn.execute(stmt.on_conflict_do_update(
-            index_elements=["name"], set_={**changes, "updated_at": self.tx.now}))
+        self.tx.driver.put_task_type(self.tx.raw, spec_to_row(spec))
         self.ensure_pools(spec.pools)
 
     def ensure_pools(self, names: Iterable[str]) -> None:
         """Pools come into being when a worker or a type names them."""
-        insert = self.tx.driver.upsert(t.pools)
-        for name in names:
-            self.tx.conn.execute(insert.values(name=name, created_at=self.tx.now)
-                                 .on_conflict_do_nothing(index_elements=["name"]))
+        self.tx.driver.ensure_pools(self.tx.raw, names)
 
     def by_name(self, names: Iterable[str]) -> dict[str, TaskTypeSpec]:
         """The specs of the task types among ``names`` that exist (one indexed read; specs
@@ -74,22 +61,16 @@ class TaskTypes:
         wanted = sorted(set(names))
         if not wanted:
             return {}
-        raw = self.tx.raw
-        which, params = raw.member("name", wanted)
-        rows = raw.all(SELECT_SPECS.replace("{which}", which), params)
-        return {spec.name: spec for spec in map(cached_spec, rows)}
+        return {spec.name: spec
+                for spec in map(cached_spec, self.tx.driver.task_types(self.tx.raw, wanted))}
 
-    @reads
     def get(self, name: str) -> TaskTypeSpec | None:
-        row = self.tx.conn.execute(select(_T).where(_T.c.name == name)).first()
-        return None if row is None else row_to_spec(row)
+        rows = self.tx.driver.read_task_types(self.tx.raw, name)
+        return cached_spec(tuple(rows[0])) if rows else None
 
-    @reads
     def pools(self) -> list[str]:
         """Every pool named by a worker or a task type."""
-        return list(self.tx.conn.execute(select(t.pools.c.name).order_by(t.pools.c.name))
-                    .scalars())
+        return self.tx.driver.pool_names(self.tx.raw)
 
-    @reads
     def list(self) -> list[TaskTypeSpec]:
-        return [row_to_spec(r) for r in self.tx.conn.execute(select(_T).order_by(_T.c.name))]
+        return [cached_spec(tuple(r)) for r in self.tx.driver.read_task_types(self.tx.raw)]

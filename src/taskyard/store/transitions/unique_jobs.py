@@ -7,30 +7,25 @@ default) or is refused (``"reject"``: Conflict naming the holder).
 
 Race-free: submitters serialise on each (type, key) before they look — PostgreSQL: a
 transaction-scoped advisory lock per key, taken in sorted order and kept until commit
-(:meth:`Driver.serialize_on`); SQLite: write transactions are serial already — so of
+(``Driver.read_key_holders``); SQLite: write transactions are serial already — so of
 two concurrent submitters one commits its job before the other looks.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from taskyard.core.states import TERMINAL
 from taskyard.model.errors import Conflict, InvalidInput
 from taskyard.model.records import ON_DUPLICATE, JobSubmission
+from taskyard.store.driver.params import ReadKeyHolders
 
 if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
 MAX_KEY = 400
-_ENDED = ", ".join(f"'{s}'" for s in sorted(TERMINAL))
-_HOLDER = (
-    "SELECT id, state FROM jobs WHERE type = ? AND unique_key = ? "
-    f"AND (state NOT IN ({_ENDED}) OR created_at > {{now}} - ?) ORDER BY id DESC LIMIT 1")
 
 
 @dataclass
@@ -65,24 +60,22 @@ def find_duplicates(tx: Tx, subs: Sequence[JobSubmission]) -> Duplicates:
     whose submission says ``reject``)."""
     for index, sub in enumerate(subs):
         check(sub, f"job {index}")
-    keys = sorted({(s.type, s.unique_key or "") for s in subs if s.unique_key is not None})
-    if tx.joined and not tx.driver.sees_commits_after_lock(tx.raw):
-        raise InvalidInput("unique_key: the transaction must be READ COMMITTED (a snapshot "
-                           "taken before the key's lock would not see its holder)")
-    for type_name, key in keys:  # in one order: two batches never wait for each other
-        tx.driver.serialize_on(tx.raw, json.dumps(["taskyard.unique", type_name, key]))
+    # Who holds each key, read once the keys are locked (see ReadKeyHolders).
+    asked = list(dict.fromkeys((s.type, s.unique_key, s.unique_for or 0.0)
+                               for s in subs if s.unique_key is not None))
+    holders = dict(zip(asked, tx.driver.read_key_holders(
+        tx.raw, ReadKeyHolders(asked, joined=tx.joined)), strict=True))
     found = Duplicates()
     first: dict[tuple[str, str], int] = {}
     for index, sub in enumerate(subs):
-        unique = sub.unique_key
-        if unique is None:
+        key = sub.unique_key
+        if key is None:
             continue
-        key = unique
         if (sub.type, key) in first:
             _refuse_if(sub, f"job {first[sub.type, key]} of this batch")
             found.earlier[index] = first[sub.type, key]
             continue
-        row = tx.raw.first(_HOLDER, (sub.type, key, sub.unique_for or 0.0))
+        row = holders[(sub.type, key, sub.unique_for or 0.0)]
         if row is None:
             first[sub.type, key] = index
             continue

@@ -5,45 +5,24 @@ pending jobs that live workers could serve, and no job state change for
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
-
-from taskyard.core.routing import routing_key
-from taskyard.core.states import ACTIVE, JobState
 from taskyard.model.records import loads
-from taskyard.store import schema as t
 from taskyard.store.transitions.cycle import CycleTx
+from taskyard.store.transitions.events import graph_stalled
 
-_G, _J = t.graphs, t.jobs
 MAX_GRAPHS_PER_CYCLE = 100
 
 
 def flag_stalled_graphs(cycle: CycleTx, stall_after: float, served_pools: set[str]) -> list[int]:
     """Flag (once) running graphs stalled for ``stall_after`` seconds; returns their ids."""
-    conn, now = cycle.tx.conn, cycle.tx.now
-    rows = conn.execute(
-        select(_G.c.id, _G.c.routing)
-        .where(_G.c.state == "running", _G.c.stalled_at.is_(None),
-               _G.c.last_progress_at < now - stall_after)
-        .order_by(_G.c.last_progress_at)
-        .limit(MAX_GRAPHS_PER_CYCLE)
-    ).all()
+    driver, raw = cycle.tx.driver, cycle.tx.raw
     flagged: list[int] = []
-    for graph_id, routing in rows:
-        busy = conn.execute(
-            select(_J.c.id).where(_J.c.graph_id == graph_id, _J.c.state.in_(sorted(ACTIVE)))
-            .limit(1)
-        ).first()
-        if busy is not None:
+    for graph_id, routing in driver.stale_graphs(raw, stall_after, MAX_GRAPHS_PER_CYCLE):
+        busy, pending = driver.graph_activity(raw, graph_id)
+        if busy:
             continue  # something runs: that is progress (seed 003), however long it takes
-        pools = conn.execute(
-            select(_J.c.pools).where(_J.c.graph_id == graph_id, _J.c.state == JobState.PENDING)
-            .limit(100)
-        ).scalars()
-        if not any(set(loads(p)) & served_pools for p in pools):
+        if not any(set(loads(p)) & served_pools for p in pending):
             continue  # nothing a live worker could run: waiting for workers, not stalled
-        conn.execute(update(_G).where(_G.c.id == graph_id).values(stalled_at=now))
-        cycle.tx.events.append([("graph-stalled", routing_key(graph_id, routing, ""),
-                                 {"graph_id": graph_id, "stall_after": stall_after},
-                                 None, graph_id)])
+        driver.flag_stalled(raw, graph_id)
+        cycle.tx.events.append([graph_stalled(graph_id, routing, stall_after)])
         flagged.append(graph_id)
     return flagged

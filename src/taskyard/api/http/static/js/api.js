@@ -8,8 +8,11 @@ export class ApiError extends Error {
 export const session = {
   token: localStorage.getItem(KEY) || sessionStorage.getItem(KEY) || "",
   who: null,
+  // Kept for this tab only unless "remember" is ticked (it is not by default): a token
+  // in localStorage outlives the tab, readable by any script of this origin.
   save(token, remember) {
     this.token = token;
+    (remember ? sessionStorage : localStorage).removeItem(KEY);
     (remember ? localStorage : sessionStorage).setItem(KEY, token);
   },
   clear() {

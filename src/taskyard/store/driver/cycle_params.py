@@ -1,0 +1,92 @@
+"""The values a scheduling cycle's driver transitions take and give back (its reads,
+its candidates, what its dispatch placed, its end), and the page and slice sizes they
+use: the cycle's part of driver/params.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FIRST_PAGE = 16
+"""The smallest page of candidates, and the first one a PostgreSQL cycle reads with its
+snapshot, before it knows its room (then: the page its last cycle wanted). Here, not in
+transitions/candidates.py, so that a submit need not import the placement code."""
+
+
+DISPATCH_SLICE = 500
+"""Most jobs one dispatch statement places."""
+
+
+def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]]:
+    """``ids`` cut into consecutive slices of at most ``size``."""
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What the planner starts from, as read: live workers (id, name, pools, capacity,
+    prefetch), what is dispatched or running (holder, type, worker, cost, locks, count),
+    the task types' limits (name, max queue length, rate limit)."""
+
+    workers: list[Any]
+    active: list[Any]
+    limits: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleReads:
+    """A cycle's first reads: its snapshot and, read with it (PostgreSQL), the pools lists
+    of pending jobs and the first page (``page`` rows at most) of the first list."""
+
+    snapshot: Snapshot
+    lists: list[str] | None = None
+    first: list[Any] | None = None
+    page: int = FIRST_PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class CycleStart:
+    """The cycle's global lock, tried ahead of the cycle in its unit of work, and its
+    first reads when the lock is ours (made in the same round trip)."""
+
+    held: bool
+    reads: CycleReads | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCandidates:
+    """Pending jobs due now of the pools list ``pools``, in placement order, after the
+    keyset ``after`` (priority, id), at most ``limit``; ``skip``: (type, rate key) whose
+    jobs are left out."""
+
+    pools: str
+    after: tuple[int, int] | None
+    limit: int
+    skip: Sequence[tuple[str, str]] = ()
+
+
+@dataclass(slots=True)
+class Dispatched:
+    """What one cycle's dispatch statements placed."""
+
+    placed: list[int] = field(default_factory=list)
+    per_worker: dict[int, list[int]] = field(default_factory=dict)
+    wakeups: dict[int, list[str]] = field(default_factory=dict)
+    """Per worker, what each of its dispatch statements' wake-up carries (the jobs, as
+    driver/wakeup_payloads.py writes them, or "" when the worker must read them)."""
+    woken: set[str] = field(default_factory=set)
+    """Channels the statements woke already."""
+    scans_on: bool = False
+    """The statements turned the planner's scans back on."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishCycle:
+    """The end of a cycle: the channels to wake, with what each wake-up carries, and the
+    page of candidates the cycle wanted (PostgreSQL reads that much ahead next time)."""
+
+    channels: Sequence[str]
+    carried: dict[str, str]
+    scans_off: bool
+    page: int

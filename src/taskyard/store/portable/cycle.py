@@ -1,0 +1,129 @@
+"""The cycle's maintenance steps (seed 001's manager loop), written once for both
+backends: which steps have work, expelling workers whose lease expired, failing
+overdue attempts, requeueing suspended jobs; and the cycle's count."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from taskyard.store.cursor import Cursor
+from taskyard.store.driver.cycle_params import ReadCandidates
+from taskyard.store.driver.params import FailOverdue
+
+TIMEOUT_GRACE = 10.0
+"""Seconds past an attempt's deadline before the scheduler fails it itself (the
+worker normally kills the child at the deadline; this covers a vanished worker)."""
+
+
+def maintenance_checks(false: str, grace: str) -> tuple[str, str, str, str]:
+    """SQL conditions, in CycleTx.maintenance_work's order: a live worker's lease ran
+    out; an attempt is past its deadline and ``grace`` (a parameter marker); jobs are
+    suspended; a schedule is due. ``false``: the backend's false, as the schedules'
+    partial index is written (its planner must see it to use the index). A cycle reads
+    them in one statement; a submit placing its job from the last cycle's snapshot
+    checks that none has work, as a cycle would have found (postgresql/jobs.py)."""
+    return ("EXISTS (SELECT 1 FROM workers WHERE state = 'active' "
+            "AND lease_expires_at < {now})",
+            "EXISTS (SELECT 1 FROM jobs WHERE state IN ('dispatched', 'running') "
+            f"AND deadline < {{now}} - {grace})",
+            "EXISTS (SELECT 1 FROM jobs WHERE state = 'suspended')",
+            f"EXISTS (SELECT 1 FROM schedules WHERE paused = {false} AND next_run <= {{now}})")
+
+
+def expel_expired_workers(raw: Cursor) -> list[int]:
+    """Workers whose lease ran out (database clock) leave; their ids."""
+    return [int(i) for (i,) in raw.all(
+        "UPDATE workers SET state = 'expelled', stopped_at = {now} "
+        "WHERE state = 'active' AND lease_expires_at < {now} RETURNING id")]
+
+
+def read_overdue(raw: Cursor, grace: float) -> list[tuple[Any, ...]]:
+    """Attempts past their deadline and ``grace``: (job, attempt, worker, graph, routing).
+    Running jobs only (a dispatched job has no deadline yet), through the partial index
+    of active jobs: this runs in every maintenance step."""
+    return raw.all("SELECT id, attempt, worker_id, graph_id, routing FROM jobs "
+                   "WHERE state IN ('dispatched', 'running') AND deadline < {now} - ?", (grace,))
+
+
+def fail_overdue(raw: Cursor, params: FailOverdue) -> bool:
+    """One overdue attempt fails with exit code 130 (guarded by its attempt number): the
+    job is pending again after its retry delay, or failed; False: it had moved on."""
+    retry = params.retry_delay is not None
+    done = raw.run(
+        "UPDATE jobs SET worker_id = NULL, deadline = NULL, exit_code = 130, error = ?, "
+        "state = ?, run_after = CASE WHEN ? THEN {now} + ? ELSE run_after END, "
+        "finished_at = CASE WHEN ? THEN finished_at ELSE {now} END "
+        "WHERE id = ? AND attempt = ? AND state IN ('dispatched', 'running')",
+        (params.why, "pending" if retry else "failed", retry, params.retry_delay or 0.0, retry,
+         params.job_id, params.attempt))
+    if not done:
+        return False
+    raw.run("UPDATE attempts SET state = 'failed', exit_code = 130, finished_at = {now}, "
+            "error = ? WHERE job_id = ? AND attempt = ?",
+            (params.why, params.job_id, params.attempt))
+    return True
+
+
+def read_suspended(raw: Cursor, limit: int) -> list[tuple[Any, ...]]:
+    """Suspended jobs, at most ``limit``: (id, worker losses, max worker losses)."""
+    return raw.all("SELECT id, worker_losses, max_worker_losses FROM jobs "
+                   "WHERE state = 'suspended' LIMIT ?", (limit,))
+
+
+def error_suspended(raw: Cursor, ids: Sequence[int], why: str) -> list[tuple[Any, ...]]:
+    """Suspended jobs of ``ids`` end in error (lost their worker too often): (id,
+    graph, routing) of those that did."""
+    which, params = raw.member("id", ids)
+    return raw.all(f"UPDATE jobs SET state = 'error', finished_at = {{now}}, error = ? "
+                   f"WHERE {which} AND state = 'suspended' RETURNING id, graph_id, routing",
+                   (why, *params))
+
+
+def requeue_suspended(raw: Cursor, ids: Sequence[int]) -> int:
+    """Suspended jobs of ``ids`` go back to pending; how many."""
+    which, params = raw.member("id", ids)
+    return raw.run(f"UPDATE jobs SET state = 'pending' WHERE {which} AND state = 'suspended'",
+                   params)
+
+
+def record_cycle(raw: Cursor, holder: str) -> None:
+    """A cycle that changed something is counted (idle cycles write nothing)."""
+    raw.run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
+            "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
+
+
+def cycles_run(raw: Cursor) -> int:
+    """How many cycles have completed."""
+    row = raw.first("SELECT cycles FROM scheduler_state WHERE id = 1")
+    assert row is not None
+    return int(row[0])
+
+
+def read_candidates(raw: Cursor, params: ReadCandidates, *, index: str = "") -> list[Any]:
+    """Pending jobs due now whose pools list is ``params.pools``, in placement order,
+    after the keyset ``params.after``: through the partial index ``ix_jobs_pending_pools``
+    (``index``: how a backend must be told to use it), stopped at ``params.limit`` —
+    O(limit) whatever the backlog. Jobs of (type, rate key) in ``params.skip`` are left
+    out in SQL: the index is walked past them, but they are not returned (a backlog
+    held by a rate limit costs a fraction, and the jobs behind it are reached)."""
+    head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs {index} "
+            "WHERE state = 'pending' AND pools = ? "
+            "AND (run_after IS NULL OR run_after <= {now}) ")
+    values: list[Any] = [params.pools]
+    if params.skip:
+        which, spent = raw.member("type || ' ' || COALESCE(rate_key, '')",
+                                  [f"{t} {k}" for t, k in params.skip])
+        head, values = f"{head}AND NOT ({which}) ", [params.pools, *spent]
+    limit, after = params.limit, params.after
+    if after is None:
+        return raw.all(f"{head} ORDER BY priority DESC, id LIMIT ?", (*values, limit))
+    # The rest of the last page's priority, then lower priorities: two index ranges, so
+    # a page starts where the last one ended (an OR of the two would re-read the list
+    # from its head).
+    return raw.all(
+        f"SELECT * FROM (SELECT * FROM ({head} AND priority = ? AND id > ? "
+        f"ORDER BY id LIMIT ?) AS same UNION ALL SELECT * FROM ({head} "
+        "AND priority < ? ORDER BY priority DESC, id LIMIT ?) AS lower) AS page "
+        "ORDER BY priority DESC, id LIMIT ?",
+        (*values, after[0], after[1], limit, *values, after[0], limit, limit))

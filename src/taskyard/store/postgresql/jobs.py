@@ -1,0 +1,267 @@
+"""PostgreSQL: inserting jobs and their dependency edges.
+
+One statement text inserts jobs (:func:`insert_sql`): a lone job as one row of values,
+whose id the sequence gives it, with its ``job-pending`` event; more as a JSON row set
+with ids taken from the sequence first (in order: the order of creation); a bulk (a
+large graph) by ``COPY`` with the same ids. A lone job built from a task type read from
+the driver's cache is inserted only while that type's row is still at the version it
+was read at (its ``xmin``, which every update changes): else nothing is written, and
+the caller reads the type afresh.
+
+A lone submit whose caller runs the cycle next (``placing``) tries the cycle's lock in
+its insert, only when a live worker exists (``cycle.LOCK_IF_WORKERS``, which also
+passes the worker gate). Two shortcuts live here, both guesses the driver keeps
+(:class:`Shortcuts`), each checked by the statement it shapes, so that a wrong guess
+costs time and never a wrong write:
+
+- **no live worker** (the last lone submit found none): the insert runs alone, in
+  autocommit, and writes only while no worker is live (``cycle.NO_WORKER``); it checks
+  its references itself (``references.CHECKED_SETTING``). One round trip, no
+  ``BEGIN`` nor ``COMMIT``. When a worker is live it writes nothing and the insert
+  runs again in the unit's transaction.
+- **an idle queue** (the last reads of the cycle, under its lock, found no job pending
+  but the one just submitted): the caller placed the job from the snapshot those reads
+  saw (``InsertJobs.place``), and the insert is followed, in the same round trip, by the
+  dispatch (``cycle.DISPATCH``) guarded by that decision still holding under the lock:
+  the snapshot reads as the same text, no other job is pending, no maintenance step
+  has work — a cycle run now would decide the same. Otherwise the job stays pending
+  and the caller's cycle places it. When nothing was sent in the unit yet, the
+  pipeline is the unit's whole transaction, ``COMMIT`` included: one round trip; a job
+  it leaves pending wakes the scheduler, and the caller's cycle, if the lock was ours,
+  runs in a unit of its own (``InsertedJobs.committed``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.pq import TransactionStatus
+
+from taskyard.model.records import TaskTypeSpec
+from taskyard.store import schema as t
+from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
+from taskyard.store.driver.cycle_params import CycleReads, CycleStart, Snapshot
+from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
+from taskyard.store.driver.planning import planner_values, to_candidates
+from taskyard.store.portable.cycle import TIMEOUT_GRACE
+from taskyard.store.postgresql import cycle
+from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.references import CHECKED_SETTING
+from taskyard.store.postgresql.rows import copy, named, pg_row_set, pipelined
+from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
+
+EDGE_TYPES = ("bigint", "bigint", "text")
+_READ_TYPE = f"SELECT xmin::text, {', '.join(COLUMNS)} FROM task_types WHERE name = ?"
+_AS_BUILT = "EXISTS (SELECT 1 FROM task_types WHERE name = %(type)s AND xmin = %(version)s::xid"
+_TAKEN_KEYS = " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING"
+_CHECKED = (f" FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) IS NOT NULL "
+            f"AND {cycle.NO_WORKER}")
+"""Alone (autocommit), a job outside any graph: the statement makes the insert trigger's
+check itself, locking its task type as the trigger would, and says so (an autocommit
+statement is its whole transaction: no other insert of it goes unchecked)."""
+_WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
+                    "WHERE id = (SELECT currval(pg_get_serial_sequence('jobs', 'id'))) "
+                    "AND state = 'pending'")
+"""The scheduler's wake-up, after a placing pipeline that left its job pending."""
+_PLACED_EVENT = ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
+                 "created_at) SELECT %(e_topic)s, %(e_key)s, '{\"job_id\":' || j.id || "
+                 "%(e_tail)s, j.id, j.graph_id, {now} FROM j) ")
+
+
+@functools.lru_cache(maxsize=64)
+def insert_sql(columns: tuple[str, ...], *, many: bool, placing: bool = False,
+               alone: bool = False, checked: bool = False,
+               skip_taken_keys: bool = False) -> str:
+    """The jobs insert. One row (``many`` False): named values, guarded by its task
+    type's version, with its ``job-pending`` event; returns its id and, ``placing``,
+    whether the cycle's lock is ours (NULL: no live worker, not tried). ``alone``: it
+    writes only while no worker is live (``checked``: and checks its references). Many:
+    a JSON row set of ``%(rows)s`` whose first column is the id."""
+    names = ", ".join(columns)
+    if many:
+        types = ", ".join(f"(e->>{i})::{kind}"
+                          for i, kind in enumerate(pg_types(t.jobs, ("id", *columns))))
+        return (f"INSERT INTO jobs (id, {names}, created_at) SELECT {types}, {{now}} "
+                f"FROM json_array_elements(%(rows)s::json) AS e"
+                f"{_TAKEN_KEYS if skip_taken_keys else ''} RETURNING id, NULL")
+    guard = _CHECKED if checked else f") AND {cycle.NO_WORKER}" if alone else ")"
+    lock = cycle.LOCK_IF_WORKERS if placing else "NULL"
+    return (f"WITH j AS (INSERT INTO jobs ({names}, created_at) "
+            f"SELECT {', '.join(f'%(c_{c})s' for c in columns)}, {{now}} "
+            f"WHERE {_AS_BUILT}{guard} RETURNING id, graph_id), {_PLACED_EVENT}"
+            f"SELECT id, {lock}, pg_notify('taskyard_events', '') FROM j")
+
+
+@dataclass(frozen=True, slots=True)
+class Basis:
+    """The snapshot a cycle read under its lock, as text (``cycle.SNAPSHOT_TEXT``) and
+    parsed, when no job but the one just submitted was pending."""
+
+    text: str
+    snapshot: Snapshot
+
+
+class Shortcuts:
+    """The two guesses behind the lone submit's shortcuts (see the module docstring).
+    The store's threads share them: each reads and replaces a whole value (no two
+    fields that must agree), and any value is correct, the statements check it."""
+
+    def __init__(self) -> None:
+        self.no_worker = False
+        """The last lone submit here found no live worker."""
+        self.basis: Basis | None = None
+        """The last reads of the cycle here, under its lock, with the queue idle."""
+
+    def learn(self, reads: CycleReads, text: str, job_id: int | None = None) -> None:
+        """Reads made under the lock (``job_id``: right after that job's insert)."""
+        first = reads.first or []
+        idle = not reads.lists or (job_id is not None and len(reads.lists) == 1
+                                   and len(first) == 1 and first[0][0] == job_id)
+        self.basis = Basis(text, reads.snapshot) if idle else None
+
+
+def read_task_type(raw: Cursor, name: str) -> tuple[str, TaskTypeSpec] | None:
+    """Type ``name``'s row version (``xmin``) and spec; None if there is no such type."""
+    found = raw.first(_READ_TYPE, (name,))
+    return None if found is None else (found[0], cached_spec(tuple(found[1:])))
+
+
+def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
+                shortcuts: Shortcuts) -> InsertedJobs:
+    """See :class:`InsertJobs`; ``page``: how many candidates a cycle's first reads take."""
+    if params.count == 1 and params.as_built is not None:
+        return _insert_one(raw, params, page, shortcuts)
+    columns = params.columns
+    ids = [int(i) for (i,) in raw.all(
+        "SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('jobs', 'id')"
+        "::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)", (params.count,))]
+    ids.sort()
+    rows = ((job_id, *row) for job_id, row in zip(ids, params.rows, strict=True))
+    written: Sequence[int | None] = ids
+    if params.count >= BULK_MIN_ROWS and not params.skip_taken_keys:
+        # One clock reading for the bulk (COPY takes values, not expressions).
+        (now,) = raw.first("SELECT {now}") or (None,)
+        copy(raw, "jobs", ["id", *columns, "created_at"], ((*r, now) for r in rows))
+    else:
+        went_in = {int(i) for i, _ in named(raw, insert_sql(
+            columns, many=True, skip_taken_keys=params.skip_taken_keys),
+            {"rows": json_rows(list(rows))})}
+        written = [i if i in went_in else None for i in ids]
+    return InsertedJobs(list(written), params.placing and live_worker(raw))
+
+
+def _insert_one(raw: Cursor, params: InsertJobs, page: int,
+                shortcuts: Shortcuts) -> InsertedJobs:
+    (row,) = params.rows
+    assert params.as_built is not None and params.announce is not None
+    event = params.announce
+    values: dict[str, Any] = {f"c_{c}": v for c, v in zip(params.columns, row, strict=True)}
+    values.update(type=params.as_built.name, version=params.as_built.version,
+                  e_topic=event.topic, e_key=event.routing_key,
+                  e_tail=event.payload[len(NO_ID):], n=page)
+    if params.placing and shortcuts.no_worker and _idle(raw):
+        found = _alone(raw, params.columns, row, values)
+        if found is not None:
+            return InsertedJobs([found], committed=True)
+        shortcuts.no_worker = False  # a worker is live (or the type changed)
+    insert = insert_sql(params.columns, many=False, placing=params.placing)
+    if not params.placing:
+        inserted = named(raw, insert, values)
+        return InsertedJobs([int(inserted[0][0])] if inserted else [])
+    basis = shortcuts.basis
+    chosen = None if basis is None else _planned(basis, params.columns, row)
+    if basis is not None and chosen is not None:
+        worker_id, name = chosen
+        values.update(cycle.dispatch_params(
+            None, worker_id, name, [pg_channel(f"worker.{worker_id}")], [], last=True,
+            basis=basis.text, grace=TIMEOUT_GRACE))
+        whole = _idle(raw)  # the unit's transaction is this pipeline's: it commits
+        statements = [(insert, values), (cycle.DISPATCH, values)]
+        if whole:
+            statements.append((_WAKE_IF_PENDING, values))
+        inserted, placed, *_ = pipelined(raw, statements, commit=whole)
+        if placed:
+            return InsertedJobs([int(inserted[0][0])], True, CycleStart(True), placed=True,
+                                committed=whole)
+        shortcuts.basis = None  # the decision did not hold: the cycle reads afresh
+        if whole and inserted:  # pending, the scheduler woken; the caller's cycle after
+            held = inserted[0][1]
+            shortcuts.no_worker = held is None
+            return InsertedJobs([int(inserted[0][0])], held is not None,
+                                None if held is None else CycleStart(bool(held)),
+                                committed=True)
+        ahead: list[Any] = []
+    else:
+        inserted, ahead = pipelined(raw, [(insert, values), (cycle.AHEAD_IF_HELD, values)])
+    if not inserted:
+        return InsertedJobs([])
+    job_id, held = int(inserted[0][0]), inserted[0][1]
+    shortcuts.no_worker = held is None
+    if held is None:  # no live worker: the lock was not tried
+        return InsertedJobs([job_id])
+    reads = None
+    if ahead:
+        reads = cycle.reads_of_row(ahead[0], page)
+        shortcuts.learn(reads, ahead[0][0], job_id)
+    return InsertedJobs([job_id], True, CycleStart(bool(held), reads))
+
+
+def _planned(basis: Basis, columns: tuple[str, ...],
+             row: tuple[Any, ...]) -> tuple[int, str] | None:
+    """The worker (id, name) a cycle that finds ``basis`` and the job of ``row`` alone
+    pending would place it on: the planner's decision (core/placement.py). None when
+    that cycle needs more than ``basis`` (a job for later or of a graph, a rate-limited
+    type) or places nothing."""
+    job = dict(zip(columns, row, strict=True))
+    if job["run_after"] is not None or job["graph_id"] is not None:
+        return None
+    from taskyard.core.placement import Placement, Planner  # noqa: PLC0415 - start-up time
+
+    workers, active, limits = planner_values(basis.snapshot)
+    if job["type"] in limits.rates:
+        return None
+    (candidate,) = to_candidates([(0, job["type"], job["priority"], job["pools"], job["cost"],
+                                   job["locks"], job["rate_key"])])
+    decision = Planner.from_snapshot(workers, active, limits.queue).offer(candidate)
+    if not isinstance(decision, Placement):
+        return None
+    return next((w.id, w.name) for w in workers if w.id == decision.worker_id)
+
+
+def _idle(raw: Cursor) -> bool:
+    """The unit's transaction has not begun (nothing was sent in it yet)."""
+    return bool(raw.dbapi.info.transaction_status == TransactionStatus.IDLE)
+
+
+def _alone(raw: Cursor, columns: tuple[str, ...], row: tuple[Any, ...],
+           values: dict[str, Any]) -> int | None:
+    """The insert in autocommit, while no worker is live; the job's id, or None when it
+    wrote nothing. The unit's transaction has not begun: this is all of it (the caller
+    runs no cycle with no live worker)."""
+    checked = row[columns.index("graph_id")] is None
+    raw.dbapi.autocommit = True
+    try:
+        found = named(raw, insert_sql(columns, many=False, alone=True, checked=checked),
+                      values)
+    finally:
+        raw.dbapi.autocommit = False
+    return int(found[0][0]) if found else None
+
+
+def live_worker(raw: Cursor) -> bool:
+    """Whether a live worker exists, through the worker gate (see cycle.NO_WORKER)."""
+    row = raw.first(f"SELECT NOT ({cycle.NO_WORKER})")
+    return bool(row and row[0])
+
+
+def insert_edges(raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None:
+    """Dependency edges (job, the job it requires, condition): ``COPY`` for many."""
+    if len(edges) >= BULK_MIN_ROWS:
+        copy(raw, "dependencies", ("job_id", "requires_id", "condition"), edges)
+        return
+    if edges:
+        named(raw, "INSERT INTO dependencies (job_id, requires_id, condition) "
+              f"{pg_row_set(EDGE_TYPES, 'rows')}", {"rows": json_rows(edges)})
