@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, delete, insert, select, tuple_
-from taskyard.store.sql import lit
 
 from taskyard.core.states import AttemptState
 from taskyard.store import schema as t
@@ -60,8 +59,8 @@ def append_logs(store: Store, worker_id: int, chunks: Sequence[LogChunk], *,
             select(_A.c.job_id, _A.c.attempt)
             .join(_J, and_(_J.c.id == _A.c.job_id, _J.c.attempt == _A.c.attempt))
             .where(tuple_(_A.c.job_id, _A.c.attempt).in_(keys), _A.c.worker_id == worker_id,
-                   _A.c.state != lit(AttemptState.LOST.value),
-                   select(_W.c.id).where(_W.c.id == worker_id, _W.c.state == lit("active"),
+                   _A.c.state != AttemptState.LOST.value,
+                   select(_W.c.id).where(_W.c.id == worker_id, _W.c.state == "active",
                                          _W.c.lease_expires_at >= store.now_expr).exists()))
         allowed = {(int(j), int(a)) for j, a in tx.conn.execute(allowed_query)}
         kept = [c for c in chunks if (c.job_id, c.attempt) in allowed]
