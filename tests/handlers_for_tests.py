@@ -159,3 +159,14 @@ def _logged(log: str, name: str, value: Any) -> Any:
     with open(log, "a") as fh:
         fh.write(f"{name} {os.environ['TASKYARD_ATTEMPT']}\n")
     return value
+
+
+def talker(lines: int = 3, every: float = 0.2, then: float = 0.0) -> int:
+    """Prints a line every ``every`` seconds (no flush: the worker's child must not hold
+    them back), a line to stderr, then sleeps ``then`` seconds."""
+    for i in range(lines):
+        print(f"line {i}")
+        time.sleep(every)
+    print("to stderr", file=sys.stderr)
+    time.sleep(then)
+    return lines

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import tomllib
 from pathlib import Path
 
@@ -60,7 +59,8 @@ def test_test_after_demo_only_adds_the_dev_tools(tmp_path: Path) -> None:
 def test_a_changed_pyproject_reinstalls_both(tmp_path: Path) -> None:
     venv = tmp_path / "v"
     venv.mkdir()
-    old = time.time() - 3600
+    # Older than pyproject.toml, whenever the checkout was made.
+    old = (ROOT / "pyproject.toml").stat().st_mtime - 3600
     for name in (".runtime", ".installed"):
         (venv / name).touch()
         os.utime(venv / name, (old, old))  # older than pyproject.toml

@@ -119,3 +119,26 @@ def no_why_card(page: Any) -> bool:
     """The job page shows no "Why is it not running?" card (the job runs or ended)."""
     return (page.locator("#why").count() == 0
             and page.locator("h2:text('Why is it not running?')").count() == 0)
+
+
+# What the server will send once the dashboard has its CSP (the HTTP issue): the page
+# must run under it with no inline script or style and no eval.
+STRICT_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+              "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+
+
+def strict(page: Any, server: Server) -> list[str]:
+    """Serve the dashboard's page with STRICT_CSP; the violations (and uncaught errors)
+    the browser reports."""
+    violations: list[str] = []
+
+    def with_csp(route: Any) -> None:
+        response = route.fetch()
+        route.fulfill(response=response,
+                      headers={**response.headers, "content-security-policy": STRICT_CSP})
+
+    page.route(f"{server.url}/", with_csp)
+    page.on("console", lambda m: violations.append(m.text)
+            if "Content Security Policy" in m.text or "Uncaught" in m.text else None)
+    page.on("pageerror", lambda e: violations.append(f"page error: {e}"))
+    return violations

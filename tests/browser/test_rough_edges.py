@@ -12,14 +12,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_helpers import ROOT, Server, child_env, no_why_card, shot, sign_in, wait_for
+from browser_helpers import (
+    ROOT,
+    Server,
+    child_env,
+    no_why_card,
+    shot,
+    sign_in,
+    strict,
+    wait_for,
+)
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-
-# What the server will send once the dashboard has its CSP (the HTTP issue): the page
-# must run under it with no inline script or style and no eval.
-STRICT_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-              "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 
 
 @pytest.fixture
@@ -33,21 +37,6 @@ def ops_worker(server: Server) -> Iterator[subprocess.Popen[str]]:
     proc.terminate()
     _, err = proc.communicate(timeout=90)
     assert "Traceback" not in err, err
-
-
-def strict(page: Any, server: Server) -> list[str]:
-    """Serve the dashboard's page with STRICT_CSP; the violations the browser reports."""
-    violations: list[str] = []
-
-    def with_csp(route: Any) -> None:
-        response = route.fetch()
-        route.fulfill(response=response,
-                      headers={**response.headers, "content-security-policy": STRICT_CSP})
-
-    page.route(f"{server.url}/", with_csp)
-    page.on("console", lambda m: violations.append(m.text)
-            if "Content Security Policy" in m.text else None)
-    return violations
 
 
 def job_state(api: Any, job_id: int) -> str:

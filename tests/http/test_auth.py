@@ -23,6 +23,8 @@ def needed_scope(method: str, path: str) -> str:
         return "write"  # a schedule's backfill submits and cancels jobs, as a writer may
     if path.startswith("/api/v1/pools/") and method == "post":
         return "admin"  # pause and resume a pool
+    if path.startswith("/api/v1/schedules/") and path.endswith("/run"):
+        return "write"  # running a schedule now submits a job, as a submit does
     if path.startswith(ADMIN_PATHS) and (method != "get" or path.startswith("/api/v1/tokens")):
         return "admin"
     return "read" if method == "get" else "write"

@@ -120,3 +120,14 @@ def test_the_circle_check_finds_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c", "d"}, "c": set(), "d": {"b"}}
     assert _cycle(graph) == ["b", "d", "b"]
     assert _cycle({**graph, "d": set()}) is None
+
+
+MODULE_LINES = 400
+"""Modules stay small (the brief's rule 8); migrations are history, written once."""
+
+
+def test_modules_stay_small() -> None:
+    big = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.py"))
+           if "migrations" not in p.parts
+           and (n := len(p.read_text().splitlines())) > MODULE_LINES}
+    assert big == {}, f"modules over {MODULE_LINES} lines: {big}"

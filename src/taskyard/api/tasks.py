@@ -18,11 +18,13 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from taskyard.api.handles import JobHandle
 from taskyard.api.submissions import SubmitOptions
 from taskyard.model.errors import InvalidInput
+from taskyard.model.records import TaskTypeSpec
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard
@@ -138,3 +140,36 @@ def as_task(yard: Yard, type_name: str, func: Callable[P, Any]) -> None:
     target.submit = submitter.submit
     target.submit_many = submitter.submit_many
     target.options = submitter.options
+
+
+POLICY_FIELDS = frozenset(f.name for f in fields(TaskTypeSpec)) - {"name", "handler"}
+"""What a task type's ``policy`` may set: every :class:`TaskTypeSpec` field but these two."""
+
+
+def task_type_spec(name: str, handler: str, policy: Mapping[str, Any]) -> TaskTypeSpec:
+    """Task type ``name`` of ``handler`` with ``policy`` (:class:`TaskTypeSpec` fields),
+    or InvalidInput naming the fields it does not know."""
+    unknown = set(policy) - POLICY_FIELDS
+    if unknown:
+        raise InvalidInput(f"task type {name!r}: unknown fields {sorted(unknown)}")
+    given = dict(policy)
+    for listed in ("pools", "locks"):
+        if listed in given:
+            given[listed] = tuple(given[listed])
+    return TaskTypeSpec(name=name, handler=handler, **given)
+
+
+def function_handler(func: Callable[..., Any]) -> str:
+    """``python:MODULE:QUALNAME`` of a function workers can import; InvalidInput for one
+    defined in ``__main__`` or inside another function."""
+    if func.__module__ == "__main__":
+        raise InvalidInput(
+            f"task type for {func.__qualname__}: define it in an importable module, "
+            "not __main__, so that workers can import it"
+        )
+    if "<locals>" in func.__qualname__:
+        raise InvalidInput(
+            f"task type for {func.__qualname__}: define it at module level, "
+            "so that workers can import it"
+        )
+    return f"python:{func.__module__}:{func.__qualname__}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from taskyard.api.config import default_url
@@ -13,7 +13,13 @@ from taskyard.api.graph_builder import Graph
 from taskyard.api.handler_import import verify_handler
 from taskyard.api.handles import JobHandle, wait_until
 from taskyard.api.submissions import SubmitOptions, submit_batch
-from taskyard.api.tasks import TaskFunction, as_task, type_name_of
+from taskyard.api.tasks import (
+    TaskFunction,
+    as_task,
+    function_handler,
+    task_type_spec,
+    type_name_of,
+)
 from taskyard.model.errors import InvalidInput, NotFound
 from taskyard.model.records import (
     EventRecord,
@@ -38,7 +44,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 EVENT_MAINTENANCE = 0.25
 """Seconds between maintenance steps in cycles run on submit (placement is every time)."""
-_POLICY_FIELDS = {f.name for f in fields(TaskTypeSpec)} - {"name", "handler"}
 
 
 def user() -> str:
@@ -88,16 +93,10 @@ class Yard:
         self, name: str, handler: str, *, verify: bool = True, **policy: Any
     ) -> TaskTypeSpec:
         """Create or update a task type; ``policy`` takes :class:`TaskTypeSpec` fields."""
-        unknown = set(policy) - _POLICY_FIELDS
-        if unknown:
-            raise InvalidInput(f"task type {name!r}: unknown fields {sorted(unknown)}")
-        if "pools" in policy:
-            policy["pools"] = tuple(policy["pools"])
-        if "locks" in policy:
-            policy["locks"] = tuple(policy["locks"])
+        spec = task_type_spec(name, handler, policy)
         if verify:
             verify_handler(handler)
-        return self.store.task_types.put(TaskTypeSpec(name=name, handler=handler, **policy))
+        return self.store.task_types.put(spec)
 
     def apply(self, doc: Any, *, verify: bool = True) -> Declarations:
         """Create or update what a configuration document declares (``taskyard apply``):
@@ -125,22 +124,9 @@ class Yard:
         ``submit_many(calls)`` and ``options(**submit_options)``."""
 
         def register(func: Callable[P, R]) -> TaskFunction[P, R]:
-            module = func.__module__
-            if module == "__main__":
-                raise InvalidInput(
-                    f"task type for {func.__qualname__}: define it in an importable module, "
-                    "not __main__, so that workers can import it"
-                )
-            if "<locals>" in func.__qualname__:
-                raise InvalidInput(
-                    f"task type for {func.__qualname__}: define it at module level, "
-                    "so that workers can import it"
-                )
+            handler = function_handler(func)
             type_name = name or func.__name__
-            unknown = set(policy) - _POLICY_FIELDS
-            if unknown:
-                raise InvalidInput(f"task type {type_name!r}: unknown fields {sorted(unknown)}")
-            spec = TaskTypeSpec(type_name, f"python:{module}:{func.__qualname__}", **policy)
+            spec = task_type_spec(type_name, handler, policy)
             as_task(self, type_name, func)
             self._declared[type_name] = spec
             return func  # type: ignore[return-value]  # as_task gave it the rest
@@ -398,6 +384,13 @@ class Yard:
         record = self.store.schedules.resume(name)
         self._cycle()
         return record
+
+    def run_schedule(self, name: str) -> int:
+        """Run schedule ``name`` now, once, whatever its next run (kept): a job of its
+        type, args and priority that counts among its jobs; returns the job's id."""
+        found = self.get_schedule(name)
+        return self._submit([JobSubmission(found.type, dict(found.args), found.priority,
+                                           schedule_name=name)])[0]
 
     def delete_schedule(self, name: str) -> None:
         self.store.schedules.delete(name)

@@ -199,8 +199,7 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
                                   on_exit=lambda name, pid: _release(state, name, pid))
     scheduler = _SchedulerThread(SchedulerDaemon(
         state.yard.store, interval=interval, stall_after=stall_after, retain=retain or None,
-        aging=aging or None,
-        on_cycle=None if http is None else http.app.state.metrics.observe_cycle), stop)
+        aging=aging or None), stop)
     codes: list[int | None] = []
     publishing: threading.Thread | None = None
     # Its own workers serve these pools even before they have registered.

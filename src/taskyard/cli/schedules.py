@@ -144,5 +144,13 @@ _simple("resume", "resume_schedule",
 _simple("delete", "delete_schedule", "Remove NAME; its jobs stay in the history.")
 
 
+@schedule_group.command("run")
+@click.argument("name")
+@click.pass_obj
+def run_now(state: State, name: str) -> None:
+    """Run NAME now, once (its next run stays); prints the new job's id."""
+    click.echo(state.yard.run_schedule(name))
+
+
 def register(group: click.Group) -> None:
     group.add_command(schedule_group)

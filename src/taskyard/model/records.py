@@ -81,8 +81,7 @@ SCOPES = ("read", "write", "admin")
 """API token scopes, each allowing what the ones before it allow."""
 
 ON_DUPLICATE = ("existing", "reject")
-"""What a submit with a unique key does when a job holds that key: give the existing
-job's id (the default), or refuse (Conflict)."""
+"""A submit whose unique key a job holds: that job's id (the default), or Conflict."""
 
 
 @dataclass(frozen=True, slots=True)

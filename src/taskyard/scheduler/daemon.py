@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from taskyard.core.durations import duration_text
 from taskyard.scheduler.cycle import CycleReport, schedule
+from taskyard.scheduler.history import HistoryKeeper
 from taskyard.store import Listener, Store
 from taskyard.store.transitions.retention import prune
 
@@ -37,10 +38,12 @@ class SchedulerDaemon:
         cancel_stalled: bool = False, retain: float | None = None,
         prune_every: float = 600.0, aging: float | None = AGING_PERIOD,
         on_cycle: Callable[[CycleReport], None] | None = None,
+        history_every: float | None = 10.0,
     ) -> None:
         """``aging``: a pending job gains 1 priority per this many seconds waited (None
         turns aging off); ``retain``: prune finished work older than that many seconds;
-        ``on_cycle``: called with each cycle's report (``up --http`` times them)."""
+        ``on_cycle``: called with each cycle's report; ``history_every``: seconds between
+        rounds of the history keeper (:class:`HistoryKeeper`; None: none)."""
         self.store = store
         self.interval = interval
         self.wakeups = wakeups
@@ -53,6 +56,8 @@ class SchedulerDaemon:
         self.aging = aging
         self._last_aging = -1e18
         self.on_cycle = on_cycle
+        self.history = None if history_every is None else HistoryKeeper(
+            store, every=history_every)
 
     def _maybe_age(self) -> None:
         """Anti-starvation aging, at most every tenth of a period (and every minute)."""
@@ -86,6 +91,10 @@ class SchedulerDaemon:
                  self.interval, "off" if self.retain is None else duration_text(self.retain))
         failures = busy = 0
         periodic = True  # the first cycle, and every timer tick, does all the steps
+        keeper = None if self.history is None else threading.Thread(
+            target=self.history.run, args=(stop,), name="history", daemon=True)
+        if keeper is not None:
+            keeper.start()
         try:
             while not stop.is_set():
                 try:
@@ -112,6 +121,8 @@ class SchedulerDaemon:
                 busy = 0
                 if self.on_cycle is not None:
                     self.on_cycle(report)
+                if self.history is not None:
+                    self.history.observe_cycle(report)
                 # Rate-limited by time, not by idleness: a busy system needs them too.
                 self._maybe_prune()
                 self._maybe_age()
@@ -140,6 +151,8 @@ class SchedulerDaemon:
         finally:
             if listener is not None:
                 listener.close()
+            if keeper is not None:
+                keeper.join(30.0)
             log.info("event=scheduler-stopped holder=%s", self.holder)
 
     @staticmethod

@@ -12,6 +12,7 @@ all, as they do for a plain function.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 
@@ -74,17 +75,24 @@ def _anonymous_file(prefix: str) -> int:
 
 
 class Capture:
-    """Two anonymous files that hold the child's stdout and stderr for its whole life
-    (fds 1 and 2 point at them): emptied before a job if the last one wrote there,
-    so that running a job creates no file and swaps no descriptor."""
+    """Two files that hold the child's stdout and stderr for its whole life (fds 1 and
+    2 point at them): emptied before a job if the last one wrote there, so that running
+    a job creates no file and swaps no descriptor. Named by the worker, which reads them
+    while a job runs (live output), else anonymous. Appended to: the worker may empty
+    them too."""
 
-    def __init__(self) -> None:
+    def __init__(self, paths: tuple[str, str] | None = None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
-        for fd, prefix in ((1, "ty-out-"), (2, "ty-err-")):
-            new = _anonymous_file(prefix)
+        for index, (fd, prefix) in enumerate(((1, "ty-out-"), (2, "ty-err-"))):
+            new = (_anonymous_file(prefix) if paths is None else
+                   os.open(paths[index], os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600))
             os.dup2(new, fd)
             os.close(new)
+        if paths is not None and isinstance(sys.stdout, io.TextIOWrapper):
+            # Read while a job runs: a print reaches the file at its newline, not when
+            # 8 KiB have gathered or the job ended.
+            sys.stdout.reconfigure(line_buffering=True)
 
     def reset(self) -> None:
         for fd in (1, 2):
@@ -192,18 +200,19 @@ def _plainly_json(value: object) -> bool:
     return isinstance(value, int) and -(1 << 64) < value < 1 << 64
 
 
-def serve(fd: int, cwd: str) -> None:
-    """The child's entry point (see processes.PythonChild): jobs over the socket ``fd``."""
-    child_main(Pipe(fd), cwd)
+def serve(fd: int, cwd: str, output: tuple[str, str] | None = None) -> None:
+    """The child's entry point (see processes.PythonChild): jobs over the socket ``fd``;
+    its stdout and stderr go to the files ``output`` names (else anonymous ones)."""
+    child_main(Pipe(fd), cwd, output)
 
 
-def child_main(conn: Pipe, cwd: str) -> None:
+def child_main(conn: Pipe, cwd: str, output: tuple[str, str] | None = None) -> None:
     """Serve jobs sent over ``conn`` until it closes (the worker started this process
     in a session of its own: see processes.PythonChild)."""
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     cache: dict[str, Callable[..., Any]] = {}
-    capture = Capture()
+    capture = Capture(output)
     loop = EventLoop()
     while True:
         try:

@@ -24,9 +24,11 @@ from taskyard.core.stages import StageReport
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import Assignment, Outcome, Started
 from taskyard.store import Store
+from taskyard.store.transitions.logs import LogChunk, append_logs
 from taskyard.worker.deliveries import Deliveries, Key
 from taskyard.worker.executors import ABANDONED, Executor, ExecutorFactory, Hooks
 from taskyard.worker.lease import Lease
+from taskyard.worker.log_pump import INTERVAL, LIMIT, LogPump
 from taskyard.worker.process_executor import ProcessExecutor
 from taskyard.worker.reports import Placer, report_batch
 
@@ -53,7 +55,8 @@ class WorkerDaemon:
         capacity: int | None = None, lease_seconds: float = 15.0,
         heartbeat_every: float | None = None, kill_grace: float = 5.0,
         placer: Placer | None = None, prefetch: int = DEFAULT_PREFETCH,
-        executor: ExecutorFactory | None = None,
+        executor: ExecutorFactory | None = None, log_interval: float | None = INTERVAL,
+        log_limit: int = LIMIT,
     ) -> None:
         """``placer`` runs the scheduling cycle inside each batch that reports
         completions (the CLI passes it), so freed capacity is refilled at once (seed
@@ -61,7 +64,10 @@ class WorkerDaemon:
         so that work submitted before it came is placed without a scheduler.
         ``prefetch``: the widest window of jobs queued here beyond ``capacity`` (see
         :mod:`taskyard.core.prefetch`). ``executor`` builds what runs the jobs
-        (default: handlers in child processes, :class:`ProcessExecutor`)."""
+        (default: handlers in child processes, :class:`ProcessExecutor`).
+        ``log_interval``: seconds between reads of what running attempts write, each
+        attempt keeping the newest ``log_limit`` bytes of a stream (live output, child
+        processes only; None: their tails only, at their end)."""
         self.store = store
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.pools = tuple(pools)
@@ -88,10 +94,14 @@ class WorkerDaemon:
         self._window = 0
         hooks = Hooks(on_done=self._on_done, on_start=self._kick.set,
                       on_stage=self._report_stage)
+        self.logs = None if executor is not None or log_interval is None else LogPump(
+            self._write_logs, on_refused=self._logs_refused, interval=log_interval,
+            limit=log_limit)
         self.executor: Executor = (
             executor(hooks) if executor is not None else ProcessExecutor(
                 self.capacity, on_done=hooks.on_done, on_start=hooks.on_start,
-                on_stage=hooks.on_stage, kill_grace=kill_grace, worker_name=self.name))
+                on_stage=hooks.on_stage, kill_grace=kill_grace, worker_name=self.name,
+                logs=self.logs))
         self.executor.worker_name = self.name
         self.lease = Lease(store, self.executor, name=self.name, seconds=lease_seconds,
                            heartbeat_every=self.heartbeat_every, wake=self._kick.set)
@@ -132,6 +142,10 @@ class WorkerDaemon:
         self.register()
         threads = [*self.lease.threads(stop),
                    threading.Thread(target=self._listen, args=(stop,), daemon=True)]
+        logs_stop = threading.Event()
+        if self.logs is not None:
+            threads.append(threading.Thread(target=self.logs.run, args=(logs_stop,),
+                                            name="logs", daemon=True))
         for thread in threads:
             thread.start()
         failures = 0
@@ -161,6 +175,7 @@ class WorkerDaemon:
                     self._kick.set()
         finally:
             self._shutdown(stop)
+            logs_stop.set()  # after the attempts' last words
             for thread in threads:
                 thread.join(10)
 
@@ -348,6 +363,16 @@ class WorkerDaemon:
         if starts or ended:
             report = report_batch(self.store, self.worker_id, starts, ended)
             self._count(ended, report.accepted)
+
+    def _write_logs(self, chunks: Sequence[LogChunk]) -> set[Key]:
+        assert self.worker_id is not None
+        assert self.logs is not None
+        return append_logs(self.store, self.worker_id, chunks, limit=self.logs.limit)
+
+    def _logs_refused(self, key: Key) -> None:
+        """Output refused: the attempt is not ours any more; end it like a fenced one."""
+        log.warning("event=logs-refused worker=%s job=%s attempt=%s", self.name, *key)
+        self.executor.stop(*key, state="error")
 
     def _report_stage(self, job_id: int, attempt: int, report: StageReport) -> bool:
         """Record a stage (fenced); a refusal stops the attempt. A database error is not a

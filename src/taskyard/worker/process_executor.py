@@ -1,13 +1,12 @@
 """Runs the jobs placed on a worker in child processes; no database here (the
 :class:`~taskyard.worker.executors.Executor` of ``taskyard worker``).
 
-Jobs wait in a local queue in placement order; a slot thread starts the head job as
-soon as the running jobs leave room for its cost (an idle executor always takes
-one job, whatever its cost). Each slot owns (lazily) one reusable Python child, so a
-job reaches a warm interpreter with one pipe message; a child that is killed
-(timeout, cancel, crash) is replaced. Every started attempt produces exactly one
-:class:`Outcome` through ``on_done``; starts are collected for the worker to
-record in its next batch.
+Jobs wait in a local queue in placement order; a slot thread starts the head job as soon
+as the running jobs leave room for its cost (an idle executor always takes one job,
+whatever its cost). Each slot owns (lazily) one reusable Python child, so a job reaches a
+warm interpreter with one pipe message; a child that is killed (timeout, cancel, crash)
+is replaced. Every started attempt produces exactly one :class:`Outcome` through
+``on_done``; starts are collected for the worker to record in its next batch.
 """
 
 from __future__ import annotations
@@ -26,10 +25,12 @@ from taskyard.core.handlers import HandlerSpecError
 from taskyard.core.lifecycle import may_start
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
+from taskyard.worker.child_slots import ChildSlots
 from taskyard.worker.executors import Key, StageSink
 from taskyard.worker.guardian import Guardian
+from taskyard.worker.log_pump import LogPump
 from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
-from taskyard.worker.processes import PythonChild, Stopped, run_shell
+from taskyard.worker.processes import Stopped, run_shell
 
 log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
@@ -42,24 +43,23 @@ pipelined, so a pipeline never keeps a job waiting behind a long one."""
 PACE_ALPHA = 0.2  # weight of the newest duration in the moving average
 
 
-def _no_stages(_job: int, _attempt: int, _report: StageReport) -> bool:
-    return True
-
-
 class ProcessExecutor:
     """Handlers in child processes: ``python:`` ones in a warm interpreter per slot,
     ``shell:`` ones through ``/bin/sh`` (see the module docstring)."""
 
     def __init__(self, capacity: int, *, on_done: Callable[[Outcome, float], None],
                  on_start: Callable[[], None] = lambda: None,
-                 on_stage: StageSink = _no_stages, tail_bytes: int = 8192,
+                 on_stage: StageSink = lambda _j, _a, _r: True, tail_bytes: int = 8192,
                  kill_grace: float = 5.0, prewarm: bool = True,
                  worker_name: str = "", guard: bool = True,
-                 pipeline_window: float = PIPELINE_WINDOW) -> None:
+                 pipeline_window: float = PIPELINE_WINDOW,
+                 logs: LogPump | None = None) -> None:
         """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
         ``on_start`` is called when a job starts (see :meth:`take_started`);
         ``worker_name``: what handlers see as ``TASKYARD_WORKER``;
-        ``guard``: start a :class:`Guardian` so that handlers die with the worker."""
+        ``guard``: start a :class:`Guardian` so that handlers die with the worker;
+        ``logs``: reads what running attempts write (live output; a job run in a
+        pipeline of short ones, see :meth:`_next`, has only its tails, at its end)."""
         self.capacity = capacity
         self.pipeline_window = pipeline_window
         self.slots = max(1, capacity)
@@ -71,6 +71,7 @@ class ProcessExecutor:
         self.kill_grace = kill_grace
         self.worker_name = worker_name
         self.guardian = Guardian() if guard else None
+        self.logs = logs
         self._cond = threading.Condition()
         # Queued jobs in placement order (highest priority, then oldest): a job placed
         # here later but more urgent starts before the ones already queued.
@@ -88,7 +89,7 @@ class ProcessExecutor:
         self._closing = False
         self._refusing = False
         """Set by :meth:`stop_all`: no job is queued any more (the worker is leaving)."""
-        self._children: list[PythonChild | None] = [None] * self.slots
+        self._children = ChildSlots(self.slots, guardian=self.guardian, logs=logs)
         self._threads = [threading.Thread(target=self._slot, name=f"slot-{i}", daemon=True)
                          for i in range(self.slots)]
         for thread in self._threads:
@@ -175,9 +176,7 @@ class ProcessExecutor:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        for child in self._children:
-            if child is not None:
-                child.close()
+        self._children.close()
         if self.guardian is not None:
             self.guardian.close()
 
@@ -226,7 +225,7 @@ class ProcessExecutor:
         if self.prewarm:
             # Start the interpreter now, so that even the first job finds it warm.
             try:
-                self._children[index] = PythonChild(self.guardian)
+                self._children.prewarm(index)
             except OSError:
                 log.exception("event=prewarm-failed slot=%d", index)
         while True:
@@ -285,9 +284,9 @@ class ProcessExecutor:
         go back to the queue, or are dropped if they were stopped meanwhile."""
         rest = list(batch)
         try:
-            self._child(index).send_pipeline([self._message(job) for job in batch])
+            self._children.get(index).send_pipeline([self._message(job) for job in batch])
         except Exception as exc:  # never lose an attempt's outcome
-            self._drop_child(index)
+            self._children.drop(index, self.kill_grace)
             self._finish(rest[0], self._crashed(rest[0], exc), 0.0)
             self._requeue(rest[1:])
             return
@@ -300,7 +299,7 @@ class ProcessExecutor:
                     self._stop_state)
             except Exception as exc:  # the child was ended (see _wait_python)
                 outcome = self._crashed(job, exc)
-            if self._children[index] is None:  # the child was ended: the rest never ran
+            if self._children.current(index) is None:  # the child was ended: the rest never ran
                 self._finish(job, outcome, time.monotonic() - started)
                 self._requeue(rest)
                 return
@@ -338,7 +337,8 @@ class ProcessExecutor:
             spec.target, job.args, self._env(job), deadline=deadline,
             stop_requested=self._stop_check(job), grace=lambda: self.kill_grace,
             tail=self.tail_bytes, stages=job.stages, on_stage=self._stage_sink(job),
-            guardian=self.guardian), self._stop_state)
+            guardian=self.guardian, watch=None if self.logs is None else functools.partial(
+                self.logs.watch, (job.job_id, job.attempt))), self._stop_state)
 
     def _env(self, job: ClaimedJob) -> dict[str, str]:
         # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
@@ -369,35 +369,30 @@ class ProcessExecutor:
                 "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
                 "attempt": job.attempt, "stages": job.stages}
 
-    def _child(self, index: int) -> PythonChild:
-        child = self._children[index]
-        if child is None or not child.is_alive():
-            child = self._children[index] = PythonChild(self.guardian)
-        return child
-
     def _run_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
-        self._child(index).send_pipeline([self._message(job)])
-        return self._wait_python(index, job)
+        ended = self._children.watch(index, (job.job_id, job.attempt))
+        self._children.get(index).send_pipeline([self._message(job)])
+        return self._wait_python(index, job, ended=ended)
 
-    def _wait_python(self, index: int, job: ClaimedJob, *,
-                     follower: bool = False) -> dict[str, Any]:
+    def _wait_python(self, index: int, job: ClaimedJob, *, follower: bool = False,
+                     ended: Callable[[], None] | None = None) -> dict[str, Any]:
         """The outcome of ``job``, which slot ``index``'s child runs now: it started it
         as it sent the previous outcome (a ``follower`` in a pipeline: if it was
-        stopped before that, it is stopped at once), or as it received it."""
-        child = self._children[index]
+        stopped before that, it is stopped at once), or as it received it. ``ended``:
+        called once it ended (its live output read to the end)."""
+        child = self._children.current(index)
         assert child is not None
         deadline = None if job.timeout is None else time.monotonic() + job.timeout
         stop_requested = self._stop_check(job)
         try:
             if follower and stop_requested():
                 raise Stopped
-            return child.wait(deadline, stop_requested, self._stage_sink(job))
+            outcome = child.wait(deadline, stop_requested, self._stage_sink(job))
         except BaseException:
-            # The child is in an unknown state: end it and start afresh next time.
-            self._drop_child(index)
+            # The child is in an unknown state: end it and start afresh next time —
+            # once what it wrote is read (a canceled attempt keeps it).
+            self._children.drop(index, self.kill_grace, before_discard=ended)
             raise
-
-    def _drop_child(self, index: int) -> None:
-        child, self._children[index] = self._children[index], None
-        if child is not None:
-            child.kill(self.kill_grace)
+        if ended is not None:
+            ended()
+        return outcome

@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +30,7 @@ from taskyard.worker.guardian import Guardian
 # The child's path and interpreter flags (-W, -X, -O...) are the worker's, as "spawn"
 # makes them.
 _CHILD = ("import sys; sys.path[:] = {path!r}; "
-          "from taskyard.worker.child import serve; serve({fd}, {cwd!r})")
+          "from taskyard.worker.child import serve; serve({fd}, {cwd!r}, {output!r})")
 _FLAGS: Callable[[], list[str]] = subprocess._args_from_interpreter_flags  # type: ignore[attr-defined]
 POLL = 0.05
 # With a guardian, a shell command first waits for the worker's go-ahead on its stdin,
@@ -60,9 +61,15 @@ def terminate(pid: int, *, group: bool, grace: float, alive: Callable[[], bool])
 
 
 class PythonChild:
-    """One spawned interpreter that runs Python handlers one after the other."""
+    """One spawned interpreter that runs Python handlers one after the other. With
+    ``output``, its stdout and stderr are two files in a folder of its own, which the
+    worker reads while a job runs (:attr:`output`), removed by :meth:`close` and
+    :meth:`discard`."""
 
-    def __init__(self, guardian: Guardian | None = None) -> None:
+    def __init__(self, guardian: Guardian | None = None, *, output: bool = False) -> None:
+        self.folder = tempfile.mkdtemp(prefix="taskyard-child-") if output else None
+        self.output = None if self.folder is None else (
+            os.path.join(self.folder, "stdout"), os.path.join(self.folder, "stderr"))
         ours, theirs = socket.socketpair()
         with theirs:
             # A session (and process group) of its own from its first instruction, so
@@ -70,7 +77,7 @@ class PythonChild:
             # handlers start, if the worker dies; and a terminal's Ctrl-C is the worker's.
             self.process = subprocess.Popen(
                 [sys.executable, *_FLAGS(), "-c", _CHILD.format(
-                    path=sys.path, fd=theirs.fileno(), cwd=os.getcwd())],
+                    path=sys.path, fd=theirs.fileno(), cwd=os.getcwd(), output=self.output)],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
         self._conn = Connection(ours.detach())
         # One poll object for the child's whole life (Connection.poll builds a selector
@@ -147,6 +154,19 @@ class PythonChild:
         if self.is_alive():
             self.kill(0.5)
         self._unwatch()
+        self.discard()
+
+    def empty_output(self) -> None:
+        """Empty its output files before a job (the child appends to them)."""
+        for path in self.output or ():
+            with contextlib.suppress(OSError):
+                os.truncate(path, 0)
+
+    def discard(self) -> None:
+        """Remove its output files (once it ended and they were read)."""
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
     def _unwatch(self) -> None:
         if self._guardian is not None:
@@ -202,13 +222,16 @@ def run_shell(
     stages: dict[str, Any] | None = None,
     on_stage: Callable[[StageReport], bool] | None = None,
     guardian: Guardian | None = None,
+    watch: Callable[[str, str], Callable[[], None]] | None = None,
 ) -> dict[str, Any]:
     """Run a shell handler; returns an outcome dict. Raises TimeoutError or Stopped
     after the process group has been terminated (tails are attached to the exception).
 
     Stages: the command appends reports to ``$TASKYARD_STAGES``; the stages earlier
     attempts finished are named in ``$TASKYARD_STAGES_DONE`` and their results are in
-    the JSON object file ``$TASKYARD_STAGE_RESULTS``."""
+    the JSON object file ``$TASKYARD_STAGE_RESULTS``. ``watch(stdout, stderr)``: called
+    with the output files once the command started (live output); what it returns is
+    called once the command ended, before the files go."""
     rendered = render_shell(command, args)
     done = dict(stages or {})
     with tempfile.TemporaryDirectory(prefix="taskyard-") as tmp:
@@ -224,7 +247,12 @@ def run_shell(
                     "TASKYARD_STAGE_RESULTS": done_path}
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = _spawn(rendered, out, err, full_env, guardian)
-            interrupted = _supervise(proc, reader, stop_requested, deadline, grace)
+            ended = None if watch is None else watch(out_path, err_path)
+            try:
+                interrupted = _supervise(proc, reader, stop_requested, deadline, grace)
+            finally:
+                if ended is not None:
+                    ended()
             if guardian is not None:
                 guardian.unwatch(proc.pid)
         stderr = read_tail(err_path, tail)

@@ -35,6 +35,7 @@ from taskyard.api.http.routes_cluster import router as cluster
 from taskyard.api.http.routes_events import router as events
 from taskyard.api.http.routes_graphs import router as graphs
 from taskyard.api.http.routes_jobs import router as jobs
+from taskyard.api.http.routes_ops import router as ops
 from taskyard.api.http.routes_pools import router as pools
 from taskyard.api.http.routes_tokens import router as tokens
 from taskyard.api.http.routes_waits import router as waits
@@ -88,7 +89,8 @@ def create_app(yard: Yard, *, settings: Settings | None = None,
     app.state.submitter = Submitter(
         yard, writers=1 if yard.store.driver.writes_one_at_a_time else 2)
     errors.install(app)
-    for router in (jobs, waits, graphs, catalog, backfills, cluster, pools, events, tokens):
+    for router in (ops, jobs, waits, graphs, catalog, backfills, cluster, pools, events,
+                   tokens):
         app.include_router(router)
     app.include_router(_meta_router(app))
     static.install(app)

@@ -1,11 +1,11 @@
 """``/metrics``: Prometheus text, every name starting with ``taskyard_``.
 
-Gauges are read from the database at each scrape (jobs by state and pool, queue depth
-per type, workers, capacity per pool), so any server of a cluster gives the same
-numbers. Two histograms count what happened since this server started: the submit→start
-latency of jobs outside graphs (read from the ``job-running`` events after the last
-scrape) and the duration of the scheduling cycles this process runs (``taskyard up
---http``; a server without a scheduler has no cycles to time).
+Everything is read from the database at each scrape, so every server of a cluster (and
+every process of ``serve --workers N``) gives the same numbers: gauges (jobs by state
+and pool, queue depth per type, workers, capacity per pool), and counters and
+histograms from the stored history (``store/transitions/history.py``, brought up to date
+before each scrape): submit→start waits and cycle times of jobs, attempts by outcome,
+and the durations of the scheduling cycles every scheduler process ran.
 """
 
 from __future__ import annotations
@@ -14,26 +14,19 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from taskyard.api.http.history_metrics import HistoryCollector
 from taskyard.api.yard import Yard
-from taskyard.scheduler.cycle import CycleReport
-from taskyard.store.reads.metrics import (
-    first_starts_after,
-    jobs_by_state,
-    last_event_id,
-    pending_by_type,
-    unfinished_by_pool,
-)
+from taskyard.store.reads.metrics import jobs_by_state, pending_by_type, unfinished_by_pool
+from taskyard.store.transitions.history import roll_up
 
 log = logging.getLogger("taskyard.http")
-LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-                   60.0, 300.0)
-MAX_PAGES = 10
-"""Pages of starts taken in per scrape (the rest at the next one)."""
-CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+CATCH_UP = 4
+"""Batches of events a scrape folds into the history first (the rest at the next one,
+or by a scheduler's history keeper)."""
 
 
 class _StoreCollector(Collector):
@@ -88,36 +81,16 @@ class Metrics:
     def __init__(self, yard: Yard) -> None:
         self.yard = yard
         self.registry = CollectorRegistry()
-        self.latency = Histogram(
-            "taskyard_submit_to_start_seconds",
-            "Seconds from submit (or run_after) to the first attempt's start, for jobs "
-            "outside graphs that started since this server started.",
-            buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.cycles = Histogram(
-            "taskyard_cycle_duration_seconds",
-            "Duration of the scheduling cycles run by this process.",
-            buckets=CYCLE_BUCKETS, registry=self.registry)
         self.registry.register(_StoreCollector(yard))
+        self.registry.register(HistoryCollector(yard.store))
         self._lock = threading.Lock()
-        self._cursor: int | None = None
-        try:
-            self._cursor = last_event_id(yard.store)
-        except Exception as exc:  # read at the first scrape instead
-            log.warning("event=metrics-cursor-failed error=%s", " ".join(str(exc).split()))
-
-    def observe_cycle(self, report: CycleReport) -> None:
-        self.cycles.observe(report.seconds)
 
     def render(self) -> bytes:
-        """The text exposition, after taking in the starts since the last scrape."""
+        """The text exposition, the history brought up to date first (bounded)."""
         with self._lock:
-            if self._cursor is None:
-                self._cursor = last_event_id(self.yard.store)
-            for _ in range(MAX_PAGES):
-                starts = first_starts_after(self.yard.store, self._cursor)
-                for seconds in starts.latencies:
-                    self.latency.observe(seconds)
-                self._cursor = starts.last_id
-                if not starts.more:
-                    break
+            try:
+                roll_up(self.yard.store, batches=CATCH_UP)
+            except Exception as exc:  # the gauges are still worth answering
+                log.warning("event=history-catch-up-failed error=%s",
+                            " ".join(str(exc).split()))
         return generate_latest(self.registry)

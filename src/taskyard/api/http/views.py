@@ -12,6 +12,7 @@ from taskyard.core.substitution import result_references, substitute_results
 from taskyard.model.errors import NotFound
 from taskyard.model.records import AttemptRecord, GraphRecord, JobRecord
 from taskyard.store.reads.job_pages import states_by_graph, succeeded_results
+from taskyard.store.transitions.logs import attempt_output
 
 
 def job_detail(yard: Yard, job_id: int) -> dict[str, Any]:
@@ -36,10 +37,12 @@ def resolved_args(yard: Yard, job: JobRecord) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Logs:
-    """The kept output of one attempt (tails bounded by the worker), or of none yet."""
+    """The kept output of one attempt, or of none yet: what it wrote while it ran
+    (``output``, read by the worker as it came), else the tails kept at its end."""
 
     job_id: int
     attempt: AttemptRecord | None
+    output: tuple[str, str] | None = None
 
     @property
     def ended(self) -> bool:
@@ -47,10 +50,10 @@ class Logs:
 
     def to_json(self) -> dict[str, Any]:
         a = self.attempt
+        out, err = self.output or ((a.stdout_tail if a else None) or "",
+                                   (a.stderr_tail if a else None) or "")
         return {"job_id": self.job_id, "attempt": None if a is None else a.attempt,
-                "state": None if a is None else a.state,
-                "stdout": (a.stdout_tail if a else None) or "",
-                "stderr": (a.stderr_tail if a else None) or ""}
+                "state": None if a is None else a.state, "stdout": out, "stderr": err}
 
 
 def job_logs(yard: Yard, job_id: int, attempt: int | None = None) -> Logs:
@@ -58,10 +61,12 @@ def job_logs(yard: Yard, job_id: int, attempt: int | None = None) -> Logs:
     attempt number that does not exist."""
     job = yard.get_job(job_id)
     if attempt is None:
-        return Logs(job_id, job.attempts[-1] if job.attempts else None)
+        last = job.attempts[-1] if job.attempts else None
+        return Logs(job_id, last, None if last is None else
+                    attempt_output(yard.store, job_id, last.attempt))
     for found in job.attempts:
         if found.attempt == attempt:
-            return Logs(job_id, found)
+            return Logs(job_id, found, attempt_output(yard.store, job_id, attempt))
     raise NotFound(f"job {job_id} has no attempt {attempt} "
                    f"(it has {len(job.attempts)})")
 

@@ -33,22 +33,21 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
         ReadCandidates,
     )
     from taskyard.store.driver.params import (
-        AgePending,
-        Dispatch,
-        EndAttempts,
-        EndUnit,
-        Event,
-        EventCursor,
-        FirstSignals,
-        InsertedJobs,
-        InsertJobs,
-        Placed,
-        ReadKeyHolders,
-        ReadPriorRuns,
-        RegisterWorker,
-        SendSignal,
-        StartAttempts,
-    )
+    AgePending,
+    Dispatch,
+    EndAttempts,
+    EndUnit,
+    Event,
+    EventCursor,
+    InsertedJobs,
+    InsertJobs,
+    Placed,
+    ReadKeyHolders,
+    ReadPriorRuns,
+    RegisterWorker,
+    StartAttempts,
+)
+from taskyard.store.driver.wait_params import FirstSignals, SendSignal
 
 
 class Listener(Protocol):

@@ -13,24 +13,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.params import (
-        CancelJob,
-        EndAwaiting,
-        EventCursor,
-        FailOverdue,
-        PutSchedule,
-        ReadEvents,
-        ReadGraphs,
-        ReadJobs,
-        ReadWorkers,
-        RecordRun,
-        ReopenJob,
-        ReportStage,
-        SetGraphState,
-        StartAwaiting,
-        SuspendJobs,
-        UpdateDependents,
-    )
-
+    CancelJob,
+    EventCursor,
+    FailOverdue,
+    PutSchedule,
+    ReadEvents,
+    ReadGraphs,
+    ReadJobs,
+    ReadWorkers,
+    RecordRun,
+    ReopenJob,
+    ReportStage,
+    SetGraphState,
+    SuspendJobs,
+    UpdateDependents,
+)
+from taskyard.store.driver.wait_params import EndAwaiting, StartAwaiting
 from taskyard.store.portable import (
     cycle,
     definitions,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
+from taskyard.store.driver.wait_params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
 
 IS_AWAITING = "(state = 'awaiting') IS TRUE"
 AWAITING = "state = 'awaiting'"

@@ -29,15 +29,14 @@ from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCyc
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
-    FirstSignals,
     InsertedJobs,
     InsertJobs,
     ReadKeyHolders,
     ReadPriorRuns,
     RegisterWorker,
-    SendSignal,
 )
 from taskyard.store.driver.type_cache import TypeCache
+from taskyard.store.driver.wait_params import FirstSignals, SendSignal
 from taskyard.store.portable import SharedTransitions, submissions, upkeep
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import schedules as portable_schedules

@@ -22,6 +22,7 @@ from taskyard.store.portable.job_reads import (
     read_jobs_in,
     read_stages_in,
 )
+from taskyard.store.reads.job_search import JobQuery, Position, search_jobs
 from taskyard.store.schema.job_rows import attempt_record, to_record
 
 if TYPE_CHECKING:
@@ -47,6 +48,13 @@ def list_job_page(store: Store, *, state: str | None = None, type: str | None = 
             f"state: unknown state {state!r} (one of {', '.join(s.value for s in JobState)})")
     if limit < 1:
         raise InvalidInput(f"limit: {limit} must be at least 1")
+    if type is not None and state is None and graph_id is None:
+        # A type alone: one walk of (type, state, id) per state, merged (job_search.py),
+        # not every row of the type sorted by id.
+        page = search_jobs(store, JobQuery(types=(type,),
+                                           sort="created" if oldest_first else "-created"),
+                           after=None if after is None else Position(after), limit=limit)
+        return JobPage(page.items, None if page.next is None else page.next.id)
     with store.read() as tx:
         rows = tx.driver.read_jobs(tx.raw, ReadJobs(
             graph_id=graph_id, state=state, type=type, newest_first=not oldest_first,

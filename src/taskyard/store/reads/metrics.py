@@ -7,7 +7,6 @@ state, event id) and is bounded where the table only grows (the event log).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from taskyard.core.states import TERMINAL, JobState
@@ -46,51 +45,6 @@ def pending_by_type(store: Store) -> dict[str, int]:
     with store.read() as tx:
         return {str(type_): int(n) for type_, n in tx.raw.all(
             "SELECT type, COUNT(*) FROM jobs WHERE state = 'pending' GROUP BY type")}
-
-
-def last_event_id(store: Store) -> int:
-    """The highest event id (0 without events)."""
-    with store.read() as tx:
-        row = tx.raw.first("SELECT MAX(id) FROM events")
-    return int(row[0] or 0) if row else 0
-
-
-@dataclass(frozen=True, slots=True)
-class Starts:
-    """First attempts started after an event id: their submit→start seconds."""
-
-    latencies: list[float]
-    last_id: int
-    """The last event read: where the next call continues."""
-    more: bool
-    """The limit was reached: more may be there already."""
-
-
-_FIRST_STARTS = (
-    "SELECT e.id, e.payload, j.created_at, j.run_after, a.started_at FROM events e "
-    "JOIN jobs j ON j.id = e.job_id JOIN attempts a ON a.job_id = e.job_id AND a.attempt = 1 "
-    "WHERE e.id > ? AND e.topic = 'job-running' AND j.graph_id IS NULL ORDER BY e.id LIMIT ?")
-
-
-def first_starts_after(store: Store, after_id: int, *, limit: int = 10_000) -> Starts:
-    """Submit→start seconds of the jobs outside graphs whose first attempt started (a
-    ``job-running`` event) after event ``after_id``: the attempt's start minus the
-    later of the job's creation and its ``run_after``. Graph jobs are left out: they
-    wait for their parents, which is not the scheduler's latency."""
-    latencies: list[float] = []
-    with store.read() as tx:
-        rows = tx.raw.all(_FIRST_STARTS, (after_id, limit))
-        if len(rows) == limit:
-            last = rows[-1][0]
-        else:
-            found = tx.raw.first("SELECT MAX(id) FROM events WHERE id > ?", (after_id,))
-            last = found[0] if found else None
-    for _, payload, created_at, run_after, started_at in rows:
-        if (loads(payload) or {}).get("attempt") != 1 or started_at is None:
-            continue
-        ready = max(created_at, run_after or created_at)
-        latencies.append(max(started_at - ready, 0.0))
-    return Starts(latencies, int(last or after_id), len(rows) == limit)
 
 
 def recent_endings(store: Store, seconds: float, *, scan: int = 50_000) -> dict[str, int]:

@@ -36,6 +36,7 @@ from taskyard.core.waits import Kind
 from taskyard.store.postgresql import references as pg_references
 from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
+from taskyard.store.schema.operations import duration_totals, history, log_chunks
 from taskyard.store.schema.services import (
     api_tokens,
     outbox_cursors,
@@ -44,6 +45,7 @@ from taskyard.store.schema.services import (
     wakeups,
     worker_gate,
 )
+from taskyard.store.schema.signals import signals
 
 __all__ = [
     "EVENT_TX_DEFAULT",
@@ -53,9 +55,12 @@ __all__ = [
     "api_tokens",
     "attempts",
     "dependencies",
+    "duration_totals",
     "events",
     "graphs",
+    "history",
     "jobs",
+    "log_chunks",
     "metadata",
     "outbox_cursors",
     "pools",
@@ -267,6 +272,11 @@ jobs = Table(
     Index("ix_jobs_awaiting_deadline", "deadline", **_partial("state = 'awaiting'")),
     Index("ix_jobs_awaiting_signal", "signal_name", "signal_key",
           **_partial("state = 'awaiting'")),
+    # Added by migration 0016 (store/reads/job_search.py): search by label, and jobs in
+    # the order they ended (search, retention). Partial: a job enters them only if it
+    # has a label, and once it has ended.
+    Index("ix_jobs_label_id", "label", "id", **_partial("label IS NOT NULL")),
+    Index("ix_jobs_finished_id", "finished_at", "id", **_partial("finished_at IS NOT NULL")),
 )
 
 attempts = Table(
@@ -351,21 +361,6 @@ schedules = Table(
         "next_run",
         **_partial("paused = 0", postgresql="paused = false"),
     ),
-)
-
-signals = Table(
-    "signals",
-    metadata,
-    # Migration 0013: every signal sent (``taskyard signal``), kept so that a wait that
-    # becomes awaiting after it was sent, but was submitted before, still gets it.
-    Column("id", Id, primary_key=True, autoincrement=True),
-    Column("name", String(200), nullable=False),
-    Column("key", String(400)),
-    Column("payload", Text),
-    Column("sent_by", String(200)),
-    Column("created_at", Time, nullable=False),
-    Index("ix_signals_name_created_at", "name", "created_at"),
-    Index("ix_signals_name_key_created_at", "name", "key", "created_at"),
 )
 
 events = Table(

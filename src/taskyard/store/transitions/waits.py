@@ -23,7 +23,7 @@ from taskyard.core.states import JobState
 from taskyard.core.waits import Decision, Kind, WaitError, check_signal, decided, on_timeout
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
 from taskyard.model.records import JSON, JobRecord, dumps
-from taskyard.store.driver.params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
+from taskyard.store.driver.wait_params import EndAwaiting, FirstSignals, SendSignal, StartAwaiting
 from taskyard.store.transitions.dependents import Ended, chunks
 from taskyard.store.transitions.events import awaiting_ended, job_awaiting
 

@@ -1,7 +1,7 @@
 // The graph drawing: d3-dag (vendored) lays the DAG out left to right, a canvas draws it
 // (a thousand nodes in one canvas, not a thousand DOM elements), with pan, zoom, hover and
 // click. A hidden list mirrors the nodes and their states for screen readers (and tests).
-import { el, stateColor } from "./ui.js";
+import { el, stateColor, took } from "./ui.js";
 
 const W = 156, H = 30;            // node size on screen (left to right: layers along x)
 const SMALL = 150;                // up to this many nodes: the slower, tidier layout
@@ -218,7 +218,9 @@ export class DagView {
     if (!n) { this.tip.hidden = true; return; }
     const r = this.wrap.getBoundingClientRect();
     this.tip.replaceChildren(el("b", {}, n.job.label || `job ${n.id}`),
-      el("div", {}, `${n.job.type} · job ${n.id}`), el("div", {}, n.job.state.replace("_", " ")));
+      el("div", {}, `${n.job.type} · job ${n.id}`), el("div", {}, n.job.state.replace("_", " ")),
+      n.job.started_at ? el("div", {}, `${n.job.finished_at ? "took" : "running for"} `
+        + took(n.job.started_at, n.job.finished_at)) : null);
     this.tip.style.left = `${e.clientX - r.left + 14}px`;
     this.tip.style.top = `${e.clientY - r.top + 14}px`;
     this.tip.hidden = false;

@@ -9,6 +9,8 @@ import * as jobs from "./views/jobs.js";
 import * as job from "./views/job.js";
 import * as workers from "./views/workers.js";
 import * as schedules from "./views/schedules.js";
+import * as pool from "./views/pool.js";
+import * as taskType from "./views/task_type.js";
 
 const ROUTES = [
   [/^\/?$/, overview, "overview"],
@@ -18,6 +20,8 @@ const ROUTES = [
   [/^\/jobs\/(\d+)$/, job, "jobs"],
   [/^\/workers\/?$/, workers, "workers"],
   [/^\/schedules\/?$/, schedules, "schedules"],
+  [/^\/pools\/([^/]+)$/, pool, "workers"],
+  [/^\/types\/([^/]+)$/, taskType, "jobs"],
 ];
 
 const main = document.getElementById("main");

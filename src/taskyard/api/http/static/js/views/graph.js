@@ -2,6 +2,7 @@
 // else (and on the List tab) a paged list of its jobs.
 import { allPages, api, session } from "../api.js";
 import { DagView } from "../dag.js";
+import { gantt } from "../gantt.js";
 import { onEvent } from "../stream.js";
 import { STATES, badge, el, stackedBar, throttle, toast, when } from "../ui.js";
 import { jobTable } from "./jobs.js";
@@ -37,6 +38,7 @@ export async function render(page, params) {
   let view = graph.jobs_total <= DRAW_LIMIT && !params.list ? "graph" : "list";
   let dag = null;
   let listReload = null;
+  let timelineReload = null;
 
   const drawHead = () => {
     const cancel = session.canWrite() && (graph.state === "running" || graph.state === "blocked")
@@ -45,8 +47,9 @@ export async function render(page, params) {
         try { await api(`/api/v1/graphs/${id}/cancel`, { method: "POST", params: { jobs: false } }); toast(`Graph #${id} canceled`); refresh(); } catch (err) { toast(err.message, true); }
       } }, "Cancel graph") : null;
     const tabs = graph.jobs_total <= DRAW_LIMIT ? el("div", { class: "tabs" },
-      ["graph", "list"].map((v) => el("button", { class: v === view ? "on" : "",
-        onclick: () => { view = v; drawBody(); drawHead(); } }, v === "graph" ? "Graph" : "List")))
+      ["graph", "timeline", "list"].map((v) => el("button", { class: v === view ? "on" : "",
+        dataset: { tab: v }, onclick: () => { view = v; drawBody(); drawHead(); } },
+      v[0].toUpperCase() + v.slice(1))))
       : null;
     head.replaceChildren(el("div", { class: "page-head" },
       el("h1", {}, `Graph #${id}`), badge(graph.stalled ? "suspended" : graph.state, true),
@@ -66,6 +69,22 @@ export async function render(page, params) {
   const drawBody = async () => {
     if (dag) { dag.destroy(); dag = null; }
     listReload = null;
+    timelineReload = null;
+    if (view === "timeline") {
+      let criticalOnly = false;
+      const box = el("div", { class: "card" });
+      const draw = async () => {
+        const timeline = await api(`/api/v1/graphs/${id}/timeline`);
+        box.replaceChildren(el("label", { class: "check gantt-filter" }, el("input", {
+          type: "checkbox", id: "critical-only", checked: criticalOnly,
+          onchange: (e) => { criticalOnly = e.target.checked; draw(); } }), " Critical path only"),
+        gantt(timeline, { criticalOnly, onOpen: (job) => { location.hash = `#/jobs/${job.id}`; } }));
+      };
+      body.replaceChildren(box);
+      await draw();
+      timelineReload = draw;
+      return;
+    }
     if (view === "graph") {
       const wrap = el("div", { class: "dag-wrap", id: "dag" });
       const legend = el("div", { class: "dag-legend" }, STATES.map((s) =>
@@ -103,6 +122,7 @@ export async function render(page, params) {
         for (const j of jobs) dag.setState(j.id, j.state);
       }
       if (listReload) listReload();
+      if (timelineReload) await timelineReload();
     } catch (err) { /* the next event or tick tries again */ }
   }, 1500);
 

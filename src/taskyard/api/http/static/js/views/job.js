@@ -2,6 +2,7 @@
 // attempts, stages, log tails per attempt, cancel and retry; an approval's approve and deny,
 // the signal a wait expects; live.
 import { api, session } from "../api.js";
+import { LiveLog } from "../log_stream.js";
 import { onEvent } from "../stream.js";
 import { ACTIVE, badge, el, json, table, tookNode, throttle, toast, when } from "../ui.js";
 
@@ -11,20 +12,33 @@ export async function render(page, params) {
   const id = Number(params.id);
   let logAttempt = null;
   let drawn = 0;
+  // The shown attempt's output as it is written, while it runs (log_stream.js).
+  let live = null;
+  const showLive = (log) => {
+    for (const key of ["stdout", "stderr"]) {
+      const node = page.querySelector(`#${key}`);
+      if (node && log[key]) node.textContent = log[key];
+    }
+  };
   const draw = async () => {
     const mine = ++drawn;
     const job = await api(`/api/v1/jobs/${id}`);
     const attempt = logAttempt || (job.attempts.length ? job.attempts[job.attempts.length - 1].attempt : null);
     const logs = attempt ? await api(`/api/v1/jobs/${id}/logs`, { params: { attempt } }) : null;
     if (mine !== drawn) return;  // a later draw, started after newer news, shows the job
-    page.replaceChildren(...view(job, logs, (n) => { logAttempt = n; draw(); }, draw).filter(Boolean));
+    const running = logs && !["succeeded", "failed", "error", "canceled", "lost"].includes(logs.state);
+    if (live && (!running || live.attempt !== attempt)) { live.stop(); live = null; }
+    if (running && !live) live = new LiveLog(id, attempt, showLive);
+    page.replaceChildren(...view(job, logs, (n) => { logAttempt = n; draw(); }, draw, !!live).filter(Boolean));
+    if (live) showLive(live);
   };
   // Listen before the first read: a job that ends while it is read is drawn again (a
   // listener added after the read missed its end, and the page showed it pending).
   const refresh = throttle(() => draw().catch(() => {}), 1000);
-  const stop = onEvent((events) => {
+  const unsubscribe = onEvent((events) => {
     if (events.some((e) => e.payload && e.payload.job_id === id)) refresh();
   });
+  const stop = () => { unsubscribe(); if (live) live.stop(); };
   try {
     await draw();
   } catch (err) {
@@ -34,7 +48,7 @@ export async function render(page, params) {
   return stop;
 }
 
-function view(job, logs, pick, redraw) {
+function view(job, logs, pick, redraw, streaming) {
   const actions = [];
   if (session.canWrite() && ACTIVE.has(job.state)) {
     actions.push(el("button", { class: "danger", id: "cancel-job", onclick: () => act(job, "cancel", redraw) }, "Cancel job"));
@@ -96,7 +110,9 @@ function view(job, logs, pick, redraw) {
       el("pre", { class: "log", id: "stdout" }, logs.stdout || "(nothing)"),
       el("div", { class: "faint section-gap" }, "stderr"),
       el("pre", { class: "log stderr", id: "stderr" }, logs.stderr || "(nothing)"),
-      el("p", { class: "faint" }, "The worker keeps the end of each stream, written when the attempt ends.")]
+      el("p", { class: "faint", id: "log-note" }, streaming
+        ? "Live: lines appear as the attempt writes them."
+        : "The worker keeps the newest 1 MiB of each stream, written as the attempt runs.")]
         : el("p", { class: "faint" }, "No attempt yet: nothing was written.")),
   ];
 }

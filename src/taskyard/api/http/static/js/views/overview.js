@@ -2,17 +2,20 @@
 // ticker of events.
 import { api } from "../api.js";
 import { onEvent } from "../stream.js";
-import { ACTIVE, STATES, ago, badge, el, stackedBar, throttle, when } from "../ui.js";
+import { ACTIVE, STATES, ago, badge, el, stackedBar, throttle, tookNode, when } from "../ui.js";
+import { historyPanel } from "./history.js";
 
 export async function render(page) {
   const stats = el("div", { class: "grid cols-4" });
   const states = el("div", { class: "states-list" });
   const graphs = el("div");
   const ticker = el("ul", { class: "ticker", id: "ticker" });
+  const history = historyPanel();
   page.append(
     el("div", { class: "page-head" }, el("h1", {}, "Overview"), el("span", { class: "spacer" }),
       el("span", { class: "faint", id: "updated" })),
     stats,
+    history.panel,
     el("div", { class: "grid cols-main section-gap" },
       el("div", { class: "card" }, el("h2", {}, "Jobs by state ",
         el("span", { class: "faint" }, "· now")), states),
@@ -55,6 +58,7 @@ export async function render(page) {
     page.querySelector("#updated").textContent = `updated ${when(new Date().toISOString())}`;
   };
   await load();
+  await history.load();
   const recent = await api("/api/v1/events", { params: { tail: 30 } });
   if (recent.items.length) ticker.replaceChildren();
   const show = (events) => {
@@ -67,12 +71,13 @@ export async function render(page) {
   show(recent.items);
   const refresh = throttle(() => load().catch(() => {}), 2000);
   const timer = setInterval(refresh, 15000);
+  const charts = setInterval(() => history.load().catch(() => {}), 30000);
   const stop = onEvent((events) => {
     if (ticker.firstChild && ticker.firstChild.classList.contains("faint")) ticker.replaceChildren();
     show(events);
     refresh();
   });
-  return () => { stop(); clearInterval(timer); };
+  return () => { stop(); clearInterval(timer); clearInterval(charts); };
 }
 
 function stat(label, value, sub, name) {
@@ -104,7 +109,7 @@ export function graphTable(items) {
   if (!items.length) return el("div", { class: "empty" }, "No graphs yet. Submit one with "
     + "taskyard graph submit FILE or POST /api/v1/graphs.");
   return el("table", {}, el("thead", {}, el("tr", {}, ["Graph", "State", "Routing", "Progress",
-    "Done", "Created"].map((h) => el("th", {}, h)))),
+    "Done", "Created", "Took"].map((h) => el("th", { class: h === "Took" ? "num" : "" }, h)))),
   el("tbody", {}, items.map((g) => el("tr", { class: "link", dataset: { id: g.id },
     onclick: () => { location.hash = `#/graphs/${g.id}`; } },
   el("td", {}, el("a", { href: `#/graphs/${g.id}` }, `#${g.id}`)),
@@ -112,5 +117,7 @@ export function graphTable(items) {
   el("td", { class: "mono" }, g.routing || "–"),
   el("td", { style: "min-width: 200px" }, stackedBar(g.states, g.jobs_total)),
   el("td", { class: "num" }, `${g.jobs_done.toLocaleString()}/${g.jobs_total.toLocaleString()}`),
-  el("td", { class: "faint" }, ago(g.created_at))))));
+  el("td", { class: "faint" }, ago(g.created_at)),
+  el("td", { class: "num", dataset: { took: "1" } }, tookNode(g.created_at, g.finished_at,
+    g.state === "running"))))));
 }

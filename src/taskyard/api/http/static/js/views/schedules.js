@@ -1,6 +1,6 @@
 // Schedules with their next runs, rhythm, catch-up and overlap policies, last outcome.
-import { api } from "../api.js";
-import { ago, badge, el, when } from "../ui.js";
+import { api, session } from "../api.js";
+import { ago, badge, el, toast, when } from "../ui.js";
 
 function rhythm(s) {
   if (s.cron) return `cron ${s.cron}${s.timezone && s.timezone !== "UTC" ? ` (${s.timezone})` : ""}`;
@@ -41,7 +41,7 @@ export async function render(page) {
   const load = async () => {
     const found = await api("/api/v1/schedules");
     body.replaceChildren(found.items.length ? el("table", {}, el("thead", {}, el("tr", {},
-      ["Schedule", "Type", "Next run", "Rhythm", "Missed ticks", "Last run", "Last outcome", "State"].map((h) => el("th", {}, h)))),
+      ["Schedule", "Type", "Next run", "Rhythm", "Missed ticks", "Last run", "Last outcome", "State", ""].map((h) => el("th", {}, h)))),
     el("tbody", {}, found.items.map((s) => el("tr", { dataset: { name: s.name } },
       el("td", { class: "mono" }, s.name), el("td", {}, s.type),
       el("td", {}, s.paused ? el("span", { class: "faint" }, "paused")
@@ -49,10 +49,28 @@ export async function render(page) {
       el("td", {}, rhythm(s)), el("td", { class: "faint policy" }, policy(s)),
       el("td", { class: "faint" }, s.last_run_at ? ago(s.last_run_at) : "never"),
       el("td", {}, s.last_outcome ? labelled(outcomeState(s.last_outcome), s.last_outcome) : ""),
-      el("td", {}, labelled(s.paused ? "canceled" : "running", s.paused ? "paused" : "active")))))) :
+      el("td", {}, labelled(s.paused ? "canceled" : "running", s.paused ? "paused" : "active")),
+      el("td", { class: "actions" }, actions(s, load)))))) :
       el("div", { class: "empty" }, "No schedules. Add one with taskyard schedule add NAME TYPE --every 5m."));
   };
   await load();
   const timer = setInterval(() => load().catch(() => {}), 10000);
   return () => clearInterval(timer);
+}
+
+// Its jobs; run now (write scope); pause or resume (admin scope).
+function actions(s, reload) {
+  const act = (verb, label, path, confirmText) => el("button", { class: "small", dataset: { act: verb },
+    onclick: async () => {
+      if (confirmText && !confirm(confirmText)) return;
+      try {
+        const out = await api(`/api/v1/schedules/${encodeURIComponent(s.name)}/${path}`, { method: "POST" });
+        toast(verb === "run" ? `Schedule ${s.name}: job #${out.id} submitted` : `Schedule ${s.name}: ${verb}d`);
+        await reload();
+      } catch (err) { toast(err.message, true); }
+    } }, label);
+  const admin = session.who && session.who.scope === "admin";
+  return [el("a", { href: `#/jobs?schedule=${encodeURIComponent(s.name)}`, dataset: { act: "jobs" } }, "Jobs"),
+    session.canWrite() ? act("run", "Run now", "run", `Run ${s.name} now, once?`) : null,
+    admin ? (s.paused ? act("resume", "Resume", "resume") : act("pause", "Pause", "pause")) : null];
 }

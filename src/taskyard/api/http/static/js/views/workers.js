@@ -26,6 +26,21 @@ async function pause(pool, reload) {
   }
 }
 
+// Stopped and expelled workers folded by name: a worker restarted under the same name
+// leaves a row each time; one row a name (its latest run) says how many there were.
+export function foldByName(items) {
+  const live = items.filter((x) => x.state === "active");
+  const gone = new Map();
+  for (const x of items) {
+    if (x.state === "active") continue;
+    const seen = gone.get(x.name);
+    if (!seen) gone.set(x.name, { ...x, runs: 1 });
+    else if (x.last_heartbeat_at > seen.last_heartbeat_at) gone.set(x.name, { ...x, runs: seen.runs + 1 });
+    else seen.runs += 1;
+  }
+  return [...live, ...gone.values()];
+}
+
 export async function render(page, params) {
   const pools = el("div", { class: "grid cols-3", id: "pools" });
   const workers = el("div", { class: "card flush section-gap", id: "workers" });
@@ -37,7 +52,8 @@ export async function render(page, params) {
     const [p, w] = await Promise.all([api("/api/v1/pools"), api("/api/v1/workers", { params: { all } })]);
     pools.replaceChildren(...(p.items.length ? p.items.map((pool) => el("div", { class: "card",
       dataset: { pool: pool.name, paused: pool.paused ? "1" : "0" } },
-    el("div", { class: "card-head" }, el("h2", {}, pool.name),
+    el("div", { class: "card-head" },
+      el("h2", {}, el("a", { href: `#/pools/${encodeURIComponent(pool.name)}` }, pool.name)),
       pool.paused ? badge("paused") : null, el("span", { class: "spacer" }),
       admin() ? el("button", { class: pool.paused ? "primary" : "danger",
         onclick: () => pause(pool, load) }, pool.paused ? "Resume" : "Pause") : null),
@@ -49,8 +65,11 @@ export async function render(page, params) {
     workers.replaceChildren(el("h2", {}, "Workers"), w.items.length ? el("table", {},
       el("thead", {}, el("tr", {}, ["Worker", "State", "Pools", "Load", "Running", "Host",
         "Heartbeat", "Started"].map((h) => el("th", { class: h === "Running" ? "num" : "" }, h)))),
-      el("tbody", {}, w.items.map((x) => el("tr", { dataset: { name: x.name } },
-        el("td", { class: "mono" }, x.name), el("td", {}, badge(x.state)),
+      el("tbody", {}, foldByName(w.items).map((x) => el("tr", { dataset: { name: x.name, state: x.state, runs: x.runs || 1 } },
+        el("td", { class: "mono" }, x.name, x.runs > 1 ? el("span", { class: "faint runs" }, ` · ${x.runs} runs`) : null),
+        el("td", {}, x.state === "active" && x.capacity === 0 ? badge("draining") : badge(x.state),
+          session.canWrite() && x.state === "active" && x.capacity > 0
+            ? el("button", { class: "small drain", onclick: () => drain(x.name, load) }, "Drain") : null),
         el("td", {}, x.pools.join(", ")), el("td", { style: "min-width: 160px" }, capacity(x.used, x.capacity)),
         el("td", { class: "num" }, String(x.running)), el("td", { class: "mono" }, `${x.hostname}:${x.pid ?? ""}`),
         el("td", { class: "faint" }, ago(x.last_heartbeat_at)), el("td", { class: "faint" }, ago(x.started_at))))))
@@ -61,4 +80,17 @@ export async function render(page, params) {
   const timer = setInterval(refresh, 5000);
   const stop = onEvent((events) => { if (events.some((e) => e.topic === "job-running" || e.topic.startsWith("job-c") || e.topic.startsWith("job-f") || e.topic.startsWith("pool-"))) refresh(); });
   return () => { stop(); clearInterval(timer); };
+}
+
+// Drain: the worker finishes what it runs and is given nothing new (its capacity is 0
+// from now on: shown as "draining").
+async function drain(name, reload) {
+  if (!confirm(`Drain worker ${name}? It finishes its jobs and takes no new one.`)) return;
+  try {
+    await api(`/api/v1/workers/${encodeURIComponent(name)}/drain`, { method: "POST" });
+    toast(`Worker ${name}: draining`);
+    await reload();
+  } catch (err) {
+    toast(err.message, true);
+  }
 }

@@ -1,0 +1,66 @@
+"""The scheduler's history keeper: a thread beside the cycle that keeps the history
+rollups current (the event log folded in, the queue depth sampled, old buckets
+forgotten) and adds the durations of the cycles this process ran to the histogram every
+process shares — so that the charts and ``/metrics`` read stored history, the same on
+every server, without Prometheus."""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+
+from taskyard.scheduler.cycle import CycleReport
+from taskyard.store import Store
+from taskyard.store.transitions.history import add_durations, roll_up, sample_depth
+
+log = logging.getLogger("taskyard.scheduler")
+CYCLE_BOUNDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+"""Upper bounds (seconds) of the scheduling cycles' histogram buckets."""
+CYCLE_DURATIONS = "cycle_duration"
+"""Its name among the shared histograms."""
+
+
+class HistoryKeeper:
+    """Every ``every`` seconds: roll up, sample the queue depth, add the cycles timed."""
+
+    def __init__(self, store: Store, *, every: float = 10.0) -> None:
+        self.store = store
+        self.every = every
+        self._lock = threading.Lock()
+        self._counts = [0] * (len(CYCLE_BOUNDS) + 1)
+        self._total = 0.0
+
+    def observe_cycle(self, report: CycleReport) -> None:
+        """Time one cycle of this process (added at the next round)."""
+        with self._lock:
+            self._counts[bisect.bisect_left(CYCLE_BOUNDS, report.seconds)] += 1
+            self._total += report.seconds
+
+    def run(self, stop: threading.Event) -> None:
+        """Until ``stop``; a failing round is logged and tried again at the next one."""
+        while not stop.wait(self.every):
+            self.round()
+        self.round()  # what this process timed last
+
+    def round(self) -> None:
+        """One round (see the class)."""
+        try:
+            rolled = roll_up(self.store)
+            if rolled.events:
+                log.debug("event=history-rolled-up events=%d caught_up=%s", rolled.events,
+                          rolled.caught_up)
+            sample_depth(self.store)
+            with self._lock:
+                counts, total = self._counts, self._total
+                self._counts, self._total = [0] * len(counts), 0.0
+            if any(counts):
+                try:
+                    add_durations(self.store, CYCLE_DURATIONS, CYCLE_BOUNDS, counts, total)
+                except Exception:
+                    with self._lock:  # kept for the next round
+                        self._counts = [a + b for a, b in zip(self._counts, counts, strict=True)]
+                        self._total += total
+                    raise
+        except Exception:  # the keeper must outlive a database hiccup
+            log.exception("event=history-failed")

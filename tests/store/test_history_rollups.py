@@ -1,0 +1,81 @@
+"""History rollups (store/transitions/history.py, store/reads/charts.py) on both stores:
+what the follower counts from real transitions, once, however many processes run it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tests.store.driver import drive
+
+from taskyard.core.history import BOUNDS, combine, series
+from taskyard.model.records import ClaimedJob, JobSubmission, TaskTypeSpec
+from taskyard.store import MovableClock, Store
+from taskyard.store.reads.charts import history_keys, totals, window_rows
+from taskyard.store.transitions.history import (
+    add_durations,
+    read_durations,
+    roll_up,
+    sample_depth,
+)
+
+
+def _fail_b(job: ClaimedJob) -> tuple[str, Any]:
+    return ("failed", None) if job.type == "b" else ("succeeded", 1)
+
+
+def test_the_follower_counts_arrivals_starts_endings_waits_and_cycle_times(
+        store: Store, clock: MovableClock) -> None:
+    store.task_types.put(TaskTypeSpec("a", "shell:true"))
+    store.task_types.put(TaskTypeSpec("b", "shell:true", pools=("gpu", "default"), retries=1))
+    store.jobs.submit([JobSubmission("a") for _ in range(3)] + [JobSubmission("b")] * 2)
+    clock.advance(2.0)  # every job waits two seconds at least before its first start
+    drive(store, _fail_b)
+    assert roll_up(store).caught_up
+    _, rows = window_rows(store, "hour")
+    total = combine(rows.values())
+    assert (total.arrived, total.started, total.succeeded, total.failed) == (5, 7, 3, 4)
+    assert total.finished == 5 and sum(total.cycle_hist) == 5
+    assert sum(total.wait_hist) == 5 and total.wait_sum >= 5 * 2.0
+    assert all(i > 0 for i, n in enumerate(total.wait_hist) if n) and BOUNDS[4] < 2.0
+    assert roll_up(store).events == 0  # nothing new: nothing counted twice
+    by_key = totals(store)
+    assert by_key[("gpu", "b")].failed == 4 and by_key[("default", "a")].succeeded == 3
+    assert history_keys(store) == {"pools": ["default", "gpu"], "types": ["a", "b"]}
+    _, gpu = window_rows(store, "week", pool="gpu")
+    assert combine(gpu.values()).failed == 4
+    now, day = window_rows(store, "day", type="a")
+    points = series(day, now=now, window="day")
+    assert sum(p.counts.succeeded for p in points) == 3
+    assert points[-1].wait_p50 is not None and points[-1].wait_p50 >= 1.0
+
+
+def test_followers_racing_count_each_event_once(store: Store) -> None:
+    store.task_types.put(TaskTypeSpec("a", "shell:true"))
+    store.jobs.submit([JobSubmission("a") for _ in range(40)])
+    drive(store)
+    threads = [threading.Thread(target=roll_up, args=(store,), kwargs={"batch": 7})
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    roll_up(store)
+    total = combine(window_rows(store, "hour")[1].values())
+    assert (total.arrived, total.started, total.succeeded, total.finished) == (40, 40, 40, 40)
+
+
+def test_queue_depth_samples_and_summed_durations(store: Store) -> None:
+    store.task_types.put(TaskTypeSpec("a", "shell:true", pools=("nobody",)))
+    store.jobs.submit([JobSubmission("a") for _ in range(3)])
+    sample_depth(store)
+    sample_depth(store)
+    latest = series(window_rows(store, "hour")[1], now=store.now(), window="hour")[-1]
+    assert latest.depth == 3.0 and latest.depth_max == 3 and latest.counts.depth_n == 2
+    assert read_durations(store, "cycle") is None
+    add_durations(store, "cycle", (0.1, 1.0), [1, 2, 0], 1.5)
+    add_durations(store, "cycle", (0.1, 1.0), [0, 1, 1], 3.0)
+    summed = read_durations(store, "cycle")
+    assert summed is not None and summed.counts == [1, 3, 1] and summed.total == 4.5
+    add_durations(store, "cycle", (0.5,), [4, 0], 1.0)  # new bounds: started afresh
+    assert read_durations(store, "cycle") == type(summed)([0.5], [4, 0], 1.0)
