@@ -33,6 +33,18 @@ def page(playwright: Playwright, tmp_path: Path) -> Iterator[Page]:
 
 
 @pytest.fixture
+def strict_page(playwright: Playwright, tmp_path: Path) -> Iterator[Page]:
+    """A page that enforces the CSP (``page`` bypasses it for Playwright's own evals)."""
+    context = playwright.chromium.launch_persistent_context(
+        str(tmp_path / "strict"), executable_path=CHROMIUM, headless=True,
+        args=CHROMIUM_ARGS, viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
 def server(db_url: str) -> Iterator[Server]:
     started = start_server(db_url)
     yield started

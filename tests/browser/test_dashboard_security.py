@@ -4,13 +4,10 @@ unless "remember" is ticked (it is not by default)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import CHROMIUM, CHROMIUM_ARGS, Server
-from playwright.sync_api import Page, Playwright
+from browser_helpers import Server
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -19,19 +16,6 @@ window.__violations = [];
 document.addEventListener("securitypolicyviolation",
   (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
 """
-
-
-@pytest.fixture
-def strict_page(playwright: Playwright, tmp_path: Path) -> Iterator[Page]:
-    """A page that enforces the CSP (the shared fixture bypasses it for Playwright's own
-    evals)."""
-    context = playwright.chromium.launch_persistent_context(
-        str(tmp_path / "strict"), executable_path=CHROMIUM, headless=True,
-        args=CHROMIUM_ARGS, viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(90_000)
-    yield page
-    context.close()
 
 
 def test_every_page_runs_under_the_csp(server: Server, strict_page: Any) -> None:

@@ -42,6 +42,11 @@ REFUSALS = {"unknown": "unknown token", "revoked": "token revoked",
 """What a refused token's 401 says: never its name (F9)."""
 
 
+SMALL_BODY = 16 * 1024
+"""The limit of the routes that take a few small fields (a decision's note, a backfill's
+range) and of every POST that takes no body."""
+
+
 @dataclass(frozen=True)
 class BodyLimits:
     """The largest body each kind of route takes (bytes)."""
@@ -54,19 +59,38 @@ class BodyLimits:
     apply: int
     """``POST /api/v1/apply``: a configuration document."""
     job: int
-    """Any other POST: one job, task type, schedule, token… (the args limit and room
-    for the other fields)."""
+    """One job, task type, schedule, token, prune, or a signal (whose payload is bounded
+    as a job's args are): the args limit and room for the other fields."""
+    small: int = SMALL_BODY
+    """Approve, deny, backfill, and the routes that take no body."""
 
     def of(self, method: str, path: str) -> int:
         if method in ("GET", "HEAD", "DELETE", "OPTIONS"):
             return 0
-        if path.startswith("/api/v1/graphs"):
-            return self.graph
-        if path == "/api/v1/jobs/batch":
-            return self.batch
-        if path == "/api/v1/apply":
-            return self.apply
-        return self.job
+        for pattern, kind in ROUTE_LIMITS:
+            if pattern.fullmatch(path):
+                limit: int = getattr(self, kind)
+                return limit
+        return self.small
+
+
+ROUTE_LIMITS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), kind) for pattern, kind in (
+        (r"/api/v1/graphs", "graph"),
+        (r"/api/v1/graphs/[^/]+/tasks", "graph"),
+        (r"/api/v1/jobs/batch", "batch"),
+        (r"/api/v1/apply", "apply"),
+        (r"/api/v1/jobs", "job"),
+        (r"/api/v1/task-types", "job"),
+        (r"/api/v1/schedules", "job"),
+        (r"/api/v1/tokens", "job"),
+        (r"/api/v1/prune", "job"),
+        (r"/api/v1/signals", "job"),
+        (r"/api/v1/jobs/[^/]+/(?:approve|deny)", "small"),
+        (r"/api/v1/schedules/.+/backfill", "small"),
+    ))
+"""Each route that takes a body, and the :class:`BodyLimits` field of its limit; any
+other POST takes none (``small``: room for a client that sends ``{}``)."""
 
 
 class Guard:

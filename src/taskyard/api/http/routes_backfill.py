@@ -3,14 +3,17 @@ submit and cancel jobs): a schedule's jobs for the ticks of a past range."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from anyio import to_thread
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from taskyard.api.http.auth import WRITE
+from taskyard.api.http.auth import WRITE, granted
 from taskyard.api.http.context import YardDep, errors
-from taskyard.api.http.jsonio import answer
+from taskyard.api.http.jsonio import answer, read_model
+from taskyard.api.http.schemas import body_of
 
 router = APIRouter(prefix="/api/v1/schedules", tags=["schedules"])
 Name = Annotated[str, Path(max_length=200, description="Schedule name.")]
@@ -41,11 +44,14 @@ class CanceledOut(BaseModel):
     canceled: int = Field(description="Jobs canceled.")
 
 
-@router.post("/{name}/backfill", response_model=BackfillOut, dependencies=[WRITE],
-             responses=errors(404, 422), summary="Jobs of a schedule for a past range")
-def backfill(name: Name, body: BackfillIn, yard: YardDep) -> Any:
-    done = yard.backfill(name, body.from_, body.to, max_active=body.max_active,
-                         dry_run=body.dry_run)
+@router.post("/{name}/backfill", response_model=BackfillOut, responses=errors(404, 413, 415, 422),
+             openapi_extra=body_of(BackfillIn), summary="Jobs of a schedule for a past range")
+async def backfill(name: Name, request: Request, yard: YardDep) -> Any:
+    granted(request, "write")
+    body = await read_model(request, BackfillIn)
+    done = await to_thread.run_sync(partial(
+        yard.backfill, name, body.from_, body.to, max_active=body.max_active,
+        dry_run=body.dry_run))
     return answer(done.to_json())
 
 

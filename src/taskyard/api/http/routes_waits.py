@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from anyio import to_thread
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from taskyard.api.http.auth import require
+from taskyard.api.http.auth import granted
 from taskyard.api.http.context import YardDep, errors
-from taskyard.api.http.jsonio import answer
-from taskyard.api.http.schemas import ID_MAX, JobOut
-from taskyard.store.transitions.tokens import TokenRecord
+from taskyard.api.http.jsonio import answer, read_model
+from taskyard.api.http.schemas import ID_MAX, JobOut, body_of
 
 router = APIRouter(prefix="/api/v1", tags=["waits"])
 JobId = Annotated[int, Path(ge=1, le=ID_MAX, description="Job id.")]
-Writer = Annotated[TokenRecord, Depends(require("write"))]
 
 
 class DecisionIn(BaseModel):
@@ -36,29 +36,45 @@ class SignalIn(BaseModel):
     payload: Any = Field(default=None, description="Any JSON value.")
 
 
+DECISION_BODY = body_of(DecisionIn, required=False)
+
+
 class SignalOut(BaseModel):
     completed: list[int] = Field(description="The jobs it completed.")
 
 
-@router.post("/jobs/{job_id}/approve", response_model=JobOut, responses=errors(404, 409),
+@router.post("/jobs/{job_id}/approve", response_model=JobOut,
+             responses=errors(404, 409, 413, 415), openapi_extra=DECISION_BODY,
              summary="Approve an awaiting approval (it succeeds)")
-def approve_job(job_id: JobId, yard: YardDep, token: Writer,
-                body: DecisionIn | None = None) -> Any:
-    return answer(yard.approve(job_id, note=_note(body), by=token.name).to_json())
+async def approve_job(job_id: JobId, request: Request, yard: YardDep) -> Any:
+    token = granted(request, "write")
+    note = await _note(request)
+    job = await to_thread.run_sync(partial(yard.approve, job_id, note=note, by=token.name))
+    return answer(job.to_json())
 
 
-@router.post("/jobs/{job_id}/deny", response_model=JobOut, responses=errors(404, 409),
+@router.post("/jobs/{job_id}/deny", response_model=JobOut,
+             responses=errors(404, 409, 413, 415), openapi_extra=DECISION_BODY,
              summary="Deny an awaiting approval (it fails)")
-def deny_job(job_id: JobId, yard: YardDep, token: Writer, body: DecisionIn | None = None) -> Any:
-    return answer(yard.deny(job_id, note=_note(body), by=token.name).to_json())
+async def deny_job(job_id: JobId, request: Request, yard: YardDep) -> Any:
+    token = granted(request, "write")
+    note = await _note(request)
+    job = await to_thread.run_sync(partial(yard.deny, job_id, note=note, by=token.name))
+    return answer(job.to_json())
 
 
-@router.post("/signals", response_model=SignalOut, responses=errors(422),
-             summary="Send a signal to the waits that expect it")
-def send_signal(body: SignalIn, yard: YardDep, token: Writer) -> Any:
-    return answer({"completed": yard.signal(body.name, body.key, body.payload,
-                                            by=token.name)})
+@router.post("/signals", response_model=SignalOut, responses=errors(413, 415, 422),
+             openapi_extra=body_of(SignalIn), summary="Send a signal to the waits that expect it")
+async def send_signal(request: Request, yard: YardDep) -> Any:
+    token = granted(request, "write")
+    body = await read_model(request, SignalIn)
+    completed = await to_thread.run_sync(partial(yard.signal, body.name, body.key,
+                                                 body.payload, by=token.name))
+    return answer({"completed": completed})
 
 
-def _note(body: DecisionIn | None) -> str | None:
-    return None if body is None else body.note
+async def _note(request: Request) -> str | None:
+    """The decision's note: the body is optional (no body, no note)."""
+    if not await request.body():
+        return None
+    return (await read_model(request, DecisionIn)).note

@@ -108,12 +108,13 @@ class GraphIn(BaseModel):
     tasks: dict[str, Json] = Field(description="Label → task (type, args, requires, ...).")
 
 
-def body_of(model: type[BaseModel]) -> dict[str, Any]:
+def body_of(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
     """``openapi_extra`` documenting ``model`` as the JSON body of a route that reads its
     body itself (:func:`taskyard.api.http.jsonio.read_model`); the schema is added to the
-    document's components (see ``openapi_document``)."""
+    document's components (see ``openapi_document``). ``required=False``: the route
+    also takes no body at all."""
     REQUEST_MODELS[model.__name__] = model
-    return {"requestBody": {"required": True, "content": {"application/json": {
+    return {"requestBody": {"required": required, "content": {"application/json": {
         "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
 
 

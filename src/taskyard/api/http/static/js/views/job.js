@@ -1,6 +1,6 @@
 // One job: its fields, why it is not running, args as given and as its handler gets them,
 // attempts, stages, log tails per attempt, cancel and retry; an approval's approve and deny,
-// the signal a wait expects; live.
+// the signal a wait expects (and a button that sends it); live.
 import { api, session } from "../api.js";
 import { LiveLog } from "../log_stream.js";
 import { onEvent } from "../stream.js";
@@ -56,8 +56,9 @@ function view(job, logs, pick, redraw, streaming) {
   if (session.canWrite() && RETRYABLE.has(job.state)) {
     actions.push(el("button", { class: "primary", id: "retry-job", onclick: () => act(job, "retry", redraw) }, "Retry"));
   }
-  const decision = session.canWrite() && job.state === "awaiting" && job.kind === "approval"
-    ? decide(job, redraw) : null;
+  const awaiting = session.canWrite() && job.state === "awaiting";
+  const decision = awaiting && job.kind === "approval" ? decide(job, redraw)
+    : awaiting && job.kind === "wait" && job.signal ? signalForm(job, redraw) : null;
   const signal = job.signal ? `${job.signal.name}${job.signal.key !== null ? ` (key ${job.signal.key})` : " (any key)"}` : null;
   const fields = [["Type", job.type], ["Kind", job.kind !== "task" ? job.kind : null],
     ["Expects signal", signal], ["Times out", job.kind !== "task" ? when(job.deadline) : null],
@@ -73,7 +74,8 @@ function view(job, logs, pick, redraw, streaming) {
     ["Error", job.error]].filter(([, v]) => v !== null && v !== undefined && v !== "");
   // Only a job that waits has something to explain (every reason, one a line); a running
   // or ended job's state and attempts say the rest.
-  // An approval, a wait or a sleep says what it awaits (an approval: with its buttons).
+  // An approval, a wait or a sleep says what it awaits (an approval: with its buttons; a
+  // wait: with the signal it expects, to send).
   const why = job.why.length ? el("div", { class: "card", id: "why-card" },
     el("h2", {}, job.state === "awaiting" ? "What does it await?" : "Why is it not running?"),
     el("ul", { class: "why", id: "why" }, job.why.map((w) => el("li", {}, w))), decision) : null;
@@ -134,6 +136,39 @@ function decide(job, redraw) {
   return el("div", { class: "decision section-gap", id: "decision" }, note,
     el("button", { class: "primary", id: "approve-job", onclick: () => send("approve") }, "Approve"),
     el("button", { class: "danger", id: "deny-job", onclick: () => send("deny") }, "Deny"));
+}
+
+// Send the signal an awaiting wait expects (its name, and its key when it has one), with
+// an optional JSON payload that becomes the wait's result. Every wait expecting it
+// completes, and it is kept for waits that come to await it later: hence the confirm.
+function signalForm(job, redraw) {
+  const { name, key } = job.signal;
+  const payload = el("input", { type: "text", id: "signal-payload", spellcheck: "false",
+    placeholder: 'Payload as JSON (optional), e.g. {"tag": "v2.0"}' });
+  const send = async () => {
+    const body = { name, key };
+    const text = payload.value.trim();
+    if (text) {
+      try {
+        body.payload = JSON.parse(text);
+      } catch (err) {
+        toast(`Payload: not JSON (${err.message})`, true);
+        return;
+      }
+    }
+    const shown = key !== null ? `${name} (key ${key})` : name;
+    if (!confirm(`Send the signal ${shown}? Every wait that expects it completes.`)) return;
+    try {
+      const sent = await api("/api/v1/signals", { method: "POST", body });
+      const done = sent.completed.map((n) => `#${n}`).join(", ");
+      toast(`Signal ${shown} sent: ${done ? `completed ${done}` : "no wait completed"}`);
+      await redraw();
+    } catch (err) {
+      toast(err.message, true);
+    }
+  };
+  return el("div", { class: "decision section-gap", id: "signal-form" }, payload,
+    el("button", { class: "primary", id: "send-signal", onclick: send }, "Send signal"));
 }
 
 async function act(job, verb, redraw) {
