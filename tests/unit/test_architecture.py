@@ -131,3 +131,12 @@ def test_modules_stay_small() -> None:
            if "migrations" not in p.parts
            and (n := len(p.read_text().splitlines())) > MODULE_LINES}
     assert big == {}, f"modules over {MODULE_LINES} lines: {big}"
+
+
+def test_test_files_have_unique_names() -> None:
+    """pytest imports test modules by basename (no packages): two files of one name in
+    different folders make a whole run fail to collect one of them."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}
