@@ -53,9 +53,10 @@ class SubmitOptions:
                 when = check_time(self.run_after, field="run_after")
         except DurationError as exc:
             raise InvalidInput(f"{where}: {exc}") from None
-        with refused_as_invalid(where):  # as a task type's locks are (a NUL reached SQL)
-            for lock in self.locks:
-                check_name(lock, "lock")
+        if self.locks:
+            with refused_as_invalid(where):  # as a task type's locks are (a NUL reached SQL)
+                for lock in self.locks:
+                    check_name(lock, "lock")
         pools = tuple(self.pools) if self.pools else None
         return [JobSubmission(
             type=type_name, args=dict(args) if isinstance(args, Mapping) else args,

@@ -82,10 +82,13 @@ class Store:
     def write(self) -> Iterator[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
         try:
-            with self.driver.write(self.engine) as conn, contextlib.closing(
-                    Tx(self, conn)) as tx:
-                yield tx
-                tx.finish(commit=True)
+            with self.driver.write(self.engine) as conn:
+                tx = Tx(self, conn)
+                try:
+                    yield tx
+                    tx.finish(commit=True)
+                finally:
+                    tx.close()
         except Exception as exc:
             missing = self._schema_missing(exc)
             if missing is None:

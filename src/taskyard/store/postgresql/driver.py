@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import (
@@ -45,6 +46,7 @@ from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
+from taskyard.store.postgresql.lane import Lane
 from taskyard.store.postgresql.listen import make_listener, pg_channel
 
 
@@ -70,6 +72,8 @@ class PostgresDriver(SharedTransitions):
         self._types = TypeCache()
         self._shortcuts = jobs.Shortcuts()
         """The guesses of a lone submit's shortcuts (see postgresql/jobs.py)."""
+        self._lane: Lane | None = None
+        """The connection kept for units of work on this driver's engine (lane.py)."""
         self._page = FIRST_PAGE
         """How many candidates a cycle's first reads take: the page the last cycle here
         wanted (read ahead with the snapshot, before the cycle knows its room). A guess
@@ -83,10 +87,27 @@ class PostgresDriver(SharedTransitions):
         return NOW_SQL if clock is None else MOVED_NOW_SQL
 
     def make_engine(self, url: str, clock: MovableClock | None = None) -> Engine:
-        return make_engine(url, connections=self.connections, clock=clock)
+        budget = self.connections
+        if budget.keep < 2:  # a daemon's budget: no connection kept aside (lane.py)
+            return make_engine(url, connections=budget, clock=clock)
+        engine = make_engine(url, connections=replace(budget, keep=budget.keep - 1),
+                             clock=clock)
+        if self._lane is not None:
+            self._lane.close()
+        self._lane = Lane(engine, clock)
+        return engine
 
+    def write(self, engine: Engine) -> contextlib.AbstractContextManager[Connection]:
+        """A transaction on the lane's connection when ``engine`` is this driver's own
+        (postgresql/lane.py: no pool checkout per unit), else on a pooled one."""
+        lane = self._lane
+        if lane is not None and lane.engine is engine:
+            return lane.unit()
+        return self._pooled(engine)
+
+    @staticmethod
     @contextlib.contextmanager
-    def write(self, engine: Engine) -> Iterator[Connection]:
+    def _pooled(engine: Engine) -> Iterator[Connection]:
         with engine.connect() as conn, conn.begin():
             yield conn
 
@@ -109,7 +130,10 @@ class PostgresDriver(SharedTransitions):
         events.end_unit(raw, params)
 
     def close(self) -> None:
-        """Engines of borrowed connections hold none of their own."""
+        """The lane's connection back to the pool; engines of borrowed connections hold
+        none of their own."""
+        if self._lane is not None:
+            self._lane.close()
         for engine in self._engines.values():
             engine.dispose()
         self._engines.clear()

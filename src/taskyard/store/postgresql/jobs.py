@@ -233,7 +233,7 @@ def _planned(basis: Basis, columns: tuple[str, ...],
 
 def _idle(raw: Cursor) -> bool:
     """The unit's transaction has not begun (nothing was sent in it yet)."""
-    return bool(raw.dbapi.info.transaction_status == TransactionStatus.IDLE)
+    return bool(raw.dbapi.pgconn.transaction_status == TransactionStatus.IDLE)
 
 
 def _alone(raw: Cursor, columns: tuple[str, ...], row: tuple[Any, ...],

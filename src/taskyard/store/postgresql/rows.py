@@ -38,8 +38,10 @@ def _uses(sql: str) -> tuple[str, ...]:
 def named(raw: Cursor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
     ``{now}``; rows are passed as :func:`taskyard.store.cursor.json_rows`."""
-    raw.cursor.execute(_named(sql, raw.now_sql), params)
-    return list(raw.cursor.fetchall()) if raw.cursor.description else []
+    cursor = raw.cursor
+    cursor.execute(_named(sql, raw.now_sql), params)
+    # rownumber, not description: whether rows came, without building their columns.
+    return list(cursor.fetchall()) if cursor.rownumber is not None else []
 
 
 def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
@@ -56,7 +58,7 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
             cursor.execute(text, {name: params[name] for name in _uses(text)})
         if commit:
             raw.pipelined(len(statements)).execute("COMMIT")
-    return [list(c.fetchall()) if c.description else [] for c in cursors]
+    return [list(c.fetchall()) if c.rownumber is not None else [] for c in cursors]
 
 
 def copy(raw: Cursor, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

@@ -90,8 +90,10 @@ class Jobs:
         if not subs:
             return Added([], False, None)
         for name in {s.type for s in subs}:  # before it reaches SQL, the same on both stores
-            with refused_as_invalid():
+            try:  # not refused_as_invalid(): a context manager per submit costs ~2 µs
                 check_name(name, "task type name")
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
         if len(subs) == 1:
             added = self._add_one(subs[0], placing)
             if added is not None:

@@ -1,0 +1,115 @@
+"""PostgreSQL: one pooled connection kept checked out for the store's units of work.
+
+A pool checkout and checkin (SQLAlchemy's Connection, the pool's queue, its events,
+the reset's rollback) cost a one-statement unit about as much client CPU as its
+statement: a lone submit while no worker is live (one autocommit statement,
+postgresql/jobs.py) took 0.13 ms of CPU through the pool against 0.07 ms before the
+driver refactor, which kept such a connection. The lane keeps one:
+
+- taken without waiting: a thread that finds it busy (another thread's unit, or a
+  unit opened inside one of its own) takes a pooled connection as before;
+- one of the connections the budget keeps open between uses (``Connections.keep``):
+  the pool keeps one fewer, so that as many stay open at rest; with one to keep (the
+  daemons' budget, cli/budget.py) there is no lane, whose idle connection the pool
+  could not lend;
+- checked before each use as the pool checks its connections (``check_alive``), and
+  replaced when the server closed it;
+- given back to the pool on any error in a unit (the next unit takes another);
+- never used across ``fork()``: a child process takes its own (the parent's stays
+  referenced, so that no finaliser in the child touches the parent's socket);
+- with a movable clock (tests), the session's clock offset is set again whenever it
+  changed since the last use (the pool sets it at each checkout: engine.py).
+
+Each unit is a transaction of its own on it (``BEGIN`` … ``COMMIT``/``ROLLBACK``), as on
+a pooled connection; what a session keeps beyond a transaction (prepared statements,
+the kept cursor) it keeps in the pool too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Connection, Engine, exc
+
+from taskyard.store.clock import MovableClock
+from taskyard.store.postgresql.engine import check_alive
+
+_FORSAKEN: list[Connection] = []
+"""Connections a forked child inherited: kept referenced, never used nor closed there."""
+
+
+class Lane:
+    """One connection of ``engine`` lent to one unit of work at a time."""
+
+    def __init__(self, engine: Engine, clock: MovableClock | None) -> None:
+        self.engine = engine
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._conn: Connection | None = None
+        self._pid = os.getpid()
+        self._offset: float | None = None
+        self._idle_since = time.monotonic()
+
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[Connection]:
+        """A connection in a transaction of its own: the lane's when free, else a pooled
+        one. It commits when the block ends, rolls back on error."""
+        if not self._lock.acquire(blocking=False):
+            with self.engine.connect() as pooled, pooled.begin():
+                yield pooled
+            return
+        try:
+            try:
+                conn = self._ready()
+                with conn.begin():
+                    yield conn
+            except BaseException:
+                self._drop()
+                raise
+        finally:
+            self._idle_since = time.monotonic()
+            self._lock.release()
+
+    def close(self) -> None:
+        """Give the connection back to the pool (the store is closing). A unit still
+        running on it after 10 s (in another thread, or the closing one) keeps it: the
+        pool takes it back once the lane is garbage collected."""
+        if self._lock.acquire(timeout=10):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
+
+    def _ready(self) -> Connection:
+        if self._pid != os.getpid():
+            if self._conn is not None:
+                _FORSAKEN.append(self._conn)
+            self._conn, self._pid, self._offset = None, os.getpid(), None
+        if self._conn is not None:
+            try:
+                check_alive(self._conn.connection.dbapi_connection,
+                            time.monotonic() - self._idle_since)
+            except exc.DisconnectionError:
+                self._conn.invalidate()
+                self._drop()
+        if self._conn is None:
+            self._conn = self.engine.connect()
+            self._offset = None  # set below whatever the checkout set (engine.py)
+        if self._clock is not None and self._clock.offset != self._offset:
+            dbapi: Any = self._conn.connection.dbapi_connection
+            dbapi.execute("SELECT set_config('taskyard.clock_offset', %s, false)",
+                          (repr(self._clock.offset),))
+            dbapi.commit()
+            self._offset = self._clock.offset
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a broken connection: nothing to save
+                conn.close()
