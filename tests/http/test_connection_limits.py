@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from http_helpers import Api, start_api, wait_for
+from test_outsider import until_closed
 
 from taskyard.api.http.connection import ConnectionLimits
 
@@ -32,21 +33,6 @@ def _connect(api: Api) -> socket.socket:
     return socket.create_connection((parts.hostname, parts.port), timeout=30)
 
 
-def _until_closed(conn: socket.socket, deadline: float = 30.0) -> bytes:
-    """Everything the server sends until it closes the connection (within ``deadline``
-    seconds, else the test fails: the server held it)."""
-    received, end = b"", time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            chunk = conn.recv(65536)
-        except ConnectionResetError:
-            return received
-        if not chunk:
-            return received
-        received += chunk
-    raise AssertionError(f"the server kept the connection open ({received[:200]!r})")
-
-
 def test_a_header_past_the_cap_is_431(limited: Api) -> None:
     with _connect(limited) as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
@@ -57,7 +43,7 @@ def test_a_header_past_the_cap_is_431(limited: Api) -> None:
                 sent += 65536
         except (BrokenPipeError, ConnectionResetError):
             pass
-        answer = _until_closed(conn)
+        answer = until_closed(conn)
     assert sent < 50 * 1024 * 1024
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     assert b"16384 bytes" in answer
@@ -65,7 +51,7 @@ def test_a_header_past_the_cap_is_431(limited: Api) -> None:
 
 def test_a_silent_connection_is_closed(limited: Api) -> None:
     with _connect(limited) as conn:
-        assert _until_closed(conn) == b""
+        assert until_closed(conn) == b""
 
 
 def test_half_a_header_is_dropped(limited: Api) -> None:
@@ -74,7 +60,7 @@ def test_half_a_header_is_dropped(limited: Api) -> None:
         for _ in range(3):  # trickling keeps it alive no longer than the request timeout
             time.sleep(0.5)
             conn.sendall(b"X-A: b\r\n")
-        answer = _until_closed(conn)
+        answer = until_closed(conn)
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
@@ -84,7 +70,7 @@ def test_half_a_body_is_dropped(limited: Api) -> None:
         conn.sendall(f"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}"
                      "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
                      '{"type": '.encode())
-        answer = _until_closed(conn)
+        answer = until_closed(conn)
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
@@ -101,7 +87,7 @@ def test_a_connection_past_the_cap_is_refused(limited: Api) -> None:
         for conn in held:  # each keeps itself open: a request begun, not finished
             conn.sendall(b"GET /healthz HTTP/1.1\r\n")
         with _connect(limited) as extra:
-            answer = _until_closed(extra)
+            answer = until_closed(extra)
         assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
     finally:
         for conn in held:
