@@ -4,6 +4,7 @@ cap is refused — on a server with short timeouts, so that the tests wait secon
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -64,7 +65,8 @@ def test_half_a_header_is_dropped(limited: Api) -> None:
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
-def test_half_a_body_is_dropped(limited: Api) -> None:
+def test_half_a_body_is_dropped(limited: Api, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     token = limited.tokens["write"]
     with _connect(limited) as conn:
         conn.sendall(f"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}"
@@ -72,6 +74,12 @@ def test_half_a_body_is_dropped(limited: Api) -> None:
                      '{"type": '.encode())
         answer = until_closed(conn)
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    # The route reading the body learns the client is gone: one line, not a server
+    # error with two tracebacks (any writer could fill the log with them).
+    wait_for("the route to see the client gone", lambda: [
+        r for r in caplog.records if "event=http-client-gone" in r.getMessage()])
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, errors
 
 
 def test_a_kept_alive_connection_serves_several_requests(limited: Api) -> None:

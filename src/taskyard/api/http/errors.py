@@ -22,6 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from taskyard.core.durations import DurationError
 from taskyard.model.errors import Conflict, InvalidInput, NotFound, StoreError
@@ -99,6 +100,13 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, HTTPException)
         return error_response(exc.status_code, str(exc.detail), exc.headers)
 
+    async def on_client_gone(request: Request, _: Exception) -> JSONResponse:
+        # The client left before its body was whole, or the server dropped it (408): no
+        # one reads this answer, and it is no server error (a traceback each would let
+        # any writer fill the log).
+        log.info("event=http-client-gone method=%s path=%s", request.method, request.url.path)
+        return error_response(400, "body: the client left before sending it whole")
+
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("event=http-error method=%s path=%s error=%s: %s", request.method,
                   request.url.path, type(exc).__name__, " ".join(str(exc).split())[:300],
@@ -112,4 +120,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(DurationError, on_duration_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(ClientDisconnect, on_client_gone)
     app.add_exception_handler(Exception, on_unexpected)
