@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from typing import Any
@@ -22,6 +21,7 @@ from sqlalchemy import text
 
 from bench.backlog import CAPACITY, WORKERS, fill
 from bench.peers.common import settle_pg
+from bench.throughput import remove_sqlite_files
 from taskyard.model.records import Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import schedule
 from taskyard.store import Store, open_store
@@ -93,11 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in (int(s) for s in args.awaiting.split(",")):
         url = args.db.format(n=n)
-        if url.startswith("sqlite:///"):
-            path = url[len("sqlite:///"):]
-            for suffix in ("", "-wal", "-shm", ".cycle-lock"):
-                if os.path.exists(path + suffix):
-                    os.remove(path + suffix)
+        remove_sqlite_files(url)
         row = measure(url, n, args.pending, args.cycles)
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -44,16 +44,22 @@ recorded) before the next enqueue: each job meets an idle system, as a lone job 
 HERE = Path(__file__).resolve().parent.parent
 
 
+def remove_sqlite_files(url: str) -> bool:
+    """Remove a SQLite database's files (and its lock files); False for another URL."""
+    if not url.startswith("sqlite:///"):
+        return False
+    path = url[len("sqlite:///"):]
+    for suffix in ("", "-wal", "-shm", ".cycle-lock", ".write-lock"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    return True
+
+
 def fresh(url: str) -> Yard:
     """A Yard on an empty, migrated database (a SQLite file is removed first)."""
     from taskyard.api.yard import Yard  # noqa: PLC0415
 
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
-        for suffix in ("", "-wal", "-shm", ".cycle-lock", ".write-lock"):
-            if os.path.exists(path + suffix):
-                os.remove(path + suffix)
-    else:
+    if not remove_sqlite_files(url):
         _recreate_pg(url)
     yard = Yard(url)
     yard.init()

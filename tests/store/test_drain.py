@@ -20,6 +20,8 @@ def test_a_drained_worker_keeps_its_jobs_and_gets_no_new_one(store: Store) -> No
     schedule(store)
     assert store.jobs.get(first).worker == "w1"  # type: ignore[union-attr]
     assert drain_worker(store, "w1") == w1
+    (event,) = store.events.list(topic="worker-draining")
+    assert event.payload == {"worker": "w1", "worker_id": w1}
     # Its next report still asks for a prefetch window: capacity 0 places nothing anyway
     # (core/placement.py: a worker without capacity is closed).
     with store.write() as tx:

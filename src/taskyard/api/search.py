@@ -5,10 +5,11 @@ read does the rest)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from taskyard.core.durations import DurationError, parse_duration, parse_when
 from taskyard.model.errors import InvalidInput
-from taskyard.store.reads.job_search import Position
+from taskyard.store.reads.job_search import JobQuery, Position
 
 _ID = re.compile(r"^#?(\d{1,18})$")
 _POSITION = re.compile(r"^(\d{1,18})$|^f(-?\d{1,12}(?:\.\d{1,9})?)_(\d{1,18})$")
@@ -53,3 +54,21 @@ def decode_position(text: str | None, *, by_end: bool) -> Position | None:
     if found.group(1) is not None:
         return Position(int(found.group(1)))
     return Position(int(found.group(3)), float(found.group(2)))
+
+
+def job_query(now_fn: Callable[[], float], *, q: str | None,
+              state: Sequence[str] | None,
+              type: Sequence[str] | None, label: str | None, graph_id: int | None,
+              schedule: str | None, pool: str | None, worker: str | None,
+              since: str | None, until: str | None, sort: str) -> JobQuery:
+    """The search the filters ask for, as text (``q``: a job id, else text; ``since``
+    and ``until``: durations back from ``now_fn()``, or times), for the HTTP API and the CLI."""
+    now = now_fn() if since or until else 0.0
+    named = None if q is None else id_in_text(q)
+    return JobQuery(
+        ids=() if named is None else (named,), states=tuple(state or ()),
+        types=tuple(type or ()), label=label or None, graph_id=graph_id,
+        schedule=schedule or None, pool=pool or None,
+        worker=worker or None, text=None if named is not None or q is None else q,
+        since=None if not since else when_text(since, now, "since"),
+        until=None if not until else when_text(until, now, "until"), sort=sort)

@@ -80,7 +80,7 @@ def submit(state: State, type_name: str | None, jobs_file: str | None,
 STATES = click.Choice([s.value for s in JobState])
 
 
-def _job_rows(jobs: list[JobRecord]) -> list[list[Any]]:
+def job_rows(jobs: list[JobRecord]) -> list[list[Any]]:
     return [[j.id, j.type or j.kind, j.label or "", j.state, j.priority, j.attempt, j.worker or "",
              when(j.created_at), duration(j.started_at, j.finished_at),
              "" if j.result is None else short(j.result, 40)] for j in jobs]
@@ -112,7 +112,7 @@ def jobs_list(state: State, state_filter: str | None, type_name: str | None, lim
     elif verbose:
         _blocks(state, found, f"Found {len(found)} job(s)")
     else:
-        print_table(JOB_HEADERS, _job_rows(found), empty="no jobs")
+        print_table(JOB_HEADERS, job_rows(found), empty="no jobs")
 
 
 @jobs.command("list-pending")

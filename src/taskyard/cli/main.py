@@ -106,7 +106,8 @@ class DatabaseFailure(click.ClickException):
 
 _COMMANDS: dict[str, tuple[str, ...]] = {
     "init": ("daemons",), "scheduler": ("daemons",), "worker": ("daemons",),
-    "up": ("daemons",), "submit": ("jobs",), "jobs": ("jobs",), "workers": ("jobs",),
+    "up": ("daemons",), "submit": ("jobs",), "jobs": ("jobs", "operations"),
+    "workers": ("jobs", "operations"),
     "job": ("jobs", "logs", "waits"), "signal": ("waits",), "events": ("events",),
     "task-type": ("task_types",), "apply": ("task_types",), "pools": ("task_types",),
     "graph": ("graphs",),
@@ -130,8 +131,12 @@ class _TaskyardGroup(click.Group):
         return sorted(set(self.commands) | set(_COMMANDS))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in _COMMANDS:
-            for module in _COMMANDS[cmd_name]:
+        # Every module of the command, even when another one registered the command
+        # already (``job`` registers ``jobs``, whose ``search`` comes from operations.py).
+        registered: set[str] = self.__dict__.setdefault("_registered", set())
+        for module in _COMMANDS.get(cmd_name, ()):
+            if module not in registered:
+                registered.add(module)
                 importlib.import_module(f"taskyard.cli.{module}").register(self)
         return self.commands.get(cmd_name)
 

@@ -19,8 +19,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from taskyard.api.http.history_metrics import HistoryCollector
+from taskyard.api.http.state_counts import StateCounts
 from taskyard.api.yard import Yard
-from taskyard.store.reads.metrics import jobs_by_state, pending_by_type, unfinished_by_pool
+from taskyard.store.reads.metrics import pending_by_type, unfinished_by_pool
 from taskyard.store.transitions.history import roll_up
 
 log = logging.getLogger("taskyard.http")
@@ -32,13 +33,16 @@ or by a scheduler's history keeper)."""
 class _StoreCollector(Collector):
     """Gauges read from the database when Prometheus scrapes."""
 
-    def __init__(self, yard: Yard) -> None:
+    def __init__(self, yard: Yard, counts: StateCounts) -> None:
         self.yard = yard
+        self.counts = counts
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         store = self.yard.store
-        jobs = GaugeMetricFamily("taskyard_jobs", "Jobs in each state.", labels=["state"])
-        for state, count in jobs_by_state(store).items():
+        jobs = GaugeMetricFamily("taskyard_jobs", "Jobs in each state (on a large "
+                                 "history, the ended ones up to a minute old).",
+                                 labels=["state"])
+        for state, count in self.counts.read().items():
             jobs.add_metric([state], count)
         yield jobs
         by_pool = GaugeMetricFamily(
@@ -80,8 +84,10 @@ class Metrics:
 
     def __init__(self, yard: Yard) -> None:
         self.yard = yard
+        self.counts = StateCounts(yard.store)
+        """Jobs by state, shared with the overview."""
         self.registry = CollectorRegistry()
-        self.registry.register(_StoreCollector(yard))
+        self.registry.register(_StoreCollector(yard, self.counts))
         self.registry.register(HistoryCollector(yard.store))
         self._lock = threading.Lock()
 

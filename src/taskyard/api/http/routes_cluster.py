@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from taskyard.api.http.auth import READ, require
 from taskyard.api.http.context import YardDep, errors
@@ -18,7 +18,7 @@ from taskyard.api.http.schemas import (
     WorkerListOut,
 )
 from taskyard.api.http.views import graphs_json
-from taskyard.store.reads.metrics import jobs_by_state, recent_endings
+from taskyard.store.reads.metrics import recent_endings
 from taskyard.store.transitions.tokens import TokenRecord
 
 router = APIRouter(tags=["cluster"])
@@ -42,10 +42,10 @@ def list_pools(yard: YardDep) -> Any:
 
 @router.get("/api/v1/overview", response_model=OverviewOut, dependencies=[READ],
             responses=errors(), summary="Counts, recent throughput, workers, recent graphs")
-def overview(yard: YardDep) -> Any:
+def overview(yard: YardDep, request: Request) -> Any:
     workers = yard.workers()
     return answer({
-        "jobs": jobs_by_state(yard.store),
+        "jobs": request.app.state.metrics.counts.read(),  # see state_counts.py
         "endings": recent_endings(yard.store, WINDOW),
         "window_seconds": WINDOW,
         "workers": len(workers),

@@ -14,29 +14,12 @@ from taskyard.api.http.errors import ApiError
 from taskyard.api.http.jsonio import answer
 from taskyard.api.http.schemas import ID_MAX
 from taskyard.api.http.schemas_ops import JobSearchOut
-from taskyard.api.search import decode_position, encode_position, id_in_text, when_text
-from taskyard.api.yard import Yard
+from taskyard.api.search import decode_position, encode_position, job_query
 from taskyard.core.states import JobState
 from taskyard.store.reads.job_search import JobQuery, search_jobs
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 Text = Annotated[str | None, Query(max_length=200)]
-
-
-def job_query(yard: Yard, *, q: str | None, state: list[JobState] | None,
-              type: list[str] | None, label: str | None, graph_id: int | None,
-              schedule: str | None, pool: str | None, worker: str | None,
-              since: str | None, until: str | None, sort: str) -> JobQuery:
-    """The search the query string asks for (``q``: a job id, else text)."""
-    now = yard.store.now() if since or until else 0.0
-    named = None if q is None else id_in_text(q)
-    return JobQuery(
-        ids=() if named is None else (named,), states=tuple(state or ()),
-        types=tuple(type or ()), label=label or None, graph_id=graph_id,
-        schedule=schedule or None, pool=pool or None,
-        worker=worker or None, text=None if named is not None or q is None else q,
-        since=None if not since else when_text(since, now, "since"),
-        until=None if not until else when_text(until, now, "until"), sort=sort)
 
 
 SORT = Literal["-created", "created", "-finished", "finished"]
@@ -64,7 +47,7 @@ def search_query(
                                 "last ended first, first ended first.")] = "-created",
 ) -> JobQuery:
     """The search's filters from the query string (also those of the bulk actions)."""
-    return job_query(yard, q=q, state=state, type=type, label=label, graph_id=graph_id,
+    return job_query(yard.store.now, q=q, state=state, type=type, label=label, graph_id=graph_id,
                      schedule=schedule, pool=pool, worker=worker, since=since, until=until,
                      sort=sort)
 

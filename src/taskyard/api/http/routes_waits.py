@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from taskyard.api.http.auth import granted
 from taskyard.api.http.context import YardDep, errors
 from taskyard.api.http.jsonio import answer, read_model
 from taskyard.api.http.schemas import ID_MAX, JobOut, body_of
+from taskyard.model.records import JobRecord
 
 router = APIRouter(prefix="/api/v1", tags=["waits"])
 JobId = Annotated[int, Path(ge=1, le=ID_MAX, description="Job id.")]
@@ -47,20 +49,14 @@ class SignalOut(BaseModel):
              responses=errors(404, 409, 413, 415), openapi_extra=DECISION_BODY,
              summary="Approve an awaiting approval (it succeeds)")
 async def approve_job(job_id: JobId, request: Request, yard: YardDep) -> Any:
-    token = granted(request, "write")
-    note = await _note(request)
-    job = await to_thread.run_sync(partial(yard.approve, job_id, note=note, by=token.name))
-    return answer(job.to_json())
+    return await _decide(yard.approve, job_id, request)
 
 
 @router.post("/jobs/{job_id}/deny", response_model=JobOut,
              responses=errors(404, 409, 413, 415), openapi_extra=DECISION_BODY,
              summary="Deny an awaiting approval (it fails)")
 async def deny_job(job_id: JobId, request: Request, yard: YardDep) -> Any:
-    token = granted(request, "write")
-    note = await _note(request)
-    job = await to_thread.run_sync(partial(yard.deny, job_id, note=note, by=token.name))
-    return answer(job.to_json())
+    return await _decide(yard.deny, job_id, request)
 
 
 @router.post("/signals", response_model=SignalOut, responses=errors(413, 415, 422),
@@ -71,6 +67,15 @@ async def send_signal(request: Request, yard: YardDep) -> Any:
     completed = await to_thread.run_sync(partial(yard.signal, body.name, body.key,
                                                  body.payload, by=token.name))
     return answer({"completed": completed})
+
+
+async def _decide(decide: Callable[..., JobRecord], job_id: int, request: Request) -> Any:
+    """An approval decided (``decide``: the Yard's approve or deny) by the token's name,
+    with the body's note; the job as it is then."""
+    token = granted(request, "write")
+    note = await _note(request)
+    job = await to_thread.run_sync(partial(decide, job_id, note=note, by=token.name))
+    return answer(job.to_json())
 
 
 async def _note(request: Request) -> str | None:

@@ -13,6 +13,7 @@ from sqlalchemy import update
 
 from taskyard.model.errors import NotFound
 from taskyard.store import schema as t
+from taskyard.store.transitions.events import worker_draining
 
 if TYPE_CHECKING:
     from taskyard.store import Store
@@ -21,12 +22,14 @@ _W = t.workers
 
 
 def drain_worker(store: Store, name: str) -> int:
-    """Drain the live worker called ``name``; returns its id. NotFound if none is live."""
+    """Drain the live worker called ``name`` (a ``worker-draining`` event); returns its
+    id. NotFound if none is live."""
     with store.write() as tx:
         found = tx.conn.execute(
             update(_W).where(_W.c.name == name, _W.c.state == "active")
             .values(capacity=0, prefetch=0).returning(_W.c.id)).scalar()
         if found is None:
             raise NotFound(f"no live worker {name!r}")
+        tx.events.append([worker_draining(name, int(found))])
         tx.notify("scheduler")
     return int(found)

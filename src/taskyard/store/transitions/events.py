@@ -43,6 +43,7 @@ __all__ = [
     "pool_changed",
     "schedule_error",
     "schedule_skipped",
+    "worker_draining",
 ]
 
 EVENTS_CHANNEL = "events"
@@ -141,6 +142,12 @@ def pool_changed(pool: str, *, paused: bool) -> Event:
     """A pool was paused (nothing new is placed in it) or resumed."""
     return Event("pool-paused" if paused else "pool-resumed", routing_key(None, "", ""),
                  encode_payload({"pool": pool, "paused": paused}), None, None)
+
+
+def worker_draining(name: str, worker_id: int) -> Event:
+    """A worker was told to drain: it finishes what it has and is given nothing new."""
+    return Event("worker-draining", routing_key(None, "", ""),
+                 encode_payload({"worker": name, "worker_id": worker_id}), None, None)
 
 
 def schedule_skipped(schedule: str, first: float, last: float, count: int, reason: str, *,
