@@ -79,7 +79,10 @@ def test_a_closed_connection_is_replaced(yard: Yard, pg_url: str) -> None:
     admin = Store(pg_url)
     try:
         with admin.write() as tx:
-            tx.raw.first("SELECT pg_terminate_backend(?)", pid)
+            # Waits until the backend has gone (its goodbye sent): a bare call returns
+            # at the signal, and a loaded box's next submit could come before the
+            # goodbye (the lane then sees a live socket: seen once under load).
+            tx.raw.first("SELECT pg_terminate_backend(?, 30000)", pid)
     finally:
         admin.close()
     job_id = yard.submit("t")  # the lane sees the server's goodbye, takes another
