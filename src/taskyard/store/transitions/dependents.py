@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from taskyard.store.unit import Tx
 
 CHUNK = 500
+FLUSH_AT = 5_000
+"""Buffered events written at once (in the transaction) while dependents are released."""
 T = TypeVar("T")
 _WHY = {
     JobState.DEPENDENCY_FAILED: "a job it requires did not succeed",
@@ -59,7 +61,7 @@ class _GraphWork:
     progressed: set[int] = field(default_factory=set)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tally:
     resolved: int = 0
     holds: int = 0
@@ -151,6 +153,8 @@ class Dependents:
                 elif state is not None:
                     self.tx.events.append(job_pending(job_id, graph_id, routing)
                                           for job_id, graph_id, routing in rows)
+                    if len(self.tx.events.buffer) >= FLUSH_AT:
+                        self.tx.events.flush()  # a fan-out's events, not all in memory
         return ended
 
     def _tallies(self, parents: Sequence[Ended], only: set[int] | None) -> dict[int, _Tally]:
