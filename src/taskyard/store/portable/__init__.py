@@ -7,7 +7,7 @@ clock, the cursor's membership test (``Cursor.member``) for id lists and its row
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class SharedTransitions(Protocol):
     read_job_state: Callable[[Cursor, int], tuple[Any, ...] | None] = staticmethod(
         jobs.read_job_state)
     cancel_job: Callable[[Cursor, CancelJob], bool] = staticmethod(jobs.cancel_job)
-    read_edges_from: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
+    read_edges_from: Callable[[Cursor, Sequence[int]], Iterator[tuple[Any, ...]]] = staticmethod(
         dependents.read_edges_from)
     lock_waiting: Callable[[Cursor, Sequence[int]], list[tuple[Any, ...]]] = staticmethod(
         dependents.lock_waiting)

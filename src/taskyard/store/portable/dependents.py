@@ -4,7 +4,7 @@ as the update locks them), and one update per group of equal changes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from taskyard.store.cursor import Cursor
@@ -18,11 +18,12 @@ PostgreSQL took a state index and read every waiting job for each 500-id chunk:
 releasing the 100,000 children of a fan-out's root took 28 s."""
 
 
-def read_edges_from(raw: Cursor, parents: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The dependency edges from the jobs of ``parents``: (child, parent, condition)."""
+def read_edges_from(raw: Cursor, parents: Sequence[int]) -> Iterator[tuple[Any, ...]]:
+    """The dependency edges from the jobs of ``parents``: (child, parent, condition),
+    streamed (a fan-out's root has one per member)."""
     which, params = raw.member("requires_id", parents)
-    return raw.all(f"SELECT job_id, requires_id, condition FROM dependencies WHERE {which}",
-                   params)
+    return raw.each(f"SELECT job_id, requires_id, condition FROM dependencies WHERE {which}",
+                    params)
 
 
 def lock_waiting(raw: Cursor, ids: Sequence[int]) -> list[tuple[Any, ...]]:
