@@ -24,3 +24,15 @@ def submit_child(db: str, type: str) -> dict[str, Any]:
     with Yard(db) as yard:
         child = yard.submit(type, {})
     return {"child": child, **seen()}
+
+
+def submit_child_plain(db: str, type: str) -> dict[str, Any]:
+    """:func:`submit_child` that looks at no OTel: what runs without the otel extra."""
+    import sys
+
+    from taskyard.api.yard import Yard
+
+    with Yard(db) as yard:
+        child = yard.submit(type, {})
+    return {"child": child, "env": os.environ.get("TRACEPARENT"),
+            "otel": "opentelemetry" in sys.modules}
