@@ -144,8 +144,11 @@ class AttemptSpans:
         if job.label is not None:
             attributes["taskyard.label"] = job.label
         parent, links = None, []
+        submitted = None
         if job.trace_context is not None:
-            submitted = span_context_of(job.trace_context)
+            with contextlib.suppress(ValueError):  # checked when stored: never, in practice
+                submitted = span_context_of(job.trace_context)
+        if submitted is not None:
             parent = trace.set_span_in_context(trace.NonRecordingSpan(submitted))
             links = [trace.Link(submitted, {"taskyard.link": "submit"})]
         return tracer.start_span(f"process {job.type}", context=parent,
