@@ -62,3 +62,11 @@ def _wait_for(self: Any, path: str, timeout: float) -> dict[str, Any]:
 def now() -> float:
     """When the task started (the benchmark's submit→start latency)."""
     return time.time()
+
+
+@app.task(name="tests.trace_headers", bind=True)
+def trace_headers(self: Any) -> dict[str, Any]:
+    """The W3C trace headers the task's message carried (tests/bridges/test_celery_tracing.py)."""
+    headers = self.request.headers or {}
+    return {name: self.request.get(name, headers.get(name))
+            for name in ("traceparent", "tracestate")}

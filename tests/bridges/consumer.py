@@ -22,6 +22,7 @@ class Received:
     exchange: str
     routing_key: str
     body: bytes
+    headers: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,7 +88,9 @@ class Consumer:
         body = message.body if isinstance(message.body, bytes) else message.body.encode()
         with self._lock:
             self.received.append(Received(message.properties["message_id"], info["exchange"],
-                                          info["routing_key"], body))
+                                          info["routing_key"], body,
+                                          dict(message.properties.get("application_headers")
+                                               or {})))
         message.channel.basic_ack(info["delivery_tag"])
 
     def stop(self) -> None:

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from taskyard.core.durations import DurationError, check_time, parse_duration, parse_when
 from taskyard.core.limits import check_name
+from taskyard.core.trace_context import TraceContextError, encode
 from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import JobSubmission
+from taskyard.worker.tracing import current_context
 
 if TYPE_CHECKING:
     from taskyard.store import Store
@@ -29,6 +31,9 @@ class SubmitOptions:
     on_duplicate: str = "existing"
     connection: Any = None
     """A caller's connection whose transaction the submit joins (PostgreSQL)."""
+    traceparent: str | None = None
+    tracestate: str | None = None
+    """The W3C trace context the jobs carry (None: the current span's, if any)."""
 
     @classmethod
     def of(cls, where: str, **options: Any) -> SubmitOptions:
@@ -58,17 +63,33 @@ class SubmitOptions:
                 for lock in self.locks:
                     check_name(lock, "lock")
         pools = tuple(self.pools) if self.pools else None
+        trace = trace_context_of(self.traceparent, self.tracestate, where)
         return [JobSubmission(
             type=type_name, args=dict(args) if isinstance(args, Mapping) else args,
             priority=self.priority, pools=pools, run_after=when, locks=tuple(self.locks),
             timeout=timeout, unique_key=self.unique_key, unique_for=unique_for,
-            on_duplicate=self.on_duplicate) for args in args_list]
+            on_duplicate=self.on_duplicate, trace_context=trace) for args in args_list]
+
+
+def trace_context_of(traceparent: str | None, tracestate: str | None,
+                     where: str) -> str | None:
+    """The stored trace context of a submit: the one given (InvalidInput if it does not
+    parse), else the current one (worker/tracing.py), else None."""
+    if traceparent is None:
+        if tracestate is not None:
+            raise InvalidInput(f"{where}: tracestate: given without a traceparent")
+        return current_context()
+    try:
+        return encode(traceparent, tracestate)
+    except TraceContextError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
 
 
 NAMES = frozenset(f.name for f in fields(SubmitOptions))
 JOB_FIELDS = ("type", "args", "priority", "run_after", "pools", "locks", "timeout",
-              "unique_key", "unique_for", "on_duplicate")
-"""The fields of a job in a batch: those of ``POST /api/v1/jobs``."""
+              "unique_key", "unique_for", "on_duplicate", "traceparent", "tracestate")
+"""The fields of a job in a batch: those of ``POST /api/v1/jobs`` (whose trace context
+comes in its ``traceparent`` header)."""
 BATCH_MAX = 1000
 """Jobs in one batch at most (``POST /api/v1/jobs/batch``, ``submit --from-file``
 submits a longer file batch by batch)."""
@@ -116,7 +137,8 @@ def job_submissions(jobs: Sequence[Any], now: Callable[[], float]) -> list[JobSu
             type=type_name, args=dict(args) if args else {}, priority=template.priority,
             pools=template.pools, run_after=template.run_after, locks=template.locks,
             timeout=template.timeout, unique_key=template.unique_key,
-            unique_for=template.unique_for, on_duplicate=template.on_duplicate))
+            unique_for=template.unique_for, on_duplicate=template.on_duplicate,
+            trace_context=template.trace_context))
     return subs
 
 
@@ -158,6 +180,8 @@ _SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "unique_key": (_text, "text"),
     "unique_for": (_when, "a duration"),
     "on_duplicate": (_text, "existing or reject"),
+    "traceparent": (_text, "a W3C traceparent"),
+    "tracestate": (_text, "a W3C tracestate"),
 }
 
 

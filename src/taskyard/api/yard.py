@@ -30,6 +30,7 @@ from taskyard.model.records import (
     WorkerRecord,
 )
 from taskyard.store import Connections, MovableClock, Store, open_store
+from taskyard.worker.tracing import current_context
 
 # Start-up time: what a CLI submit does not use is imported by the methods that use it
 # (the scheduling cycle and its placement logic, explain, apply, schedules' cron).
@@ -89,9 +90,8 @@ class Yard:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def add_task_type(
-        self, name: str, handler: str, *, verify: bool = True, **policy: Any
-    ) -> TaskTypeSpec:
+    def add_task_type(self, name: str, handler: str, *, verify: bool = True,
+                      **policy: Any) -> TaskTypeSpec:
         """Create or update a task type; ``policy`` takes :class:`TaskTypeSpec` fields."""
         spec = task_type_spec(name, handler, policy)
         if verify:
@@ -143,15 +143,14 @@ class Yard:
         type: str | Callable[..., Any],
         args: dict[str, Any] | None = None,
         *,
-        priority: int = 0,
-        run_after: float | str | None = None,
+        priority: int = 0, run_after: float | str | None = None,
         pools: Sequence[str] | None = None,
         locks: Sequence[str] = (),
         timeout: float | str | None = None,
-        unique_key: str | None = None,
-        unique_for: float | str | None = None,
+        unique_key: str | None = None, unique_for: float | str | None = None,
         on_duplicate: str = "existing",
         connection: Any = None,
+        traceparent: str | None = None, tracestate: str | None = None,
     ) -> int:
         """Submit one job; returns its id. ``run_after``: epoch seconds, a duration or ISO time.
         ``timeout``: per attempt, seconds or a duration (``5m``); None keeps the type's.
@@ -161,9 +160,10 @@ class Yard:
         submit returns that job's id (``on_duplicate="existing"``) or raises Conflict
         (``"reject"``). ``connection``: submit inside the caller's own transaction on
         this PostgreSQL database (a SQLAlchemy Connection or a psycopg 3 connection):
-        the job exists once the caller commits, never if it rolls back."""
+        the job exists once the caller commits, never if it rolls back. ``traceparent``,
+        ``tracestate``: its W3C trace context (default: the current span's, docs/tracing.md)."""
         options = SubmitOptions(priority, run_after, pools, locks, timeout, unique_key,
-                                unique_for, on_duplicate, connection)
+                                unique_for, on_duplicate, connection, traceparent, tracestate)
         (job_id,) = self.enqueue(type, [args or {}], options)
         return job_id
 
@@ -227,9 +227,8 @@ class Yard:
 
         return explain_job(self.store, job_id)
 
-    def jobs(
-        self, *, state: str | None = None, type: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
+    def jobs(self, *, state: str | None = None, type: str | None = None,
+             limit: int = 100) -> list[JobRecord]:
         return self.store.jobs.list(state=state, type=type, limit=limit)
 
     def cancel(self, job_id: int) -> JobRecord:
@@ -268,7 +267,8 @@ class Yard:
         """Submit a task graph — a :class:`Graph` built in Python, or TaskCluster's
         format as a mapping; returns the graph id."""
         self._sync_declared()
-        graph_id = self.store.graphs.submit(doc.document() if isinstance(doc, Graph) else doc)
+        doc = doc.document() if isinstance(doc, Graph) else doc
+        graph_id = self.store.graphs.submit(doc, trace_context=current_context())
         self._cycle()
         return graph_id
 
@@ -277,7 +277,8 @@ class Yard:
         new job ids. A Graph's tasks may require labels already in the graph."""
         self._sync_declared()
         ids = self.store.graphs.add_tasks(
-            graph_id, doc.document(tasks_only=True) if isinstance(doc, Graph) else doc)
+            graph_id, doc.document(tasks_only=True) if isinstance(doc, Graph) else doc,
+            trace_context=current_context())
         self._cycle()
         return ids
 
@@ -297,9 +298,8 @@ class Yard:
         wait_until(self.store, settled, timeout, f"graph {graph_id} still running")
         return self.store.graphs.get(graph_id)
 
-    def events(
-        self, *, after_id: int | None = None, topic: str | None = None, limit: int = 1000
-    ) -> list[EventRecord]:
+    def events(self, *, after_id: int | None = None, topic: str | None = None,
+               limit: int = 1000) -> list[EventRecord]:
         return self.store.events.list(after_id=after_id, topic=topic, limit=limit)
 
     def _cycle(self) -> None:

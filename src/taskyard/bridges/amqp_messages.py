@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from taskyard.bridges.amqp_link import Outgoing
 from taskyard.core.amqp import JobFacts, exchange_for, message_key
 from taskyard.core.routing import SCHEDULER_ID
+from taskyard.core.trace_context import carrier
 from taskyard.model.records import JSON, EventRecord
 
 FactKey = tuple[int, int | None]
@@ -67,10 +68,13 @@ def outgoing(event: EventRecord, facts: Mapping[FactKey, JobFacts]) -> Outgoing:
     """The message for ``event``; ``facts``: what :meth:`Outbox.job_facts` found."""
     key = fact_key(event)
     job, attempt = key if key is not None else (None, None)
-    routing_key = message_key(event.topic, event.routing_key, job, attempt,
-                              facts.get(key, JobFacts()) if key is not None else JobFacts())
+    found = facts.get(key, JobFacts()) if key is not None else JobFacts()
+    routing_key = message_key(event.topic, event.routing_key, job, attempt, found)
+    # A job's messages carry the trace context it was submitted in (W3C headers, as
+    # OTel's AMQP instrumentations read them).
     return Outgoing(
         exchange=exchange_for(event.topic), routing_key=routing_key,
         body=json.dumps(body(event), separators=(",", ":")).encode(),
         message_id=f"taskyard-event-{event.id}", type=event.topic,
-        timestamp=int(event.created_at), headers={"taskyard-event-id": event.id})
+        timestamp=int(event.created_at),
+        headers={"taskyard-event-id": event.id, **carrier(found.trace_context)})

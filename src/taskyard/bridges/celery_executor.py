@@ -21,13 +21,14 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from taskyard.bridges.celery_events import CeleryEvents, Key, task_id
 from taskyard.core.handlers import HandlerSpecError, parse_handler
 from taskyard.model.records import ClaimedJob, Outcome, Started
 from taskyard.worker.executors import Hooks
+from taskyard.worker.tracing import AttemptSpans
 
 log = logging.getLogger("taskyard.celery")
 SETTLE_AFTER = 5.0
@@ -68,7 +69,8 @@ class CeleryExecutor:
                  worker_name: str = "", settle_after: float = SETTLE_AFTER) -> None:
         """``queue_name``: the Celery queue tasks are sent to (None: Celery's routing)."""
         self.app = app
-        self.hooks = hooks
+        self.spans = AttemptSpans(lambda: self.worker_name)  # ends with the task's outcome
+        self.hooks = replace(hooks, on_done=self.spans.ending(hooks.on_done))
         self.queue_name = queue_name
         self.worker_name = worker_name
         self.settle_after = settle_after
@@ -273,9 +275,12 @@ class CeleryExecutor:
                 return  # stopped before it was sent
             target = flight.target
         options: dict[str, Any] = {} if self.queue_name is None else {"queue": self.queue_name}
+        # The task carries its attempt span's context (W3C ``traceparent``, where Celery's
+        # OpenTelemetry instrumentation reads it: the message's headers).
         self.app.send_task(target, kwargs=job.args, task_id=celery_id,
                            headers={"taskyard_job_id": job.job_id,
-                                    "taskyard_attempt": job.attempt}, **options)
+                                    "taskyard_attempt": job.attempt,
+                                    **self.spans.start(job)}, **options)
         self.stats.sent += 1
         log.debug("event=sent job=%s attempt=%s task=%s", job.job_id, job.attempt, target)
 

@@ -10,6 +10,7 @@ import click
 from taskyard.cli.inputs import ID, LIMIT
 from taskyard.cli.main import State
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
+from taskyard.worker.tracing import from_environment
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard
@@ -37,7 +38,8 @@ def graph() -> None:
 def submit(state: State, file: Path) -> None:
     """Validate and submit a graph file; prints only the graph id."""
     doc = load_graph_file(file)  # before the database: a bad file fails on its own
-    click.echo(state.yard.submit_graph(doc))
+    with from_environment():  # TRACEPARENT: the trace its jobs carry
+        click.echo(state.yard.submit_graph(doc))
 
 
 @graph.command("add-tasks")
@@ -47,7 +49,8 @@ def submit(state: State, file: Path) -> None:
 def add_tasks(state: State, graph_id: int, file: Path) -> None:
     """Add tasks ({tasks: {...}}) to a running or finished graph."""
     doc = load_graph_file(file)
-    ids = state.yard.add_graph_tasks(graph_id, doc)
+    with from_environment():
+        ids = state.yard.add_graph_tasks(graph_id, doc)
     click.echo(f"added {len(ids)} task(s) to graph {graph_id}")
 
 

@@ -16,6 +16,7 @@ from taskyard.cli.output import duration, json_option, print_json, print_table, 
 from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.states import JobState
 from taskyard.model.records import JobRecord
+from taskyard.worker.tracing import from_environment
 
 
 @click.command("submit")
@@ -46,7 +47,18 @@ def submit(state: State, type_name: str | None, jobs_file: str | None,
            pools: tuple[str, ...], locks: tuple[str, ...], timeout: float | None,
            unique_key: str | None, unique_for: float | None, on_duplicate: str,
            wait: bool) -> None:
-    """Submit a job; prints only its id (with --from-file: each job's id, a line each)."""
+    """Submit a job; prints only its id (with --from-file: each job's id, a line each).
+    Started with ``TRACEPARENT`` set, the jobs carry that trace context (docs/tracing.md)."""
+    with from_environment():
+        _submit(state, type_name, jobs_file, args_text, priority, run_after, pools, locks,
+                timeout, unique_key, unique_for, on_duplicate, wait)
+
+
+def _submit(state: State, type_name: str | None, jobs_file: str | None,
+            args_text: str | None, priority: int, run_after: str | None,
+            pools: tuple[str, ...], locks: tuple[str, ...], timeout: float | None,
+            unique_key: str | None, unique_for: float | None, on_duplicate: str,
+            wait: bool) -> None:
     if jobs_file is not None:
         if type_name is not None or wait:
             raise click.UsageError("--from-file takes no TYPE nor --wait: each line names "

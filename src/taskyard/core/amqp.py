@@ -38,6 +38,9 @@ class JobFacts:
     type: str | None = None
     host: str | None = None
     worker: str | None = None
+    trace_context: str | None = None
+    """The W3C trace context the job was submitted in (core/trace_context.py): its
+    messages carry it (``traceparent`` header)."""
 
 
 def exchange_for(topic: str) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.core.durations import Interval, iso
+from taskyard.core.trace_context import as_json as trace_json
 
 JSON = Any
 
@@ -61,16 +62,14 @@ class TaskTypeSpec:
             "retry_delay": self.retry_delay,
             "retry_backoff": self.retry_backoff,
             "retry_max_delay": self.retry_max_delay,
-            "interval": None
-            if interval is None
-            else {"default": interval.default, "min": interval.minimum, "max": interval.maximum},
+            "interval": None if interval is None else {
+                "default": interval.default, "min": interval.minimum, "max": interval.maximum},
             "backoff_factor": self.backoff_factor,
             "max_queue_length": self.max_queue_length,
             "locks": list(self.locks),
             "simultaneous": self.simultaneous,
-            "prerequisites": [
-                {"type": p.type, "args": p.args, "cache": p.cache} for p in self.prerequisites
-            ],
+            "prerequisites": [{"type": p.type, "args": p.args, "cache": p.cache}
+                              for p in self.prerequisites],
             "max_worker_losses": self.max_worker_losses,
             "rate_limit": self.rate_limit,
             "rate_key": self.rate_key,
@@ -112,6 +111,8 @@ class JobSubmission:
     """One of :data:`ON_DUPLICATE`."""
     logical_time: float | None = None
     """The tick of its schedule it stands for (a schedule's job, or a backfill's)."""
+    trace_context: str | None = None
+    """Its W3C trace context, as stored (core/trace_context.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +210,7 @@ class JobRecord:
     """When its running attempt times out; when an awaiting job times out (a sleep ends)."""
     logical_time: float | None = None
     """The tick of its schedule it stands for (a schedule's job, or a backfill's)."""
+    trace_context: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -246,6 +248,7 @@ class JobRecord:
                                                         "key": self.signal_key},
             "deadline": iso(self.deadline),
             "logical_time": iso(self.logical_time),
+            **trace_json(self.trace_context),
         }
 
 
@@ -299,6 +302,7 @@ class ClaimedJob:
     priority: int = 0
     logical_time: float | None = None
     """The tick of its schedule it stands for (TASKYARD_LOGICAL_TIME), if any."""
+    trace_context: str | None = None
 
 
 @dataclass(slots=True)
@@ -344,9 +348,7 @@ class EventRecord:
 
     def to_json(self) -> dict[str, JSON]:
         return {
-            "id": self.id,
-            "topic": self.topic,
-            "routing_key": self.routing_key,
+            "id": self.id, "topic": self.topic, "routing_key": self.routing_key,
             "payload": self.payload,
             "created_at": iso(self.created_at),
         }
@@ -380,10 +382,8 @@ class GraphRecord:
             "id": self.id,
             "state": self.state,
             "routing": self.routing,
-            "created_at": iso(self.created_at),
-            "finished_at": iso(self.finished_at),
-            "jobs_total": self.jobs_total,
-            "jobs_done": self.jobs_done,
+            "created_at": iso(self.created_at), "finished_at": iso(self.finished_at),
+            "jobs_total": self.jobs_total, "jobs_done": self.jobs_done,
             "stalled": self.stalled_at is not None,
             "stalled_at": iso(self.stalled_at),
             "jobs": [j.to_json() for j in self.jobs],

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 TAIL_BYTES = 8192
+_OPTIONAL_ENV = ("TASKYARD_LOGICAL_TIME", "TRACEPARENT", "TRACESTATE")
+"""Variables only some jobs get (see ProcessExecutor._env): unset for the others."""
 
 
 def read_tail(path: str, limit: int = TAIL_BYTES) -> str:
@@ -112,15 +114,26 @@ def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Cap
     go to the worker over ``conn`` while it runs."""
     capture.reset()
     environ = os.environ
-    for key, value in msg["env"].items():  # most are the same job after job
+    env = msg["env"]
+    for key, value in env.items():  # most are the same job after job
         if environ.get(key) != value:
             environ[key] = value
+    for key in _OPTIONAL_ENV:  # what an earlier job had and this one has not
+        if key in environ and key not in env:
+            del environ[key]
     set_current(JobContext(msg.get("job_id", 0), msg.get("attempt", 0),
                            dict(msg.get("stages") or {}), conn))
+    detach = None
+    if "TRACEPARENT" in env:  # its attempt's span is current: OTel loads only then
+        from taskyard.worker.tracing import attach_from_env  # noqa: PLC0415
+
+        detach = attach_from_env(env)
     try:
         outcome = _call(cache, msg, loop)
     finally:
         set_current(None)
+        if detach is not None:
+            detach()
     outcome["stdout_tail"], outcome["stderr_tail"] = capture.tails(msg.get("tail", TAIL_BYTES))
     return outcome
 

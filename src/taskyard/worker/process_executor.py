@@ -31,6 +31,7 @@ from taskyard.worker.guardian import Guardian
 from taskyard.worker.log_pump import LogPump
 from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
 from taskyard.worker.processes import Stopped, run_shell
+from taskyard.worker.tracing import AttemptSpans, environment
 
 log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
@@ -54,8 +55,8 @@ class ProcessExecutor:
                  worker_name: str = "", guard: bool = True,
                  pipeline_window: float = PIPELINE_WINDOW,
                  logs: LogPump | None = None) -> None:
-        """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran;
-        ``on_start`` is called when a job starts (see :meth:`take_started`);
+        """``on_done(outcome, seconds)`` gets each attempt's end and how long it ran (its
+        span ends first); ``on_start``: a job starts (see :meth:`take_started`);
         ``worker_name``: what handlers see as ``TASKYARD_WORKER``;
         ``guard``: start a :class:`Guardian` so that handlers die with the worker;
         ``logs``: reads what running attempts write (live output; a job run in a
@@ -64,7 +65,8 @@ class ProcessExecutor:
         self.pipeline_window = pipeline_window
         self.slots = max(1, capacity)
         self.prewarm = prewarm
-        self.on_done = on_done
+        self.spans = AttemptSpans(lambda: self.worker_name)  # an outcome ends its span
+        self.on_done = self.spans.ending(on_done)
         self.on_start = on_start
         self.on_stage = on_stage
         self.tail_bytes = tail_bytes
@@ -347,7 +349,7 @@ class ProcessExecutor:
                "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
         if job.logical_time is not None:  # the tick of its schedule it stands for
             env["TASKYARD_LOGICAL_TIME"] = iso(job.logical_time) or ""
-        return env
+        return env | environment(self.spans.start(job))  # TRACEPARENT: its span's context
 
     def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
         key = (job.job_id, job.attempt)

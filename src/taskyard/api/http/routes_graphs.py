@@ -14,6 +14,7 @@ from taskyard.api.http.context import YardDep, errors
 from taskyard.api.http.errors import ApiError
 from taskyard.api.http.jsonio import OFF_LOOP, answer
 from taskyard.api.http.schemas import ID_MAX, EdgeListOut, GraphIn, GraphListOut, GraphOut
+from taskyard.api.http.tracing import call_in, request_context
 from taskyard.api.http.views import graph_json, graphs_json
 from taskyard.api.yard import Yard
 from taskyard.store.reads.job_pages import graph_edges
@@ -59,7 +60,8 @@ GRAPH_BODY = {"requestBody": {"required": True, "content": {
              summary="Submit a graph (atomic, validated)")
 async def submit_graph(request: Request, yard: YardDep, jobs: WithJobs = True) -> Any:
     doc = await _document(request)
-    graph_id = await run_in_threadpool(yard.submit_graph, doc)
+    graph_id = await run_in_threadpool(call_in, request_context(request), yard.submit_graph,
+                                       doc)
     return await run_in_threadpool(_graph, yard, graph_id, jobs, 201)
 
 
@@ -98,7 +100,8 @@ def list_edges(graph_id: GraphId, yard: YardDep,
 async def add_tasks(graph_id: GraphId, request: Request, yard: YardDep,
                     jobs: WithJobs = True) -> Any:
     doc = await _document(request)
-    await run_in_threadpool(yard.add_graph_tasks, graph_id, doc)
+    await run_in_threadpool(call_in, request_context(request), yard.add_graph_tasks,
+                            graph_id, doc)
     return await run_in_threadpool(_graph, yard, graph_id, jobs)
 
 

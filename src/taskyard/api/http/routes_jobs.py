@@ -25,6 +25,7 @@ from taskyard.api.http.schemas import (
     body_of,
 )
 from taskyard.api.http.submitter import Submitter
+from taskyard.api.http.tracing import request_options
 from taskyard.api.http.views import job_detail, job_logs
 from taskyard.api.yard import Yard
 from taskyard.core.states import JobState
@@ -43,7 +44,9 @@ async def submit_job(request: Request) -> Any:
     granted(request, "write")  # inline, not a dependency: the hot path
     body = await read_model(request, JobIn)
     submitter: Submitter = request.app.state.submitter
-    return answer(await submitter.submit(body.model_dump(exclude_none=True)), 201)
+    job = body.model_dump(exclude_none=True)
+    job.update(request_options(request))  # its trace context (api/http/tracing.py)
+    return answer(await submitter.submit(job), 201)
 
 
 @router.post("/batch", status_code=201, response_model=JobBatchOut,
@@ -57,16 +60,18 @@ async def submit_batch(request: Request) -> Any:
     yard: Yard = request.app.state.yard
     # Checked, written, read back and encoded on a thread: 1,000 jobs take milliseconds
     # of Python the event loop must not wait for.
-    return Response(await to_thread.run_sync(_submit_all, yard, data), 201,
+    return Response(await to_thread.run_sync(_submit_all, yard, data,
+                                             request_options(request)), 201,
                     media_type="application/json")
 
 
-def _submit_all(yard: Yard, data: Any) -> bytes:
+def _submit_all(yard: Yard, data: Any, trace: dict[str, str]) -> bytes:
     try:
         JobBatchIn.model_validate(data)  # the JSON shape (400); the values: submit_many
     except ValidationError as exc:
         raise ApiError(400, _batch_error(exc)) from None
-    ids = yard.submit_many(data["jobs"])
+    ids = yard.submit_many([{**job, **trace} for job in data["jobs"]] if trace
+                           else data["jobs"])
     found = jobs_by_id(yard.store, ids)
     return dumps({"items": [found[i].to_json() for i in ids]})
 

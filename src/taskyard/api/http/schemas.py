@@ -167,6 +167,9 @@ class JobOut(_Out):
     finished_at: str | None
     attempts: list[AttemptOut]
     stages: list[StageOut]
+    traceparent: str | None = Field(None, description="The W3C trace context it was "
+                                    "submitted in (docs/tracing.md), or null.")
+    tracestate: str | None = None
 
 
 class ReasonOut(_Out):

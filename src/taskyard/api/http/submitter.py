@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextvars import Context
 from typing import Any
 
 from anyio import to_thread
@@ -47,7 +48,9 @@ class Submitter:
         self._waiting.append((job, future))
         if self._writing < self.writers:
             self._writing += 1
-            asyncio.get_running_loop().create_task(self._write())
+            # In a context of its own: not the first request's (its span would be
+            # current for every job of the group; each carries its own, explicitly).
+            asyncio.get_running_loop().create_task(self._write(), context=Context())
         outcome = await future
         if isinstance(outcome, Exception):
             raise outcome

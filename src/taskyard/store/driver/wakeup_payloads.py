@@ -5,8 +5,8 @@ rows and stores it beside the channel's counter (``wakeups.payload``, see
 sqlite_listen). The worker parses both with :func:`jobs_in_wakeups`.
 
 A payload is a JSON array of ``[id, attempt, handler, type, args, timeout, graph_id,
-label, cost, priority, logical_time]``, ``args`` as stored (JSON text); "" when the jobs must be
-read: one needs more than its row (results of other jobs, stages of an earlier
+label, cost, priority, logical_time, trace_context]``, ``args`` as stored (JSON text); ""
+when the jobs must be read: one needs more than its row (results of other jobs, stages of an earlier
 attempt), has no task type, or the lot is too many or too large.
 """
 
@@ -50,9 +50,10 @@ def jobs_in_wakeups(payloads: Sequence[str]) -> list[ClaimedJob] | None:
             jobs += [ClaimedJob(job_id=int(job), attempt=int(attempt), type=type_,
                                 handler=handler, args=loads(args), timeout=timeout,
                                 graph_id=graph, label=label, cost=int(cost),
-                                priority=int(priority), logical_time=tick)
+                                priority=int(priority), logical_time=tick,
+                                trace_context=trace)
                      for job, attempt, handler, type_, args, timeout, graph, label, cost,
-                     priority, tick in loads(payload)]
+                     priority, tick, trace in loads(payload)]
     except (ValueError, TypeError):
         return None
     jobs.sort(key=lambda j: (-j.priority, j.job_id))

@@ -32,10 +32,11 @@ def advance_position(raw: Cursor, name: str, cursor: EventCursor) -> bool:
 
 
 def job_types(raw: Cursor, job_ids: Sequence[int]) -> list[tuple[Any, ...]]:
-    """(id, type) of the jobs of ``job_ids`` that exist; an approval's, a wait's or a
-    sleep's kind stands for its type (it has none)."""
+    """(id, type, trace context) of the jobs of ``job_ids`` that exist; an approval's, a
+    wait's or a sleep's kind stands for its type (it has none)."""
     which, params = raw.member("id", job_ids)
-    return raw.all(f"SELECT id, COALESCE(type, kind) FROM jobs WHERE {which}", params)
+    return raw.all(f"SELECT id, COALESCE(type, kind), trace_context FROM jobs WHERE {which}",
+                   params)
 
 
 def attempt_workers(raw: Cursor, job_ids: Sequence[int]) -> list[tuple[Any, ...]]:

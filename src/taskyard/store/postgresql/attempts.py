@@ -57,12 +57,13 @@ _END = (
 _MINE = (
     "SELECT j.id, j.attempt, tt.handler, j.type, "
     "CASE WHEN tt.name IS NULL THEN NULL ELSE j.args END, j.timeout, j.graph_id, j.label, "
-    "j.cost, j.priority, j.logical_time FROM jobs j LEFT JOIN task_types tt "
+    "j.cost, j.priority, j.logical_time, j.trace_context FROM jobs j "
+    "LEFT JOIN task_types tt "
     "ON tt.name = j.type "
     "AND j.state = 'dispatched' AND (j.id || ':' || j.attempt) <> ALL(%(known)s::text[]) "
     "WHERE j.worker_id = %(w)s AND j.state IN ('dispatched', 'running')")
 _DETAILS = ("SELECT j.id, j.attempt, j.type, j.args, j.timeout, j.graph_id, j.label, j.cost, "
-            "j.priority, tt.handler, j.logical_time FROM jobs j "
+            "j.priority, tt.handler, j.logical_time, j.trace_context FROM jobs j "
             "JOIN task_types tt ON tt.name = j.type "
             "WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'dispatched' "
             "AND j.worker_id = %(w)s")
@@ -90,8 +91,9 @@ def placed_here(raw: Cursor, worker_id: int, known: Iterable[tuple[int, int]]) -
     """What is placed on the worker, with the details of what it does not know yet."""
     rows = named(raw, _MINE, {"w": worker_id, "known": [f"{j}:{a}" for j, a in known]})
     fresh = sorted(((job, attempt, type_, args, timeout, graph, label, cost, prio, handler,
-                     tick) for job, attempt, handler, type_, args, timeout, graph, label, cost,
-                    prio, tick in rows if handler is not None), key=lambda r: (-r[8], r[0]))
+                     tick, trace) for job, attempt, handler, type_, args, timeout, graph, label,
+                    cost, prio, tick, trace in rows if handler is not None),
+                   key=lambda r: (-r[8], r[0]))
     return Placed(fresh, [r[0] for r in fresh], frozenset((r[0], r[1]) for r in rows))
 
 

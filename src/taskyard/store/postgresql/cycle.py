@@ -180,7 +180,7 @@ def finish(raw: Cursor, params: FinishCycle) -> None:
 # "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of
 # them) instead of looking the ids up.
 DISPATCHED_COLUMNS = ("id, attempt, type, args, timeout, graph_id, label, cost, priority, "
-                      "logical_time")
+                      "logical_time, trace_context")
 """What the jobs statement ``d`` of :data:`DISPATCH` returns (and pg_placed's insert)."""
 DISPATCH_TAIL = (
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, dispatched_at) "
@@ -198,7 +198,7 @@ DISPATCH_TAIL = (
     "p AS (SELECT CASE WHEN NOT bool_or(tt.name IS NULL OR d.attempt > 1 OR (d.graph_id IS NOT "
     f"NULL AND strpos(d.args, '{RESULT_MARK}') > 0)) THEN json_agg(json_build_array(d.id, "
     "d.attempt, tt.handler, d.type, d.args, d.timeout, d.graph_id, d.label, d.cost, "
-    "d.priority, d.logical_time))::text END AS body FROM d "
+    "d.priority, d.logical_time, d.trace_context))::text END AS body FROM d "
     "LEFT JOIN task_types tt ON tt.name = d.type "
     "WHERE %(carry)s), "
     "q AS (SELECT CASE WHEN octet_length(body) <= %(most)s THEN body ELSE '' END AS body "

@@ -226,6 +226,8 @@ jobs = Table(
     # Added by migration 0014: the tick a schedule's job stands for (its own, or a
     # backfill's), given to its handler as TASKYARD_LOGICAL_TIME.
     Column("logical_time", Time),
+    # Migration 0017: the W3C trace context at submit (core/trace_context.py), or NULL.
+    Column("trace_context", Text),
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),

@@ -68,7 +68,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
             whole(sub.retries, "retries")
         for pool in sub.pools or ():
             check_name(pool, "pool name")
-    return {
+    row = {
         "type": spec.name,
         "args": args_text,
         "priority": sub.priority,
@@ -97,6 +97,20 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
         "rate_key": rate_key,
         "logical_time": sub.logical_time,
     }
+    if sub.trace_context is not None:
+        # Only when there is one: an untraced submit binds no more values than before
+        # (see :func:`same_columns` for a batch that mixes both).
+        row["trace_context"] = sub.trace_context
+    return row
+
+
+def same_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with every key of any of them (executemany compiles one statement for
+    all rows): a batch where some jobs carry a trace context and others do not."""
+    if len(rows) > 1 and any("trace_context" in r for r in rows):
+        for row in rows:
+            row.setdefault("trace_context", None)
+    return rows
 
 
 def rate_key_of(spec: TaskTypeSpec, args: dict[str, Any]) -> str | None:
@@ -163,6 +177,7 @@ def to_record(row: Any, attempts: Sequence[AttemptRecord] = (),
         signal_key=m["signal_key"],
         deadline=m["deadline"],
         logical_time=m["logical_time"],
+        trace_context=m["trace_context"],
     )
 
 

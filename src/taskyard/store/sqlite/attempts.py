@@ -50,7 +50,7 @@ _ATTEMPT_END = (
 _ACTIVE_HERE = ("SELECT id, attempt, state FROM jobs "
                 "WHERE worker_id = ? AND state IN ('dispatched', 'running')")
 _DETAILS = ("SELECT j.id, j.attempt, j.type, j.args, j.timeout, j.graph_id, j.label, j.cost, "
-            "j.priority, tt.handler, j.logical_time FROM jobs j "
+            "j.priority, tt.handler, j.logical_time, j.trace_context FROM jobs j "
             "JOIN task_types tt ON tt.name = j.type "
             "WHERE {which} AND j.state = 'dispatched' AND j.worker_id = ?")
 

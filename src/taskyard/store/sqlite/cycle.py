@@ -68,7 +68,7 @@ def read_pools_lists(raw: Cursor) -> list[str]:
 
 
 _CARRIED = ("RETURNING id, attempt, (SELECT handler FROM task_types WHERE name = jobs.type), "
-            "type, args, timeout, graph_id, label, cost, priority, logical_time")
+            "type, args, timeout, graph_id, label, cost, priority, logical_time, trace_context")
 """A dispatch of a few jobs returns what their worker's wake-up carries (wakeup_payloads)."""
 
 

@@ -174,6 +174,7 @@ class Attempts:
                 args=_substituted(j.graph_id, j.args, results), timeout=j.timeout,
                 graph_id=j.graph_id, label=j.label, stages=stages.get(j.id, {}), cost=j.cost,
                 priority=j.priority, logical_time=j.logical_time,
+                trace_context=j.trace_context,
             )
             for j in jobs
         ]
@@ -215,6 +216,7 @@ class _Row:
     priority: int
     handler: str
     logical_time: float | None = None
+    trace_context: str | None = None
 
 
 def _substituted(graph_id: int | None, args_text: str,

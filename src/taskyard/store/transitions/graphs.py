@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.graph import GraphError, GraphSpec, TaskNode, parse_graph
@@ -34,17 +34,20 @@ class Graphs:
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
-    def submit(self, doc: Mapping[str, Any]) -> int:
-        """Validate the whole graph, then write it; returns its id."""
+    def submit(self, doc: Mapping[str, Any], *, trace_context: str | None = None) -> int:
+        """Validate the whole graph, then write it; returns its id. ``trace_context``:
+        the W3C context its jobs carry (as stored, core/trace_context.py)."""
         with gc_paused():
             spec = self._parse(doc, existing=())
             graph_id = self.tx.driver.insert_graph(self.tx.raw, spec.routing, len(spec.tasks))
             self.tx.events.append([graph_changed(graph_id, "running", spec.routing)])
-            self._write_tasks(graph_id, spec, existing={})
+            self._write_tasks(graph_id, spec, existing={}, trace_context=trace_context)
         return graph_id
 
-    def add_tasks(self, graph_id: int, doc: Mapping[str, Any]) -> list[int]:
-        """Add tasks to a graph; identical re-added labels are no-ops. Returns new job ids."""
+    def add_tasks(self, graph_id: int, doc: Mapping[str, Any], *,
+                  trace_context: str | None = None) -> list[int]:
+        """Add tasks to a graph; identical re-added labels are no-ops. Returns new job ids.
+        ``trace_context``: as :meth:`submit`'s, for the new jobs."""
         driver, raw = self.tx.driver, self.tx.raw
         with gc_paused():
             found = driver.read_graphs(raw, ReadGraphs(graph_id))
@@ -71,7 +74,8 @@ class Graphs:
             if reopen:
                 self.tx.events.append([graph_changed(graph_id, "running", graph["routing"])])
             ids = self._write_tasks(graph_id, GraphSpec(spec.routing, fresh),
-                                    existing={k: (v[0], v[1]) for k, v in existing.items()})
+                                    existing={k: (v[0], v[1]) for k, v in existing.items()},
+                                    trace_context=trace_context)
         return ids
 
     def _parse(self, doc: Mapping[str, Any], existing: Any) -> GraphSpec:
@@ -96,9 +100,15 @@ class Graphs:
             raise InvalidInput(str(exc)) from None
 
     def _write_tasks(self, graph_id: int, spec: GraphSpec,
-                     existing: Mapping[str, tuple[int, str]]) -> list[int]:
+                     existing: Mapping[str, tuple[int, str]],
+                     trace_context: str | None = None) -> list[int]:
         tx = self.tx
         specs = tx.task_types.by_name({n.type for n in spec.tasks.values() if n.type})
+        columns: tuple[str, ...] = COLUMNS
+        rows: Iterator[tuple[Any, ...]] = graph_rows(graph_id, spec, specs)
+        if trace_context is not None:  # every job of the graph carries it
+            columns = (*COLUMNS, "trace_context")
+            rows = ((*row, trace_context) for row in rows)
         plan = None
         if any(ts.prerequisites for ts in specs.values()):
             # Update on launch applies to graph tasks too: a prerequisite is one more
@@ -109,11 +119,9 @@ class Graphs:
                 for label, node in spec.tasks.items()], specs)
         if plan is not None and (plan.spawn or plan.waits):
             ids = tx.jobs.insert_with_prerequisites(
-                [dict(zip(COLUMNS, row, strict=True))
-                       for row in graph_rows(graph_id, spec, specs)], plan, specs)
+                [dict(zip(columns, row, strict=True)) for row in rows], plan, specs)
         else:
-            ids = tx.jobs.insert_rows(COLUMNS, graph_rows(graph_id, spec, specs),
-                                      len(spec.tasks), announce=False)
+            ids = tx.jobs.insert_rows(columns, rows, len(spec.tasks), announce=False)
             self.tx.events.append(
                 job_pending(job_id, graph_id, f"{spec.routing or '_'}.{node.routing or '_'}",
                             type=node.type)

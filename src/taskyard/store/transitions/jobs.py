@@ -21,7 +21,7 @@ from taskyard.model.records import (
 from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
-from taskyard.store.schema.job_rows import attempt_record, job_row, to_record
+from taskyard.store.schema.job_rows import attempt_record, job_row, same_columns, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
 
@@ -187,6 +187,7 @@ class Jobs:
         """Insert rows (already validated) and announce the pending ones."""
         if not rows:
             return []
+        rows = same_columns(rows)
         columns = tuple(rows[0])
         return self.insert_values(columns, list(map(itemgetter(*columns), rows)))
 

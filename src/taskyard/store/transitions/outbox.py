@@ -47,19 +47,21 @@ class Outbox:
 
     def job_facts(self, keys: Collection[tuple[int, int | None]]
                   ) -> dict[tuple[int, int | None], JobFacts]:
-        """For each (job, attempt or None): the job's task type and the attempt's worker
-        (name and host). Pruned jobs are left out."""
+        """For each (job, attempt or None): the job's task type and trace context and the
+        attempt's worker (name and host). Pruned jobs are left out."""
         driver, raw = self.tx.driver, self.tx.raw
         job_ids = sorted({job for job, _ in keys})
-        types: dict[int, str] = {}
+        types: dict[int, tuple[str, str | None]] = {}
         workers: dict[tuple[int, int], tuple[str | None, str | None]] = {}
         for part in chunks(job_ids):
-            types.update((int(job), str(type_)) for job, type_ in driver.job_types(raw, part))
+            types.update((int(job), (str(type_), trace))
+                         for job, type_, trace in driver.job_types(raw, part))
             workers.update(((int(job), int(attempt)), (host, name))
                            for job, attempt, name, host in driver.attempt_workers(raw, part))
         facts: dict[tuple[int, int | None], JobFacts] = {}
         for job, attempt in keys:
             if job in types:
                 host, worker = workers.get((job, attempt or 0), (None, None))
-                facts[(job, attempt)] = JobFacts(types[job], host or None, worker)
+                type_, trace = types[job]
+                facts[(job, attempt)] = JobFacts(type_, host or None, worker, trace)
         return facts
