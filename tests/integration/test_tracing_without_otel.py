@@ -25,8 +25,8 @@ class _NoOtel:
 
 sys.meta_path.insert(0, _NoOtel())
 '''
-PROBE = ('import sys, taskyard.worker.tracing as t; t.AttemptSpans(); '
-         'assert t.current_context() is None; '
+PROBE = ('import sys, taskyard.worker.tracing as t, taskyard.model.tracing as m; '
+         't.AttemptSpans(); assert m.current_context() is None; '
          'print("otel" if "opentelemetry" in sys.modules else "none")')
 
 

@@ -11,7 +11,7 @@ from taskyard.core.limits import check_name
 from taskyard.core.trace_context import TraceContextError, encode
 from taskyard.model.errors import InvalidInput, refused_as_invalid
 from taskyard.model.records import JobSubmission
-from taskyard.worker.tracing import current_context
+from taskyard.model.tracing import current_context
 
 if TYPE_CHECKING:
     from taskyard.store import Store
@@ -74,7 +74,7 @@ class SubmitOptions:
 def trace_context_of(traceparent: str | None, tracestate: str | None,
                      where: str) -> str | None:
     """The stored trace context of a submit: the one given (InvalidInput if it does not
-    parse), else the current one (worker/tracing.py), else None."""
+    parse), else the current one (model/tracing.py), else None."""
     if traceparent is None:
         if tracestate is not None:
             raise InvalidInput(f"{where}: tracestate: given without a traceparent")

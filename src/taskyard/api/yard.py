@@ -29,8 +29,8 @@ from taskyard.model.records import (
     TaskTypeSpec,
     WorkerRecord,
 )
+from taskyard.model.tracing import current_context
 from taskyard.store import Connections, MovableClock, Store, open_store
-from taskyard.worker.tracing import current_context
 
 # Start-up time: what a CLI submit does not use is imported by the methods that use it
 # (the scheduling cycle and its placement logic, explain, apply, schedules' cron).

@@ -10,7 +10,7 @@ import click
 from taskyard.cli.inputs import ID, LIMIT
 from taskyard.cli.main import State
 from taskyard.cli.output import duration, json_option, print_json, print_table, short, when
-from taskyard.worker.tracing import from_environment
+from taskyard.model.tracing import from_environment
 
 if TYPE_CHECKING:
     from taskyard.api.yard import Yard

@@ -16,7 +16,7 @@ from taskyard.cli.output import duration, json_option, print_json, print_table, 
 from taskyard.core.durations import DurationError, parse_when
 from taskyard.core.states import JobState
 from taskyard.model.records import JobRecord
-from taskyard.worker.tracing import from_environment
+from taskyard.model.tracing import from_environment
 
 
 @click.command("submit")

@@ -4,7 +4,7 @@ messaging conventions: a job is a message, its submit the send, each attempt a
 submitted in (``jobs.trace_context``, ``core/trace_context.py``).
 
 Cheap when unused: with ``opentelemetry`` not imported by anyone, no span can be
-current, so a submit looks no further (:func:`current_context`); with no tracer
+current, so a submit looks no further (``model/tracing.py:current_context``); with no tracer
 provider set, an attempt gets no span of its own and its handler sees the context the
 job was submitted in. Everything here works without ``opentelemetry`` installed: the
 stored context is then passed on as it is.
@@ -13,66 +13,19 @@ stored context is then passed on as it is.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any
 
 from taskyard.core.trace_context import carrier, decode, lenient
 from taskyard.model.records import ClaimedJob, Outcome
-from taskyard.worker.context import current_job
+from taskyard.model.tracing import stored_of
 
 SYSTEM = "taskyard"
 """``messaging.system`` of taskyard's spans; also the tracer's name."""
 ENV = {"traceparent": "TRACEPARENT", "tracestate": "TRACESTATE"}
 """The environment variables that carry a context to a process (OTel's convention for
 child processes and shell commands)."""
-
-
-_given: ContextVar[str | None] = ContextVar("taskyard_trace_context", default=None)
-
-
-@contextlib.contextmanager
-def submitted_in(stored: str | None) -> Iterator[None]:
-    """Submits made inside the block carry ``stored`` (a context as stored), whatever
-    span is current: a request's ``traceparent`` header, a CLI's ``TRACEPARENT``."""
-    token = _given.set(stored)
-    try:
-        yield
-    finally:
-        _given.reset(token)
-
-
-def from_environment() -> contextlib.AbstractContextManager[None]:
-    """:func:`submitted_in` the context of this process's ``TRACEPARENT`` and
-    ``TRACESTATE`` (the convention for a command started inside a trace): what the
-    CLI's submits carry."""
-    return submitted_in(lenient(os.environ.get("TRACEPARENT"), os.environ.get("TRACESTATE")))
-
-
-def current_context() -> str | None:
-    """The context a submit made now carries, as stored: the one :func:`submitted_in`
-    gives, else the current span's, else (in a handler's process) the running attempt's
-    ``TRACEPARENT``; None when there is none."""
-    given = _given.get()
-    if given is not None:
-        return given
-    trace = sys.modules.get("opentelemetry.trace")
-    if trace is not None:
-        found = trace.get_current_span().get_span_context()
-        if found.is_valid:
-            return _stored(found)
-    if current_job() is not None:  # a handler in a worker's child, without OTel
-        return lenient(os.environ.get("TRACEPARENT"), os.environ.get("TRACESTATE"))
-    return None
-
-
-def _stored(span_context: Any) -> str | None:
-    state = span_context.trace_state.to_header() if span_context.trace_state else None
-    return lenient(f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
-                   f"{int(span_context.trace_flags):02x}", state)
 
 
 def _otel() -> Any:
@@ -126,7 +79,7 @@ class AttemptSpans:
         if tracer is None:
             return carrier(job.trace_context)
         span = self._span(tracer, job)
-        headers = carrier(_stored(span.get_span_context()))
+        headers = carrier(stored_of(span.get_span_context()))
         with self._lock:
             self._open[key] = (span, headers)
         return headers

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 
 from taskyard.core.trace_context import carrier, lenient
-from taskyard.worker.tracing import current_context, submitted_in
+from taskyard.model.tracing import current_context, submitted_in
 
 T = TypeVar("T")
 
