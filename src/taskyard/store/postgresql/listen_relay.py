@@ -165,6 +165,8 @@ class _Relay:
     def _relay_notifications(self) -> None:
         import psycopg  # noqa: PLC0415
 
+        if self.conn is None:  # dropped by an earlier event of the same select round
+            return
         try:
             for note in self.conn.notifies(timeout=0.0):
                 message = {"n": note.channel, "p": note.payload}
