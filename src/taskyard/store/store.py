@@ -34,6 +34,7 @@ from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
 from taskyard.store.listener_pool import ListenerPool
 from taskyard.store.unit import Tx
+from taskyard.store.write_block import WriteBlock
 
 if TYPE_CHECKING:
     from taskyard.store.transitions.aging import Aging
@@ -78,22 +79,9 @@ class Store:
 
     # -- units of work -------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[Tx]:
+    def write(self) -> contextlib.AbstractContextManager[Tx]:
         """A write transaction; it commits when the block ends (rolls back on error)."""
-        try:
-            with self.driver.write(self.engine) as conn:
-                tx = Tx(self, conn)
-                try:
-                    yield tx
-                    tx.finish(commit=True)
-                finally:
-                    tx.close()
-        except Exception as exc:
-            missing = self._schema_missing(exc)
-            if missing is None:
-                raise
-            raise missing from exc
+        return WriteBlock(self)
 
     @contextlib.contextmanager
     def submit(self, subs: Sequence[JobSubmission], *,
@@ -362,3 +350,4 @@ class OneShot:
 
         call.__name__ = method
         return call
+

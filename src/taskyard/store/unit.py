@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
@@ -46,6 +45,24 @@ if TYPE_CHECKING:
     from taskyard.store.transitions.task_types import TaskTypes
     from taskyard.store.transitions.waits import Waits
     from taskyard.store.transitions.workers import Workers
+
+
+_A = TypeVar("_A")
+
+
+class _aggregate(Generic[_A]):  # lower case: used as a decorator, like cached_property
+    """An aggregate of a unit of work, created on first use and then a plain attribute
+    of the unit (a non-data descriptor: the instance's own value wins). Not
+    ``functools.cached_property``: on Python 3.11 that takes a lock at each first use,
+    and a unit of work is one thread's."""
+
+    def __init__(self, create: Callable[[Tx], _A]) -> None:
+        self._create = create
+        self._name = create.__name__
+
+    def __get__(self, tx: Tx, owner: Any = None) -> _A:
+        value = tx.__dict__[self._name] = self._create(tx)
+        return value
 
 
 class Tx:
@@ -133,103 +150,103 @@ class Tx:
     # imported on first use too (start-up time: a CLI submit loads the jobs' modules,
     # not the workers', schedules' or graphs').
 
-    @cached_property
+    @_aggregate
     def aging(self) -> Aging:
         from taskyard.store.transitions.aging import Aging  # noqa: PLC0415 - start-up time
 
         return Aging(self)
 
-    @cached_property
+    @_aggregate
     def attempts(self) -> Attempts:
         from taskyard.store.transitions.attempts import Attempts  # noqa: PLC0415 - start-up time
 
         return Attempts(self)
 
-    @cached_property
+    @_aggregate
     def events(self) -> Events:
         from taskyard.store.transitions.events import Events  # noqa: PLC0415 - start-up time
 
         return Events(self)
 
-    @cached_property
+    @_aggregate
     def graphs(self) -> Graphs:
         from taskyard.store.transitions.graphs import Graphs  # noqa: PLC0415 - start-up time
 
         return Graphs(self)
 
-    @cached_property
+    @_aggregate
     def jobs(self) -> Jobs:
         from taskyard.store.transitions.jobs import Jobs  # noqa: PLC0415 - start-up time
 
         return Jobs(self)
 
-    @cached_property
+    @_aggregate
     def outbox(self) -> Outbox:
         from taskyard.store.transitions.outbox import Outbox  # noqa: PLC0415 - start-up time
 
         return Outbox(self)
 
-    @cached_property
+    @_aggregate
     def prerequisites(self) -> Prerequisites:
         from taskyard.store.transitions.prerequisites import Prerequisites  # noqa: PLC0415 - start-up time
 
         return Prerequisites(self)
 
-    @cached_property
+    @_aggregate
     def rate_starts(self) -> RateStarts:
         from taskyard.store.transitions.rate_starts import RateStarts  # noqa: PLC0415 - start-up time
 
         return RateStarts(self)
 
-    @cached_property
+    @_aggregate
     def dependents(self) -> Dependents:
         from taskyard.store.transitions.dependents import Dependents  # noqa: PLC0415 - start-up time
 
         return Dependents(self)
 
-    @cached_property
+    @_aggregate
     def retries(self) -> Retries:
         from taskyard.store.transitions.retries import Retries  # noqa: PLC0415 - start-up time
 
         return Retries(self)
 
-    @cached_property
+    @_aggregate
     def schedule_runs(self) -> ScheduleRuns:
         from taskyard.store.transitions.schedule_runs import ScheduleRuns  # noqa: PLC0415 - start-up time
 
         return ScheduleRuns(self)
 
-    @cached_property
+    @_aggregate
     def schedules(self) -> Schedules:
         from taskyard.store.transitions.schedules import Schedules  # noqa: PLC0415 - start-up time
 
         return Schedules(self)
 
-    @cached_property
+    @_aggregate
     def stages(self) -> Stages:
         from taskyard.store.transitions.stages import Stages  # noqa: PLC0415 - start-up time
 
         return Stages(self)
 
-    @cached_property
+    @_aggregate
     def task_types(self) -> TaskTypes:
         from taskyard.store.transitions.task_types import TaskTypes  # noqa: PLC0415 - start-up time
 
         return TaskTypes(self)
 
-    @cached_property
+    @_aggregate
     def backfills(self) -> Backfills:
         from taskyard.store.transitions.backfills import Backfills  # noqa: PLC0415 - start-up time
 
         return Backfills(self)
 
-    @cached_property
+    @_aggregate
     def waits(self) -> Waits:
         from taskyard.store.transitions.waits import Waits  # noqa: PLC0415 - start-up time
 
         return Waits(self)
 
-    @cached_property
+    @_aggregate
     def workers(self) -> Workers:
         from taskyard.store.transitions.workers import Workers  # noqa: PLC0415 - start-up time
 

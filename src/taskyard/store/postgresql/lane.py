@@ -20,9 +20,10 @@ driver refactor, which kept such a connection. The lane keeps one:
 - with a movable clock (tests), the session's clock offset is set again whenever it
   changed since the last use (the pool sets it at each checkout: engine.py).
 
-Each unit is a transaction of its own on it (``BEGIN`` … ``COMMIT``/``ROLLBACK``), as on
-a pooled connection; what a session keeps beyond a transaction (prepared statements,
-the kept cursor) it keeps in the pool too.
+Each unit is a transaction of its own on it (``BEGIN`` … ``COMMIT``/``ROLLBACK``; after
+an error the connection goes back to the pool), as on a pooled connection;
+what a session keeps beyond a transaction (prepared statements, the kept cursor) it
+keeps in the pool too.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Engine, exc
+from sqlalchemy import Connection, Engine, RootTransaction, exc
 
 from taskyard.store.clock import MovableClock
 from taskyard.store.postgresql.engine import check_alive
@@ -55,25 +56,10 @@ class Lane:
         self._offset: float | None = None
         self._idle_since = time.monotonic()
 
-    @contextlib.contextmanager
-    def unit(self) -> Iterator[Connection]:
+    def unit(self) -> contextlib.AbstractContextManager[Connection]:
         """A connection in a transaction of its own: the lane's when free, else a pooled
         one. It commits when the block ends, rolls back on error."""
-        if not self._lock.acquire(blocking=False):
-            with self.engine.connect() as pooled, pooled.begin():
-                yield pooled
-            return
-        try:
-            try:
-                conn = self._ready()
-                with conn.begin():
-                    yield conn
-            except BaseException:
-                self._drop()
-                raise
-        finally:
-            self._idle_since = time.monotonic()
-            self._lock.release()
+        return _LaneUnit(self)
 
     def close(self) -> None:
         """Give the connection back to the pool (the store is closing). A unit still
@@ -108,8 +94,70 @@ class Lane:
             self._offset = self._clock.offset
         return self._conn
 
+    def _end(self, *, failed: bool) -> None:
+        """A unit ended: after a failure the connection goes back to the pool (whose
+        reset rolls back what is left; the next unit takes another)."""
+        try:
+            if failed:
+                self._drop()
+        finally:
+            self._idle_since = time.monotonic()
+            self._lock.release()
+
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):  # a broken connection: nothing to save
                 conn.close()
+
+
+class _LaneUnit:
+    """One unit on the lane's connection, or on a pooled one when the lane is busy. A
+    class, not a generator: a lone submit's whole unit is a few dozen microseconds of
+    Python, and a generator's context manager costs several calls more at each end."""
+
+    __slots__ = ("_lane", "_pooled", "_transaction")
+
+    def __init__(self, lane: Lane) -> None:
+        self._lane = lane
+        self._transaction: RootTransaction | None = None
+        self._pooled: contextlib.AbstractContextManager[Connection] | None = None
+
+    def __enter__(self) -> Connection:
+        lane = self._lane
+        if not lane._lock.acquire(blocking=False):
+            self._pooled = _pooled(lane.engine)
+            return self._pooled.__enter__()
+        try:
+            conn = lane._ready()
+            self._transaction = conn.begin()
+        except BaseException:
+            lane._end(failed=True)
+            raise
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: Any) -> bool | None:
+        if self._pooled is not None:
+            return self._pooled.__exit__(kind, error, trace)
+        transaction = self._transaction
+        assert transaction is not None
+        failed = True
+        try:
+            if kind is None:
+                transaction.commit()
+                failed = False
+            else:
+                with contextlib.suppress(Exception):  # a broken connection: dropped below
+                    transaction.rollback()
+        finally:
+            # After a failure the connection goes back to the pool (its reset rolls
+            # back what is left; the next unit takes another).
+            self._lane._end(failed=failed)
+        return None
+
+
+@contextlib.contextmanager
+def _pooled(engine: Engine) -> Iterator[Connection]:
+    with engine.connect() as pooled, pooled.begin():
+        yield pooled

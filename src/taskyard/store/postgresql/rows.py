@@ -35,16 +35,22 @@ def _uses(sql: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
 
 
-def named(raw: Cursor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """``sql`` with ``%(name)s`` parameters (a parameter may be used several times) and
-    ``{now}``; rows are passed as :func:`taskyard.store.cursor.json_rows`."""
+Parameters = dict[str, Any] | Sequence[Any]
+"""A statement's parameters: by name (``%(name)s``), or by position (``%s``) for a
+statement whose values come in order (a one-row insert: no dict of names to build)."""
+
+
+def named(raw: Cursor, sql: str, params: Parameters) -> list[tuple[Any, ...]]:
+    """``sql`` with ``%(name)s`` parameters (a parameter may be used several times), or
+    ``%s`` ones given in order, and ``{now}``; rows are passed as
+    :func:`taskyard.store.cursor.json_rows`."""
     cursor = raw.cursor
     cursor.execute(_named(sql, raw.now_sql), params)
     # rownumber, not description: whether rows came, without building their columns.
     return list(cursor.fetchall()) if cursor.rownumber is not None else []
 
 
-def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
+def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
               commit: bool = False) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline (with the transaction's
     ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
@@ -55,7 +61,8 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, dict[str, Any]]], *,
     with raw.dbapi.pipeline():
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             text = _named(sql, raw.now_sql)
-            cursor.execute(text, {name: params[name] for name in _uses(text)})
+            cursor.execute(text, {name: params[name] for name in _uses(text)}
+                           if isinstance(params, dict) else params)
         if commit:
             raw.pipelined(len(statements)).execute("COMMIT")
     return [list(c.fetchall()) if c.rownumber is not None else [] for c in cursors]

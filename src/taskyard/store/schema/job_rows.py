@@ -21,7 +21,7 @@ from taskyard.core.limits import (
 from taskyard.core.locks import LockTemplateError, render_claims
 from taskyard.core.rate_limits import RateLimitError, render_rate_key
 from taskyard.core.states import JobState
-from taskyard.model.errors import InvalidInput, refused_as_invalid
+from taskyard.model.errors import InvalidInput
 from taskyard.model.records import (
     AttemptRecord,
     JobRecord,
@@ -60,7 +60,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
     except (LimitError, LockTemplateError, RateLimitError) as exc:
         raise InvalidInput(str(exc)) from None
     pools = sub.pools or spec.pools
-    with refused_as_invalid(where):
+    try:  # as refused_as_invalid(where), without a context manager per job (~2 µs)
         if spec.handler.startswith("shell:"):
             check_shell_job(spec.handler[6:], sub.args, args_text)
         whole(sub.priority, "priority", minimum=-PRIORITY_MAX, maximum=PRIORITY_MAX)
@@ -68,6 +68,8 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
             whole(sub.retries, "retries")
         for pool in sub.pools or ():
             check_name(pool, "pool name")
+    except ValueError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
     row = {
         "type": spec.name,
         "args": args_text,
