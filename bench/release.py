@@ -5,7 +5,11 @@ Usage: python -m bench.release --db URL [--jobs 100000] [--profile | --memory]
 PostgreSQL: the database in URL must exist (it is emptied first).
 ``--memory``: the graph is submitted and placed by a child process, and this process,
 which never held the graph, completes the root as a worker would: the row gains its RSS
-before the completion, after it, and its peak during it (``rss_*_mb``).
+before the completion, after it, and its peak during it (``rss_*_mb``), and the same for
+its two parts (``/proc/self/status``, sampled every 5 ms for the peaks): ``anon_*_mb``,
+the process's private memory (heap, SQLite's page cache), and ``file_*_mb``, pages of
+files mapped into it (on SQLite, the database file read through ``mmap``: the kernel's
+page cache, shared and reclaimable, which a ``read()`` would fill as well, uncounted).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import pstats
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -65,6 +70,45 @@ def _mb(field: str) -> float:
     return round((rss.hwm_kb("self", field) or 0) / 1024, 1)
 
 
+class _Parts:
+    """Peaks of ``RssAnon`` and ``RssFile`` while the block runs (sampled by a thread:
+    SQLite's steps release the GIL)."""
+
+    FIELDS = ("RssAnon:", "RssFile:")
+
+    def __init__(self) -> None:
+        self.before = {f: _mb(f) for f in self.FIELDS}
+        self.peak = dict(self.before)
+        self.after = dict(self.before)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        for f in self.FIELDS:
+            self.peak[f] = max(self.peak[f], _mb(f))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self._sample()
+
+    def __enter__(self) -> _Parts:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.after = {f: _mb(f) for f in self.FIELDS}
+        self.peak = {f: max(self.peak[f], self.after[f]) for f in self.FIELDS}
+
+    def row(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for f, name in zip(self.FIELDS, ("anon", "file"), strict=True):
+            out.update({f"{name}_before_mb": self.before[f], f"{name}_after_mb": self.after[f],
+                        f"{name}_peak_mb": self.peak[f]})
+        return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--db", required=True)
@@ -95,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     before = _mb("VmRSS:")
     rss.reset_peak()
     profile = cProfile.Profile()
+    parts = _Parts()
     started = time.perf_counter()
-    with profile if args.profile else contextlib.nullcontext():
+    with profile if args.profile else contextlib.nullcontext(), \
+            parts if args.memory else contextlib.nullcontext():
         report_batch(store, worker_id,
                      ended=[Outcome(root.job_id, root.attempt, "succeeded", 0)])
     release_s = time.perf_counter() - started
@@ -105,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                            "statements": None if statements is None
                            else sum(statements.values())}
     if args.memory:
-        row.update(rss_before_mb=before, rss_after_mb=_mb("VmRSS:"), rss_peak_mb=_mb("VmHWM:"))
+        row.update(rss_before_mb=before, rss_after_mb=_mb("VmRSS:"), rss_peak_mb=_mb("VmHWM:"),
+                   **parts.row())
     print(json.dumps(row))
     if args.profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(15)

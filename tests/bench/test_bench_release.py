@@ -26,6 +26,10 @@ def test_the_memory_mode_completes_the_root_in_a_process_of_its_own(
     before, after, peak = row["rss_before_mb"], row["rss_after_mb"], row["rss_peak_mb"]
     assert isinstance(before, float) and isinstance(after, float) and isinstance(peak, float)
     assert 0 < before <= peak and after <= peak
+    for part in ("anon", "file"):  # RSS's two parts, sampled during the completion
+        b, a, p = (row[f"{part}_{when}_mb"] for when in ("before", "after", "peak"))
+        assert isinstance(b, float) and isinstance(a, float) and isinstance(p, float)
+        assert 0 < b <= p and a <= p
     # The root's 298 children were released: pending now; the join still waits on them.
     with closing(sqlite3.connect(tmp_path / "release.db")) as conn:
         states = dict(conn.execute("SELECT state, count(*) FROM jobs GROUP BY state"))

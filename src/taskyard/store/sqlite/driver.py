@@ -48,6 +48,19 @@ from taskyard.store.sqlite.locks import (
 )
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PAGE_CACHE_KIB = 8192
+"""Each connection's page cache (SQLite's default is 2,000 KiB). It bounds a large write
+transaction's memory: its dirty pages stay in the cache until it fills, then spill to the
+WAL. At 64 MiB, completing a 100,000-member fan-out's root grew the worker by 54 MiB of
+cache and a scheduler over 1,000,000 pending jobs kept 128 MiB; at 8 MiB, +24 and 66 MiB,
+with W1, W2 and W3 unchanged (``python -m bench.release --memory``, docs/operations/sqlite.md).
+In WAL mode the cache is dropped whenever another process commits: a larger one helps only a
+connection's own long runs of transactions."""
+MMAP_BYTES = 0
+"""No memory-mapped reads (SQLite's default): each page read through the map stays in the
+process's resident set (as shared file pages) — +32 MiB for that fan-out — while the
+daemons' reads (claims, the cycle, searches, lists) measured no faster with it; only whole-
+table scans were (1,000,000 rows: 53 against 91 ms), which no read path of taskyard runs."""
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"
 """The database clock as epoch seconds."""
 
@@ -273,10 +286,8 @@ def sqlite_engine(url: str, clock: MovableClock | None = None) -> Engine:
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
-        # A larger page cache and memory-mapped reads: the hot tables and their indexes
-        # stay in memory instead of being re-read through system calls.
-        cur.execute("PRAGMA cache_size=-65536")
-        cur.execute("PRAGMA mmap_size=268435456")
+        cur.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
+        cur.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         cur.execute("PRAGMA temp_store=MEMORY")
         cur.close()
 
