@@ -101,9 +101,7 @@ def _bulk(action: str, help_text: str) -> click.Command:
         else:
             raise click.Abort
         if as_json:
-            print_json({"action": action, "dry_run": dry_run,
-                        "matched": done.matched, "changed": done.changed,
-                        "skipped": done.skipped, "up_to": done.up_to, "more": done.more})
+            print_json(done.to_json(dry_run=dry_run))
         elif dry_run:
             click.echo(f"{done.matched} job(s) to {action}{more}")
         else:

@@ -33,6 +33,4 @@ def bulk(
         "Only jobs up to this id: `up_to` of the dry run whose count was confirmed."))] = None,
 ) -> Any:
     done = act_on_jobs(yard.store, action, query, up_to=up_to, dry_run=dry_run)
-    return answer({"action": done.action, "dry_run": dry_run, "matched": done.matched,
-                   "changed": done.changed, "skipped": done.skipped, "up_to": done.up_to,
-                   "more": done.more})
+    return answer(done.to_json(dry_run=dry_run))

@@ -12,7 +12,7 @@ says some are left: call again)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from taskyard.core.states import FAILURES, TERMINAL, JobState
 from taskyard.model.errors import Conflict, InvalidInput, NotFound
@@ -42,6 +42,12 @@ class BulkResult:
     """The newest job id of the set (send it back to act on what was counted)."""
     more: bool
     """Stopped at ``MOST``: more jobs match."""
+
+    def to_json(self, *, dry_run: bool) -> dict[str, Any]:
+        """The answer of ``POST /api/v1/jobs/{action}`` and of ``jobs cancel|retry --json``."""
+        return {"action": self.action, "dry_run": dry_run, "matched": self.matched,
+                "changed": self.changed, "skipped": self.skipped, "up_to": self.up_to,
+                "more": self.more}
 
 
 def matching_ids(store: Store, action: str, query: JobQuery, *, up_to: int | None = None,
