@@ -2,13 +2,22 @@
 
 The rule (seed 000's node affinity decider, see :mod:`taskyard.core.placement`): in a
 pool, the idle worker with the largest remaining capacity; else the busy worker with the
-largest remaining capacity >= the job's cost; only then the busy worker with the largest
-prefetch room >= the cost. Ties go to the lowest worker id; a worker of capacity 0 takes
-nothing.
+largest remaining capacity >= the job's cost; only then queued in a prefetch window, on
+the worker where it would start *soonest*: the least ``(queued + 1) / (capacity +
+window)``, queued being the cost placed beyond its capacity, among those with room left,
+if the job fits in that room; else on the worker with the largest room >= the cost. Ties
+go to the lowest worker id; a worker of capacity 0 takes nothing.
+
+A worker sizes its window to the work it gets through in a fixed time
+(:mod:`taskyard.core.prefetch`), so the ratio is how long the job would wait there, and
+a batch fills the windows level by level. The rule was the largest room: a batch then
+went first to the widest windows, and once windows were sized from handler durations
+(no-op jobs: 512) the first workers to widen theirs took it whole while the others
+waited for their first job of it (bench.fleet: 25-2,033 jobs per worker for a fair 400).
 
 Scanning a pool's workers for each job costs O(workers) per placement: 500 ms for a
 cycle that places 1,000 jobs on 500 workers, and most of a simulated million-job day.
-This index answers in O(log workers): per pool, three heaps keyed by what the rule
+This index answers in O(log workers): per pool, four heaps keyed by what the rule
 compares, whose entries carry the worker's version at the time they were pushed. A
 worker that changes gets a new version and new entries; stale ones are dropped when they
 reach the top, and a heap that holds far more stale entries than workers is rebuilt.
@@ -19,8 +28,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-_Entry = tuple[int, int, int]
-"""(negated key, worker id, version): the heap's least entry is the best worker."""
+_Entry = tuple[float, int, int]
+"""(key, worker id, version): the heap's least entry is the best worker."""
 
 
 Load = tuple[int, int, int, int]
@@ -35,6 +44,9 @@ class _PoolHeaps:
     """Busy workers by remaining capacity."""
     queue: list[_Entry] = field(default_factory=list)
     """Busy workers with a prefetch window, by room (capacity + window - used)."""
+    soonest: list[_Entry] = field(default_factory=list)
+    """Busy workers with room left in their window, by how soon a job queued there would
+    start: (used - capacity + 1) / (capacity + window)."""
     members: set[int] = field(default_factory=set)
 
 
@@ -71,10 +83,14 @@ class AffinityIndex:
                 push(heaps.fit, entry)
             if prefetch > 0:
                 # Without a window a worker's room is its remaining capacity: it can
-                # only be chosen as a fit, so it need not be in this heap.
+                # only be chosen as a fit, so it need not be in these heaps.
                 queued = (entry[0] - prefetch, worker_id, version)
                 for heaps in heaps_of:
                     push(heaps.queue, queued)
+                if queued[0] < 0:  # room left
+                    soon = ((used - capacity + 1) / (capacity + prefetch), worker_id, version)
+                    for heaps in heaps_of:
+                        push(heaps.soonest, soon)
         self._pushes += len(heaps_of)
         if self._pushes > 4 * len(self._loads) + 64:
             self._rebuild()
@@ -106,6 +122,13 @@ class AffinityIndex:
             capacity, used, _, _ = self._loads[best]
             if capacity - used >= cost:
                 return best
+        best = self._top(heaps.soonest)
+        if best is not None:
+            capacity, used, _, prefetch = self._loads[best]
+            if capacity + prefetch - used >= cost:
+                return best
+        # A job costlier than the room where it would start soonest (or of cost 0,
+        # where no window has room left): the largest room.
         best = self._top(heaps.queue)
         if best is not None:
             capacity, used, _, prefetch = self._loads[best]
@@ -129,6 +152,7 @@ class AffinityIndex:
             idle: list[_Entry] = []
             fit: list[_Entry] = []
             queue: list[_Entry] = []
+            soonest: list[_Entry] = []
             for worker_id in heaps.members:
                 capacity, used, jobs, prefetch = self._loads[worker_id]
                 if capacity <= 0:
@@ -140,6 +164,9 @@ class AffinityIndex:
                 fit.append(entry)
                 if prefetch > 0:
                     queue.append((entry[0] - prefetch, worker_id, entry[2]))
-            for found in (idle, fit, queue):
+                    if used - capacity < prefetch:
+                        soonest.append(((used - capacity + 1) / (capacity + prefetch),
+                                        worker_id, entry[2]))
+            for found in (idle, fit, queue, soonest):
                 heapq.heapify(found)
-            heaps.idle, heaps.fit, heaps.queue = idle, fit, queue
+            heaps.idle, heaps.fit, heaps.queue, heaps.soonest = idle, fit, queue, soonest
