@@ -5,6 +5,11 @@ Queued jobs start without a round trip through the database, which is what makes
 short jobs fast; but a job queued behind long ones waits while another worker may
 be idle. So a worker opens the window only as wide as the work it will start within
 ``WINDOW`` seconds at its recent pace, and closes it (0) as soon as its jobs are long.
+
+The pace is the handlers' own time (a Python job's is measured in the child that runs it),
+not the round trips around them: those grow on a loaded machine and shrink in a pipeline,
+so a pace that counted them kept shut the windows of the workers that happened to run
+jobs one by one, which then got little of a burst (bench.fleet; see core.affinity).
 """
 
 from __future__ import annotations
