@@ -11,9 +11,8 @@ go to the lowest worker id; a worker of capacity 0 takes nothing.
 A worker sizes its window to the work it gets through in a fixed time
 (:mod:`taskyard.core.prefetch`), so the ratio is how long the job would wait there, and
 a batch fills the windows level by level. The rule was the largest room: a batch then
-went first to the widest windows, and once windows were sized from handler durations
-(no-op jobs: 512) the first workers to widen theirs took it whole while the others
-waited for their first job of it (bench.fleet: 25-2,033 jobs per worker for a fair 400).
+went first to the widest windows, which differed widely between equal workers (1 to 499),
+and a few of them took most of it (bench.fleet: 25-2,033 jobs per worker for a fair 400).
 
 Scanning a pool's workers for each job costs O(workers) per placement: 500 ms for a
 cycle that places 1,000 jobs on 500 workers, and most of a simulated million-job day.
