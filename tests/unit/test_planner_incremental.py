@@ -18,10 +18,10 @@ POOLS = ("a", "b", "c")
 
 def reference_choice(planner: Planner, pool: str, cost: int) -> int | None:
     """Node affinity as a scan of the pool's workers (the rule as seed 000 states it:
-    largest idle; else largest remaining >= cost; else, in a prefetch window, where it
-    starts soonest — least (queued + 1) / (capacity + window) — among those with room
-    left if the job fits there, else the largest room >= cost; ties to the lowest id;
-    capacity 0 takes nothing)."""
+    largest idle; else largest remaining >= cost; else, in a prefetch window, the fewest
+    queued per slot — least (queued + 1) / capacity — among those with room left if the
+    job fits there, else the largest room >= cost; ties to the lowest id; capacity 0
+    takes nothing)."""
     members = sorted((w for w in planner.workers.values() if pool in w.pools and w.capacity > 0),
                      key=lambda w: w.id)
     idle = [w for w in members if planner.idle(w.id)]
@@ -35,7 +35,7 @@ def reference_choice(planner: Planner, pool: str, cost: int) -> int | None:
     roomy = [w for w in windows if planner.room(w.id) > 0]
     if roomy:
         soonest = min(roomy, key=lambda w: (
-            Fraction(1 - planner.remaining(w.id), w.budget), w.id))
+            Fraction(1 - planner.remaining(w.id), w.capacity), w.id))
         if planner.room(soonest.id) >= cost:
             return soonest.id
     queue = [w for w in windows if planner.room(w.id) >= cost]

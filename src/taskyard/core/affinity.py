@@ -3,16 +3,18 @@
 The rule (seed 000's node affinity decider, see :mod:`taskyard.core.placement`): in a
 pool, the idle worker with the largest remaining capacity; else the busy worker with the
 largest remaining capacity >= the job's cost; only then queued in a prefetch window, on
-the worker where it would start *soonest*: the least ``(queued + 1) / (capacity +
-window)``, queued being the cost placed beyond its capacity, among those with room left,
-if the job fits in that room; else on the worker with the largest room >= the cost. Ties
-go to the lowest worker id; a worker of capacity 0 takes nothing.
+the worker with the fewest queued per slot, the least ``(queued + 1) / capacity``, queued
+being the cost placed beyond its capacity, among those with room left, if the job fits in
+that room; else on the worker with the largest room >= the cost. Ties go to the lowest
+worker id; a worker of capacity 0 takes nothing.
 
-A worker sizes its window to the work it gets through in a fixed time
-(:mod:`taskyard.core.prefetch`), so the ratio is how long the job would wait there, and
-a batch fills the windows level by level. The rule was the largest room: a batch then
-went first to the widest windows, which differed widely between equal workers (1 to 499),
-and a few of them took most of it (bench.fleet: 25-2,033 jobs per worker for a fair 400).
+A batch thus fills the windows level by level, each slot as much as the next; a window
+caps what its worker holds but does not draw work to it. The rule was the largest room: a
+batch then went first to the widest windows, which differed widely between equal workers
+(1 to 499), and a few of them took most of it (bench.fleet: 25-2,033 jobs per worker for
+a fair 400). Filling in proportion to the windows (capacity + window) left a worker whose
+window happened to be narrow (80 against 499: one slow handler run on a loaded machine)
+with 17 jobs for a fair 100.
 
 Scanning a pool's workers for each job costs O(workers) per placement: 500 ms for a
 cycle that places 1,000 jobs on 500 workers, and most of a simulated million-job day.
@@ -44,8 +46,8 @@ class _PoolHeaps:
     queue: list[_Entry] = field(default_factory=list)
     """Busy workers with a prefetch window, by room (capacity + window - used)."""
     soonest: list[_Entry] = field(default_factory=list)
-    """Busy workers with room left in their window, by how soon a job queued there would
-    start: (used - capacity + 1) / (capacity + window)."""
+    """Busy workers with room left in their window, by cost queued per slot: (used -
+    capacity + 1) / capacity."""
     members: set[int] = field(default_factory=set)
 
 
@@ -87,7 +89,7 @@ class AffinityIndex:
                 for heaps in heaps_of:
                     push(heaps.queue, queued)
                 if queued[0] < 0:  # room left
-                    soon = ((used - capacity + 1) / (capacity + prefetch), worker_id, version)
+                    soon = ((used - capacity + 1) / capacity, worker_id, version)
                     for heaps in heaps_of:
                         push(heaps.soonest, soon)
         self._pushes += len(heaps_of)
@@ -126,8 +128,8 @@ class AffinityIndex:
             capacity, used, _, prefetch = self._loads[best]
             if capacity + prefetch - used >= cost:
                 return best
-        # A job costlier than the room where it would start soonest (or of cost 0,
-        # where no window has room left): the largest room.
+        # A job costlier than the room of the least queued (or of cost 0, where no
+        # window has room left): the largest room.
         best = self._top(heaps.queue)
         if best is not None:
             capacity, used, _, prefetch = self._loads[best]
@@ -164,8 +166,8 @@ class AffinityIndex:
                 if prefetch > 0:
                     queue.append((entry[0] - prefetch, worker_id, entry[2]))
                     if used - capacity < prefetch:
-                        soonest.append(((used - capacity + 1) / (capacity + prefetch),
-                                        worker_id, entry[2]))
+                        soonest.append(((used - capacity + 1) / capacity, worker_id,
+                                        entry[2]))
             for found in (idle, fit, queue, soonest):
                 heapq.heapify(found)
             heaps.idle, heaps.fit, heaps.queue, heaps.soonest = idle, fit, queue, soonest
