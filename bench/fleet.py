@@ -232,9 +232,13 @@ def drain(url: str, direct: str, jobs: int, workers: int,
         span = conn.execute(
             "SELECT min(started_at), max(finished_at), count(*) FILTER "
             "(WHERE state <> 'succeeded') FROM jobs WHERE id = ANY(%s)", (ids,)).fetchone()
-        shares = [int(n) for (n,) in conn.execute(
-            "SELECT count(*) FROM attempts WHERE job_id = ANY(%s) GROUP BY worker_id",
-            (ids,))]
+        by_worker = conn.execute(
+            "SELECT a.worker_id, count(*), min(w.prefetch) FROM attempts a JOIN workers w "
+            "ON w.id = a.worker_id WHERE a.job_id = ANY(%s) GROUP BY a.worker_id",
+            (ids,)).fetchall()
+    shares = [int(n) for _, n, _ in by_worker]
+    # Each worker's share with the window it declared last: do wide windows take more?
+    share_window = sorted((int(n), int(w)) for _, n, w in by_worker)
     assert span is not None
     seconds = float(span[1]) - float(span[0])
     shares += [0] * (workers - len(shares))
@@ -246,7 +250,7 @@ def drain(url: str, direct: str, jobs: int, workers: int,
             "db_cpu_s": round(busy["db_cpu_percent"] * busy["seconds"] / 100, 1),
             "daemons_cpu_s": round(busy["daemons_cpu_percent"] * busy["seconds"] / 100, 1),
             "connects_per_s": busy["connects_per_s"],
-            "shares": sorted(shares), "windows_before": windows,
+            "shares": sorted(shares), "windows_before": windows, "share_window": share_window,
             "top": window.top(order="total_exec_time")}
 
 

@@ -158,3 +158,35 @@ def test_a_job_stopped_in_a_pipeline_never_runs_to_success(
         assert recorder.most_running <= 1
     finally:
         executor.shutdown()
+
+
+def test_a_python_job_counts_its_handlers_own_time_not_the_round_trip(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pace a worker sizes its prefetch window and pipelines from: a no-op job whose
+    outcome reaches the slot 0.3 s late (a loaded machine's round trip to the child)
+    still took its handler's own time."""
+    wait = PythonChild.wait
+
+    def late(self: PythonChild, *args: object, **kwargs: object) -> dict[str, object]:
+        outcome = wait(self, *args, **kwargs)  # type: ignore[arg-type]
+        time.sleep(0.3)
+        return outcome
+
+    monkeypatch.setattr(PythonChild, "wait", late)
+    took: list[float] = []
+    done = threading.Event()
+
+    def on_done(outcome: Outcome, seconds: float) -> None:
+        assert outcome.state == "succeeded"
+        took.append(seconds)
+        done.set()
+
+    executor = ProcessExecutor(1, on_done=on_done, prewarm=False, guard=False)
+    try:
+        started = time.monotonic()
+        executor.submit([_python_job(1)])
+        assert done.wait(60)
+        assert time.monotonic() - started >= 0.3
+        assert 0 <= took[0] < 0.3
+    finally:
+        executor.shutdown()

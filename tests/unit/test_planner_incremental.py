@@ -5,6 +5,8 @@ node affinity is the plain rule (scan the pool's workers) that the index replace
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +18,10 @@ POOLS = ("a", "b", "c")
 
 def reference_choice(planner: Planner, pool: str, cost: int) -> int | None:
     """Node affinity as a scan of the pool's workers (the rule as seed 000 states it:
-    largest idle; else largest remaining >= cost; else largest prefetch room >= cost;
-    ties to the lowest id; capacity 0 takes nothing)."""
+    largest idle; else largest remaining >= cost; else, in a prefetch window, the fewest
+    queued per slot — least (queued + 1) / capacity — among those with room left if the
+    job fits there, else the largest room >= cost; ties to the lowest id; capacity 0
+    takes nothing)."""
     members = sorted((w for w in planner.workers.values() if pool in w.pools and w.capacity > 0),
                      key=lambda w: w.id)
     idle = [w for w in members if planner.idle(w.id)]
@@ -27,7 +31,14 @@ def reference_choice(planner: Planner, pool: str, cost: int) -> int | None:
     fit = [w for w in busy if planner.remaining(w.id) >= cost]
     if fit:
         return max(fit, key=lambda w: (planner.remaining(w.id), -w.id)).id
-    queue = [w for w in busy if planner.room(w.id) >= cost]
+    windows = [w for w in busy if w.prefetch > 0]
+    roomy = [w for w in windows if planner.room(w.id) > 0]
+    if roomy:
+        soonest = min(roomy, key=lambda w: (
+            Fraction(1 - planner.remaining(w.id), w.capacity), w.id))
+        if planner.room(soonest.id) >= cost:
+            return soonest.id
+    queue = [w for w in windows if planner.room(w.id) >= cost]
     if queue:
         return max(queue, key=lambda w: (planner.room(w.id), -w.id)).id
     return None

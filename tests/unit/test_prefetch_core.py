@@ -117,7 +117,10 @@ def test_a_window_is_declared_when_it_opens_closes_or_moves_by_a_quarter() -> No
     assert not worth_declaring(7, 8) and worth_declaring(6, 8)
 
 
-def test_a_worker_with_lone_jobs_only_opens_or_closes_its_window() -> None:
+def test_a_worker_with_lone_jobs_only_opens_closes_or_doubles_its_window() -> None:
     assert not worth_declaring(6, 8, loaded=False)
-    assert not worth_declaring(16, 8, loaded=False)
+    assert not worth_declaring(1, 8, loaded=False)
+    assert not worth_declaring(15, 8, loaded=False)
     assert worth_declaring(3, 0, loaded=False) and worth_declaring(0, 3, loaded=False)
+    # Opened narrow by a slow first job: widened once its lone jobs show they are short.
+    assert worth_declaring(16, 8, loaded=False) and worth_declaring(499, 20, loaded=False)

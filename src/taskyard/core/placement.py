@@ -335,8 +335,8 @@ class Planner:
 
     def choose_worker(self, pool: str, cost: int) -> WorkerSlot | None:
         """Node affinity in ``pool``: largest idle first, else largest remaining >= cost;
-        only then queue on the worker with the largest prefetch room >= cost (ties: the
-        lowest id). See :mod:`taskyard.core.affinity`."""
+        only then queue in a prefetch window, on the worker with the fewest queued per
+        slot (ties: the lowest id). See :mod:`taskyard.core.affinity`."""
         worker_id = self._affinity.choose(pool, cost)
         return None if worker_id is None else self.workers[worker_id]
 

@@ -5,6 +5,11 @@ Queued jobs start without a round trip through the database, which is what makes
 short jobs fast; but a job queued behind long ones waits while another worker may
 be idle. So a worker opens the window only as wide as the work it will start within
 ``WINDOW`` seconds at its recent pace, and closes it (0) as soon as its jobs are long.
+
+The pace is the handlers' own time (a Python job's is measured in the child that runs it),
+not the round trips around them: those grow on a loaded machine and shrink in a pipeline,
+so a pace that counted them kept shut the windows of the workers that happened to run
+jobs one by one, which then got little of a burst (bench.fleet; see core.affinity).
 """
 
 from __future__ import annotations
@@ -41,14 +46,18 @@ def worth_declaring(window: int, declared: int, *, loaded: bool = True) -> bool:
     """Declare a new prefetch window when it opens or closes, or moves by a quarter
     while the worker is ``loaded`` (it held more than one job since its last report):
     every declaration is a write, and the window follows a moving average. A worker
-    that runs lone jobs keeps the window it declared under load: a window that moved
-    with each of them would change the snapshot that lets a submit place its job in one
-    round trip (dialects/pg_foreseen.py)."""
+    that runs lone jobs keeps the window it declared, unless the new one is at least
+    twice as wide: a window that moved with each of them would change the snapshot that
+    lets a submit place its job in one round trip (dialects/pg_foreseen.py), but one
+    opened narrow by a first job that happened to be slow, and kept, got that worker
+    18 of a 20,000-job burst where the others got 407 each (bench.fleet, 50 workers)."""
     if window == declared:
         return False
     if window == 0 or declared == 0:
         return True
-    return loaded and abs(window - declared) * 4 >= declared
+    if loaded:
+        return abs(window - declared) * 4 >= declared
+    return window >= 2 * declared
 
 
 @dataclass

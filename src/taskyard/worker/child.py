@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 
 from taskyard.worker.context import Fenced, JobContext, set_current
 from taskyard.worker.pipe import Pipe, dumps, loads
@@ -169,8 +170,17 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
     except Exception as exc:
         return {"state": "error", "exit_code": None,
                 "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
+    # The handler's own time (not its import, not the round trips around it, which grow
+    # on a loaded machine and shrink in a pipeline): the worker's pace, see core.prefetch.
+    started = time.perf_counter()
+    outcome = _invoke(func, msg["args"], loop)
+    outcome["seconds"] = time.perf_counter() - started
+    return outcome
+
+
+def _invoke(func: Callable[..., Any], args: dict[str, Any], loop: EventLoop) -> dict[str, Any]:
     try:
-        value = func(**msg["args"])
+        value = func(**args)
         if _awaitable(value):
             value = loop.run(value)
     except Fenced as exc:

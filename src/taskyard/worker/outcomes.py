@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
+from taskyard.core.durations import iso
 from taskyard.core.handlers import HandlerSpec, HandlerSpecError
 from taskyard.core.handlers import parse_handler as _parse
 from taskyard.core.lifecycle import TIMEOUT_EXIT_CODE
@@ -53,3 +55,15 @@ def is_python(handler: str) -> bool:
         return parse_handler(handler).kind == "python"
     except HandlerSpecError:
         return False
+
+
+def job_environment(job: ClaimedJob, worker_name: str) -> dict[str, str]:
+    """What a handler's process sees of its job: ``TASKYARD_WORKER``, ``_JOB_ID``,
+    ``_ATTEMPT``, ``_ARGS`` and, for a scheduled run, ``_LOGICAL_TIME``."""
+    # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
+    args = json.dumps(job.args, separators=(",", ":"))
+    env = {"TASKYARD_WORKER": worker_name, "TASKYARD_JOB_ID": str(job.job_id),
+           "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
+    if job.logical_time is not None:  # the tick of its schedule it stands for
+        env["TASKYARD_LOGICAL_TIME"] = iso(job.logical_time) or ""
+    return env

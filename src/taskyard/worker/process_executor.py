@@ -13,23 +13,28 @@ from __future__ import annotations
 
 import functools
 import heapq
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from taskyard.core.durations import iso
 from taskyard.core.handlers import HandlerSpecError
 from taskyard.core.lifecycle import may_start
+from taskyard.core.prefetch import PaceTracker
 from taskyard.core.stages import StageReport
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.child_slots import ChildSlots
 from taskyard.worker.executors import Key, StageSink
 from taskyard.worker.guardian import Guardian
 from taskyard.worker.log_pump import LogPump
-from taskyard.worker.outcomes import CELERY_ELSEWHERE, is_python, outcome_of, parse_handler
+from taskyard.worker.outcomes import (
+    CELERY_ELSEWHERE,
+    is_python,
+    job_environment,
+    outcome_of,
+    parse_handler,
+)
 from taskyard.worker.processes import Stopped, run_shell
 from taskyard.worker.tracing import AttemptSpans, environment
 
@@ -41,7 +46,6 @@ PIPELINE = 16
 PIPELINE_WINDOW = 0.005
 """Seconds of work (at the recent pace) a pipeline may hold: only short jobs are
 pipelined, so a pipeline never keeps a job waiting behind a long one."""
-PACE_ALPHA = 0.2  # weight of the newest duration in the moving average
 
 
 class ProcessExecutor:
@@ -75,8 +79,7 @@ class ProcessExecutor:
         self.guardian = Guardian() if guard else None
         self.logs = logs
         self._cond = threading.Condition()
-        # Queued jobs in placement order (highest priority, then oldest): a job placed
-        # here later but more urgent starts before the ones already queued.
+        # Queued jobs in placement order (priority, then oldest): urgent ones go first.
         self._queue: list[tuple[int, int, ClaimedJob]] = []
         self._held: dict[Key, str | None] = {}
         """Every attempt handed to us and not yet released: → None, or the state to
@@ -85,8 +88,8 @@ class ProcessExecutor:
         self._executing = 0
         self._piped = 0
         """Jobs sent to a child behind the one it runs: not started yet."""
-        self._pace: float | None = None
-        """Moving average of job durations (seconds), for the pipeline depth."""
+        self._pace = PaceTracker()  # job durations: the pipeline depth
+        self._ran: list[float | None] = [None] * self.slots  # see _finish
         self._started: list[tuple[int, int, float]] = []
         self._closing = False
         self._refusing = False
@@ -183,19 +186,16 @@ class ProcessExecutor:
             self.guardian.close()
 
     def _fits(self, job: ClaimedJob) -> bool:
-        # A slot asks only while it is free: the rule's bound on handlers at once
-        # (max(1, capacity), the number of slots) always holds here.
+        # A slot asks only while it is free: the bound on handlers at once holds here.
         return may_start(self._executing, self._used, job.cost, self.capacity)
 
     def _next(self) -> list[ClaimedJob] | None:
         """Wait for the head job to fit, take it, and account for it (None: closing).
-
-        While jobs are short, a few more queued Python jobs of the same cost follow it
-        in a pipeline: sent to the child in the same message, so that the child goes
-        from one to the next without waiting for a round trip through this process.
-        They start one by one (see :meth:`_finish`): the room the head took passes to
-        each in turn. The depth is bounded by ``PIPELINE_WINDOW`` of work at the recent
-        pace, and by a fair share of the queue among the slots."""
+        While jobs are short, a few more queued Python jobs of the same cost follow it in
+        a pipeline, sent to the child in one message (no round trip through this process
+        between them). They start one by one (see :meth:`_finish`): the room the head took
+        passes to each in turn. The depth is bounded by ``PIPELINE_WINDOW`` of work at
+        the recent pace, and by a fair share of the queue among the slots."""
         with self._cond:
             while not self._closing and not (self._queue and self._fits(self._queue[0][2])):
                 self._cond.wait()
@@ -217,10 +217,11 @@ class ProcessExecutor:
         return batch
 
     def _depth(self, head: ClaimedJob) -> int:
-        if self._pace is None or not self._queue or not is_python(head.handler):
+        pace = self._pace.mean
+        if pace is None or not self._queue or not is_python(head.handler):
             return 1
         share = -(-len(self._queue) // self.slots)  # ceil: keep every slot fed
-        return 1 + min(PIPELINE - 1, share, int(self.pipeline_window / max(self._pace, 1e-6)))
+        return 1 + min(PIPELINE - 1, share, int(self.pipeline_window / max(pace, 1e-6)))
 
     def _slot(self) -> None:
         index = int(threading.current_thread().name.split("-")[1])
@@ -243,17 +244,20 @@ class ProcessExecutor:
                 outcome = self._run(index, job)
             except Exception as exc:  # never lose an attempt's outcome
                 outcome = self._crashed(job, exc)
-            self._finish(job, outcome, time.monotonic() - started)
+            self._finish(index, job, outcome, time.monotonic() - started)
 
     @staticmethod
     def _crashed(job: ClaimedJob, exc: Exception) -> Outcome:
         log.exception("event=executor-error job=%s", job.job_id)
         return Outcome(job.job_id, job.attempt, "error", error=f"worker error: {exc}")
 
-    def _finish(self, job: ClaimedJob, outcome: Outcome, seconds: float,
+    def _finish(self, index: int, job: ClaimedJob, outcome: Outcome, elapsed: float,
                 then: ClaimedJob | None = None) -> None:
         """Hand ``outcome`` in, then free its room — or pass the room to ``then``, the
-        next job of a pipeline, which the child started as it sent this outcome."""
+        next job of a pipeline, which the child started as it sent this outcome. The
+        time it ran: its Python handler's own, as slot ``index``'s child said (not the
+        round trip to the child: see core.prefetch), else ``elapsed`` here."""
+        seconds, self._ran[index] = self._ran[index] or elapsed, None
         jobs_log.info("event=job-ended job=%s attempt=%s type=%s state=%s ms=%.1f",
                       job.job_id, job.attempt, job.type, outcome.state, seconds * 1000)
         # Hand the outcome in before freeing the room: whoever reads the starts and
@@ -262,8 +266,7 @@ class ProcessExecutor:
         # than the capacity.
         self.on_done(outcome, seconds)
         with self._cond:
-            self._pace = seconds if self._pace is None else (
-                self._pace + PACE_ALPHA * (seconds - self._pace))
+            self._pace.observe(seconds)
             if then is None:
                 self._used -= job.cost
                 self._executing -= 1
@@ -289,7 +292,7 @@ class ProcessExecutor:
             self._children.get(index).send_pipeline([self._message(job) for job in batch])
         except Exception as exc:  # never lose an attempt's outcome
             self._children.drop(index, self.kill_grace)
-            self._finish(rest[0], self._crashed(rest[0], exc), 0.0)
+            self._finish(index, rest[0], self._crashed(rest[0], exc), 0.0)
             self._requeue(rest[1:])
             return
         while rest:
@@ -301,11 +304,12 @@ class ProcessExecutor:
                     self._stop_state)
             except Exception as exc:  # the child was ended (see _wait_python)
                 outcome = self._crashed(job, exc)
+            took = time.monotonic() - started
             if self._children.current(index) is None:  # the child was ended: the rest never ran
-                self._finish(job, outcome, time.monotonic() - started)
+                self._finish(index, job, outcome, took)
                 self._requeue(rest)
                 return
-            self._finish(job, outcome, time.monotonic() - started, rest[0] if rest else None)
+            self._finish(index, job, outcome, took, rest[0] if rest else None)
 
     def _requeue(self, jobs: list[ClaimedJob]) -> None:
         if not jobs:
@@ -343,13 +347,8 @@ class ProcessExecutor:
                 self.logs.watch, (job.job_id, job.attempt))), self._stop_state)
 
     def _env(self, job: ClaimedJob) -> dict[str, str]:
-        # Compact, as stored: the size a submit checked (core/handlers.py:SHELL_TEXT_MAX).
-        args = json.dumps(job.args, separators=(",", ":"))
-        env = {"TASKYARD_WORKER": self.worker_name, "TASKYARD_JOB_ID": str(job.job_id),
-               "TASKYARD_ATTEMPT": str(job.attempt), "TASKYARD_ARGS": args}
-        if job.logical_time is not None:  # the tick of its schedule it stands for
-            env["TASKYARD_LOGICAL_TIME"] = iso(job.logical_time) or ""
-        return env | environment(self.spans.start(job))  # TRACEPARENT: its span's context
+        # TRACEPARENT: its span's context.
+        return job_environment(job, self.worker_name) | environment(self.spans.start(job))
 
     def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
         key = (job.job_id, job.attempt)
@@ -397,4 +396,5 @@ class ProcessExecutor:
             raise
         if ended is not None:
             ended()
+        self._ran[index] = outcome.get("seconds")
         return outcome
