@@ -46,7 +46,7 @@ from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
-from taskyard.store.postgresql.lane import Lane
+from taskyard.store.postgresql.lane import Lane, pooled_unit
 from taskyard.store.postgresql.listen import make_listener, pg_channel
 
 
@@ -103,13 +103,7 @@ class PostgresDriver(SharedTransitions):
         lane = self._lane
         if lane is not None and lane.engine is engine:
             return lane.unit()
-        return self._pooled(engine)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _pooled(engine: Engine) -> Iterator[Connection]:
-        with engine.connect() as conn, conn.begin():
-            yield conn
+        return pooled_unit(engine)
 
     read = write
 

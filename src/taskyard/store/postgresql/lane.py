@@ -95,8 +95,8 @@ class Lane:
         return self._conn
 
     def _end(self, *, failed: bool) -> None:
-        """A unit ended: after a failure the connection goes back to the pool (whose
-        reset rolls back what is left; the next unit takes another)."""
+        """A unit ended: after a failure the connection goes back to the pool (the next
+        unit takes another)."""
         try:
             if failed:
                 self._drop()
@@ -126,7 +126,7 @@ class _LaneUnit:
     def __enter__(self) -> Connection:
         lane = self._lane
         if not lane._lock.acquire(blocking=False):
-            self._pooled = _pooled(lane.engine)
+            self._pooled = pooled_unit(lane.engine)
             return self._pooled.__enter__()
         try:
             conn = lane._ready()
@@ -151,13 +151,12 @@ class _LaneUnit:
                 with contextlib.suppress(Exception):  # a broken connection: dropped below
                     transaction.rollback()
         finally:
-            # After a failure the connection goes back to the pool (its reset rolls
-            # back what is left; the next unit takes another).
             self._lane._end(failed=failed)
         return None
 
 
 @contextlib.contextmanager
-def _pooled(engine: Engine) -> Iterator[Connection]:
+def pooled_unit(engine: Engine) -> Iterator[Connection]:
+    """A unit on a connection checked out of ``engine``'s pool for it."""
     with engine.connect() as pooled, pooled.begin():
         yield pooled
