@@ -58,9 +58,15 @@ class Api:
             return c.post(path, **kw)
 
     def add_worker(self, name: str = "w1", capacity: int = 2) -> None:
+        """A worker with no cycle of its own (a scheduler's, or a submit's once it is
+        live, places): returns once it is registered — a job submitted before that finds
+        no live worker, stays pending, and with no scheduler nothing would place it."""
         daemon = WorkerDaemon(open_store(self.db_url), name=name, capacity=capacity,
                               lease_seconds=15.0, kill_grace=1.0)
         self._run(daemon.run)
+        wait_for(f"worker {name} to register", lambda: daemon.worker_id is not None
+                 or not self._threads[-1].is_alive())
+        assert daemon.worker_id is not None, f"worker {name} ended before it registered"
 
     def add_scheduler(self) -> None:
         self._run(SchedulerDaemon(open_store(self.db_url), interval=0.2).run)
