@@ -14,6 +14,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.store import Store, open_store
+from taskyard.store.cursor import BULK_MIN_ROWS
 from taskyard.worker.reports import report_batch
 
 HANDLER = "python:tests.handlers_for_tests:echo"
@@ -176,3 +177,40 @@ def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs
             *waiting, placed]
     finally:
         yard.close()
+
+
+def test_a_bulk_submit_refused_past_its_first_thousand_jobs_writes_nothing(
+        store: Store) -> None:
+    """A bulk's rows are built as they are written (PostgreSQL streams them into its
+    ``COPY``): a refusal midway still leaves nothing, names the job, and the store
+    takes the next batch."""
+    store.task_types.put(spec("t"))
+    subs = [JobSubmission("t", {"i": i}) for i in range(BULK_MIN_ROWS + 300)]
+    subs[BULK_MIN_ROWS + 200] = JobSubmission("t", {"i": float("nan")})
+    with pytest.raises(InvalidInput, match=f"job {BULK_MIN_ROWS + 200}: args"):
+        store.jobs.submit(subs)
+    assert store.jobs.list() == [] and store.events.list() == []
+    ids = store.jobs.submit([JobSubmission("t", {"i": i}) for i in range(BULK_MIN_ROWS + 1)])
+    assert ids == sorted(ids) and len(set(ids)) == BULK_MIN_ROWS + 1
+
+
+@pytest.mark.parametrize("first_traced", [0, 1])
+def test_a_bulk_submit_announces_each_job_in_order_with_its_own_values(
+        store: Store, first_traced: int) -> None:
+    """Every job of a bulk gets its ``job-pending`` event, in the order of the ids, and
+    each row its own values: a trace context on some rows only, a routing of its own."""
+    store.task_types.put(spec("t"))
+    store.task_types.put(spec("u"))
+    n = BULK_MIN_ROWS + 5
+    subs = [JobSubmission("u" if i % 3 else "t", {"i": i}, routing="r.x" if i == 7 else "",
+                          trace_context="00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+                          if i % 2 == first_traced else None) for i in range(n)]
+    ids = store.jobs.submit(subs)
+    events = [e for e in store.events.list(limit=2 * n) if e.topic == "job-pending"]
+    assert [e.payload for e in events] == [
+        {"job_id": job_id, "type": sub.type} for job_id, sub in zip(ids, subs, strict=True)]
+    assert events[7].routing_key == "taskyard._.r.x"
+    for i in (0, 1, 7, n - 1):
+        job = store.jobs.get(ids[i], attempts=False)
+        assert job is not None and (job.type, job.args, job.trace_context) == (
+            subs[i].type, {"i": i}, subs[i].trace_context)

@@ -12,6 +12,7 @@ Every statement that writes events also wakes the ``events`` channel."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,11 +60,17 @@ _ENDED_TOPIC = {"succeeded": "job-completed", "failed": "job-failed", "error": "
 task-failed and task-exception)."""
 
 
+@functools.lru_cache(maxsize=256)
+def _type_field(type: str) -> str:
+    """A job-pending payload's type field (a batch's jobs share a few types)."""
+    return f',"type":{encode_payload(type)}'
+
+
 def job_pending(job_id: int, graph_id: int | None, routing: str, *, type: str | None = None,
                 schedule: str | None = None, retry: str | None = None) -> Event:
     """A job became pending (submitted, released by its parents, retried, requeued by
     hand). ``routing``: the job's stored routing."""
-    more = "" if type is None else f',"type":{encode_payload(type)}'
+    more = "" if type is None else _type_field(type)
     if schedule is not None:
         more += f',"schedule":{encode_payload(schedule)}'
     if retry is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -104,19 +104,50 @@ class Jobs:
                 return added
         tx = self.tx
         specs = tx.task_types.by_name({s.type for s in subs})
-        rows = []
-        for index, sub in enumerate(subs):
-            spec = specs.get(sub.type)
-            if spec is None:
+        for sub in subs:
+            if sub.type not in specs:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
-            rows.append(job_row(sub, spec, index if len(subs) > 1 else None,
-                                limits=tx.store.limits))
         plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
-            ids = self.insert(rows)
+            ids = self._insert_submitted(subs, specs)
         else:
-            ids = self.insert_with_prerequisites(rows, plan, specs)
+            ids = self.insert_with_prerequisites(self._rows(subs, specs), plan, specs)
         return Added(ids, placing and tx.driver.live_worker(tx.raw), None)
+
+    def _rows(self, subs: Sequence[JobSubmission],
+              specs: dict[str, TaskTypeSpec]) -> list[dict[str, Any]]:
+        limits, many = self.tx.store.limits, len(subs) > 1
+        return [job_row(sub, specs[sub.type], index if many else None, limits=limits)
+                for index, sub in enumerate(subs)]
+
+    def _insert_submitted(self, subs: Sequence[JobSubmission],
+                          specs: dict[str, TaskTypeSpec]) -> list[int]:
+        """Jobs of no prerequisites, pending: each row is built as the driver writes it
+        (a bulk's ``COPY`` streams them: the server inserts the first rows while the
+        next are built, and no list of the batch's rows is kept), and announced from
+        its submission. A row refused midway stops the insert: nothing is written."""
+        limits, many = self.tx.store.limits, len(subs) > 1
+        first = job_row(subs[0], specs[subs[0].type], 0 if many else None, limits=limits)
+        columns = tuple(first)
+        # Every row has every key (see same_columns): a batch mixing traced jobs.
+        traced = many and any(s.trace_context is not None for s in subs)
+        if traced and "trace_context" not in columns:
+            columns = (*columns, "trace_context")
+        values = itemgetter(*columns)
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            row = first
+            for index, sub in enumerate(subs):
+                if index:
+                    row = job_row(sub, specs[sub.type], index, limits=limits)
+                if traced:
+                    row.setdefault("trace_context", None)
+                yield values(row)
+
+        ids = self.insert_rows(columns, rows(), len(subs), announce=False)
+        self.tx.events.append(job_pending(job_id, sub.graph_id, sub.routing, type=sub.type)
+                              for job_id, sub in zip(ids, subs, strict=True))
+        return ids
 
     def _add_one(self, sub: JobSubmission, placing: bool) -> Added | None:
         """One job, its type from the driver's cache, inserted only while the type is as
