@@ -59,6 +59,12 @@ def _measure(jobs: int, url: str, worker: CeleryWorker) -> list[float]:
     latencies: list[float] = []
     try:
         assert pool.events.ready.wait(60), "no event from the Celery worker"
+        # A job submitted before the pool registers finds no live worker, and this pool
+        # runs no cycle of its own: nothing would place it (as tests/http's add_worker).
+        deadline = time.monotonic() + 60
+        while pool.daemon.worker_id is None and thread.is_alive():
+            assert time.monotonic() < deadline, "the pool did not register"
+            time.sleep(0.01)
         for _ in range(jobs + 3):  # the first three warm up
             sent = time.time()
             job = yard.wait(yard.submit("celery-now"), timeout=60)
