@@ -51,6 +51,9 @@ class WorkerSlot:
     capacity: int
     prefetch: int = 0
     """Cost the worker accepts queued beyond ``capacity``."""
+    unpaced: int | None = None
+    """While the worker has declared no window (it knows no pace yet): the most it
+    accepts queued; ``prefetch`` is then provisional (core.prefetch.provisional_windows)."""
 
     @property
     def budget(self) -> int:
@@ -350,7 +353,7 @@ def without_paused(workers: Iterable[WorkerSlot],
         return list(workers)
     return [w if paused.isdisjoint(w.pools) else
             WorkerSlot(w.id, w.name, tuple(p for p in w.pools if p not in paused),
-                       w.capacity, w.prefetch) for w in workers]
+                       w.capacity, w.prefetch, w.unpaced) for w in workers]
 
 
 def place(

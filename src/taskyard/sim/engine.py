@@ -21,7 +21,6 @@ from taskyard.core.candidates import merged
 from taskyard.core.lifecycle import after_attempt, may_start
 from taskyard.core.locks import LockClaim, render_claims
 from taskyard.core.placement import Placement, Planner, SkipReason
-from taskyard.core.prefetch import prefetch_window, worth_declaring
 from taskyard.core.retry import RetryPolicy
 from taskyard.core.states import AttemptState, JobState
 from taskyard.sim.arrivals import Arrivals
@@ -34,6 +33,7 @@ from taskyard.sim.rates import KeyedStream, SimRates, render_key
 from taskyard.sim.scenario import Scenario
 from taskyard.sim.specs import TypeSpec
 from taskyard.sim.waits import SimWaits
+from taskyard.sim.windows import declare_window
 
 _PENDING, _DISPATCHED, _RUNNING = JobState.PENDING, JobState.DISPATCHED, JobState.RUNNING
 _LOCKS = (SkipReason.LOCK_HELD, SkipReason.LOCK_WANTED_AHEAD)
@@ -347,7 +347,7 @@ class Simulation:
         self.leave_worker(job, worker)
         worker.pace.observe(self.now - job.attempt_started)
         self.end_attempt(job, job.outcome)
-        self._adjust_prefetch(worker)
+        declare_window(self.planner, self.workers, worker)
         self.start_queued(worker)
 
     def leave_worker(self, job: SimJob, worker: SimWorker) -> None:
@@ -377,12 +377,3 @@ class Simulation:
                 job.eventful = self.rng.random() < job.type.eventful
             self.finish(job, decision.state)
 
-    def _adjust_prefetch(self, worker: SimWorker) -> None:
-        limit = worker.group.prefetch
-        if not limit:
-            return
-        window = prefetch_window(worker.capacity, worker.pace.mean, limit)
-        if worth_declaring(window, worker.slot.prefetch) and worker.id in self.planner.workers:
-            worker.slot = worker.slot.__class__(worker.id, worker.name, worker.slot.pools,
-                                                worker.capacity, window)
-            self.planner.add_worker(worker.slot)

@@ -16,6 +16,7 @@ from taskyard.core.lifecycle import after_worker_loss, losses_after_suspend
 from taskyard.core.states import AttemptState, JobState
 from taskyard.sim.context import SimContext
 from taskyard.sim.model import SimJob, SimWorker
+from taskyard.sim.windows import lend_windows
 
 if TYPE_CHECKING:
     from taskyard.sim.specs import WorkerGroup
@@ -45,6 +46,7 @@ class Faults:
         worker = SimWorker(self._next_worker, name, group, sim.now)
         sim.workers[worker.id] = worker
         sim.planner.add_worker(worker.slot)
+        lend_windows(sim.planner, sim.workers)
         sim.metrics.joined(worker)
         sim.note("join", 0, worker.id)
         if group.crash_every is not None:

@@ -134,7 +134,9 @@ class SimWorker:
         self.name = name
         self.group = group
         self.capacity = group.capacity
-        self.slot = WorkerSlot(worker_id, name, group.pools, group.capacity, 0)
+        # A window is lent until its first job ends (sim/windows.py, core/prefetch.py).
+        self.slot = WorkerSlot(worker_id, name, group.pools, group.capacity, 0,
+                               group.prefetch or None)
         self.alive = True
         self.jobs: dict[int, SimJob] = {}
         """Dispatched to it or running on it, by id (insertion order: deterministic)."""

@@ -91,7 +91,8 @@ class WorkerDaemon:
         """Starts not reported yet: job, attempt, monotonic time of the start."""
         self._hold_until: float | None = None
         self._pace = PaceTracker()
-        self._window = 0
+        self._window: int | None = None if prefetch > 0 else 0
+        """The window declared (None: none yet; placement lends one meanwhile)."""
         hooks = Hooks(on_done=self._on_done, on_start=self._kick.set,
                       on_stage=self._report_stage)
         self.logs = None if executor is not None or log_interval is None else LogPump(
@@ -122,7 +123,7 @@ class WorkerDaemon:
         try:
             record = self.store.workers.register(
                 self.name, self.pools, self.capacity, lease_seconds=self.lease_seconds,
-                hostname=socket.gethostname(), pid=os.getpid(),
+                hostname=socket.gethostname(), pid=os.getpid(), prefetch=self.prefetch,
             )
         except InvalidInput:
             # Refused for good (a Conflict may be retried under another name): let the
@@ -213,7 +214,8 @@ class WorkerDaemon:
         ended = [self._ended.popleft() for _ in range(len(self._ended))]
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
         loaded = self.executor.busy() > 1  # more than a lone job since the last report
-        declare = window if worth_declaring(window, self._window, loaded=loaded) else None
+        declare = (window if self._pace.mean is not None
+                   and worth_declaring(window, self._window, loaded=loaded) else None)
         if not ended and declare is None and not look and self._hold_starts(now):
             return
         self._hold_until = None

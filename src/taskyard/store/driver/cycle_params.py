@@ -26,8 +26,9 @@ def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What the planner starts from, as read: live workers (id, name, pools, capacity,
-    prefetch), what is dispatched or running (holder, type, worker, cost, locks, count),
-    the task types' limits (name, max queue length, rate limit), the paused pools."""
+    prefetch, unpaced prefetch), what is dispatched or running (holder, type, worker,
+    cost, locks, count), the task types' limits (name, max queue length, rate limit),
+    the paused pools."""
 
     workers: list[Any]
     active: list[Any]

@@ -190,6 +190,8 @@ class RegisterWorker:
     pools: str
     capacity: int
     lease_seconds: float
+    unpaced_prefetch: int | None = None
+    """The most it accepts queued until it declares a window (None: it never queues)."""
 
 
 @dataclass(frozen=True, slots=True)

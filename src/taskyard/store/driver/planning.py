@@ -12,6 +12,7 @@ from typing import Any
 
 from taskyard.core.locks import decode_claim
 from taskyard.core.placement import ActiveJob, Candidate, WorkerSlot, without_paused
+from taskyard.core.prefetch import provisional_windows
 from taskyard.core.rate_limits import RateLimit, parse_rate_limit
 from taskyard.model.records import loads
 from taskyard.store.driver.cycle_params import Snapshot
@@ -35,12 +36,13 @@ _rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 
 def planner_values(snapshot: Snapshot) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
-    """The snapshot's rows as the planner takes them (workers serving no paused pool)."""
-    workers = [WorkerSlot(w, name, pools_of(pools), capacity, prefetch)
-               for w, name, pools, capacity, prefetch in snapshot.workers]
+    """The snapshot's rows as the planner takes them (workers serving no paused pool, and
+    lent a window until they declare one)."""
+    workers = [WorkerSlot(w, name, pools_of(pools), capacity, prefetch, unpaced)
+               for w, name, pools, capacity, prefetch, unpaced in snapshot.workers]
     if snapshot.paused:  # rare: the simulator, which pauses none, calls it never either
         workers = without_paused(workers, frozenset(snapshot.paused))
-    return (workers,
+    return (list(provisional_windows(workers)),
             [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
              for holder, type_, worker, cost, locks, count in snapshot.active],
             TypeLimits.of(snapshot.limits))

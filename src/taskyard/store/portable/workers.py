@@ -42,11 +42,12 @@ def insert_worker(raw: Cursor, params: RegisterWorker) -> int | None:
     """A live worker (only one live worker per name, a partial unique index: a second
     inserts nothing — None — and the caller's transaction goes on)."""
     row = raw.first(
-        "INSERT INTO workers (name, hostname, pid, pools, capacity, state, lease_expires_at, "
-        "started_at, last_heartbeat_at) VALUES (?, ?, ?, ?, ?, 'active', {now} + ?, {now}, "
-        "{now}) ON CONFLICT (name) WHERE state = 'active' DO NOTHING RETURNING id",
+        "INSERT INTO workers (name, hostname, pid, pools, capacity, unpaced_prefetch, state, "
+        "lease_expires_at, started_at, last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, 'active', "
+        "{now} + ?, {now}, {now}) ON CONFLICT (name) WHERE state = 'active' DO NOTHING "
+        "RETURNING id",
         (params.name, params.hostname, params.pid, params.pools, params.capacity,
-         params.lease_seconds))
+         params.unpaced_prefetch, params.lease_seconds))
     return None if row is None else int(row[0])
 
 

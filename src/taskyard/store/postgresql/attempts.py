@@ -84,7 +84,8 @@ def end_attempts(raw: Cursor, params: EndAttempts) -> list[tuple[Any, ...]]:
 
 
 def set_prefetch(raw: Cursor, worker_id: int, prefetch: int) -> None:
-    raw.run("UPDATE workers SET prefetch = ? WHERE id = ?", (prefetch, worker_id))
+    raw.run("UPDATE workers SET prefetch = ?, unpaced_prefetch = NULL WHERE id = ?",
+            (prefetch, worker_id))
 
 
 def placed_here(raw: Cursor, worker_id: int, known: Iterable[tuple[int, int]]) -> Placed:

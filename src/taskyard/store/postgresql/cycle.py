@@ -33,7 +33,8 @@ SNAPSHOT_TEXT = (
     # each list in a fixed order: the same state always reads as the same text, which a
     # submit compares with the text a cycle read (pg_foreseen).
     "json_build_array("
-    "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch) ORDER BY id) "
+    "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch, unpaced_prefetch) "
+    "ORDER BY id) "
     "FROM workers WHERE state = 'active' AND lease_expires_at >= {now}), "
     "(SELECT json_agg(json_build_array(holder, type, worker_id, cost, locks, n) "
     "ORDER BY worker_id, type, locks, holder) FROM ("

@@ -144,6 +144,8 @@ workers = Table(
     Column("stopped_at", Time),
     # Added by migration 0003: jobs the cycle may place beyond capacity (queued at the worker).
     Column("prefetch", Integer, nullable=False, server_default="0"),
+    # Migration 0018: the most it queues until it declares a window (core/prefetch.py).
+    Column("unpaced_prefetch", Integer),
     CheckConstraint("capacity >= 0", name="capacity_nonnegative"),
     CheckConstraint("state IN ('active', 'stopped', 'expelled')", name="state_known"),
     # Only one live worker per name; stopped/expelled rows stay for history.
@@ -223,8 +225,7 @@ jobs = Table(
     Column("kind", String(10), nullable=False, server_default=Kind.TASK.value),
     Column("signal_name", String(200)), Column("signal_key", String(400)),
     Column("signals_after", Time),
-    # Added by migration 0014: the tick a schedule's job stands for (its own, or a
-    # backfill's), given to its handler as TASKYARD_LOGICAL_TIME.
+    # Migration 0014: the tick a schedule's job stands for, as TASKYARD_LOGICAL_TIME.
     Column("logical_time", Time),
     # Migration 0017: the W3C trace context at submit (core/trace_context.py), or NULL.
     Column("trace_context", Text),
@@ -353,8 +354,7 @@ schedules = Table(
     Column("last_outcome", String(40)),
     Column("created_at", Time, nullable=False),
     Column("updated_at", Time, nullable=False),
-    # Added by migration 0014: missed ticks older than the window are dropped; what a
-    # tick does while the last job runs (core/ticks.py:Overlap).
+    # Migration 0014: missed ticks older than the window are dropped; core/ticks.py:Overlap.
     Column("catchup_window", Time),
     Column("overlap", String(20), nullable=False, server_default="allow"),
     CheckConstraint("every IS NULL OR cron IS NULL", name="every_xor_cron"),

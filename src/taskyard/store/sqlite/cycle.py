@@ -31,7 +31,7 @@ job through the state index."""
 MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?", TIMERS))
 _HINT = "INDEXED BY ix_jobs_pending_pools"
 """SQLite must be told the placement index (and see the state as a literal)."""
-_WORKERS = ("SELECT id, name, pools, capacity, prefetch FROM workers "
+_WORKERS = ("SELECT id, name, pools, capacity, prefetch, unpaced_prefetch FROM workers "
             "WHERE state = 'active' AND lease_expires_at >= {now}")
 _ACTIVE = ("SELECT CASE WHEN locks = '[]' THEN 0 ELSE id END AS holder, type, worker_id, "
            "SUM(cost), locks, COUNT(*) FROM jobs WHERE state IN ('dispatched', 'running') "

@@ -27,7 +27,7 @@ def drain_worker(store: Store, name: str) -> int:
     with store.write() as tx:
         found = tx.conn.execute(
             update(_W).where(_W.c.name == name, _W.c.state == "active")
-            .values(capacity=0, prefetch=0).returning(_W.c.id)).scalar()
+            .values(capacity=0, prefetch=0, unpaced_prefetch=None).returning(_W.c.id)).scalar()
         if found is None:
             raise NotFound(f"no live worker {name!r}")
         tx.events.append([worker_draining(name, int(found))])

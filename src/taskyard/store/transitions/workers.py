@@ -37,8 +37,11 @@ class Workers:
         lease_seconds: float,
         hostname: str = "",
         pid: int | None = None,
+        prefetch: int = 0,
     ) -> WorkerRecord:
-        """Join the cluster with a lease; a live worker of the same name is a Conflict."""
+        """Join the cluster with a lease; a live worker of the same name is a Conflict.
+        ``prefetch``: the most it accepts queued beyond ``capacity``; until it declares a
+        window (``report(prefetch=…)``) placement lends it its pools' (core/prefetch.py)."""
         if not name or not pools or capacity < 0 or lease_seconds <= 0:
             raise InvalidInput("worker: needs a name, at least one pool, capacity >= 0, a lease")
         with refused_as_invalid("worker"):
@@ -46,8 +49,10 @@ class Workers:
             for pool in pools:
                 check_name(pool, "pool name")
             whole(capacity, "capacity")
+            whole(prefetch, "prefetch")
         worker_id = self.tx.driver.register_worker(self.tx.raw, RegisterWorker(
-            name, hostname, pid, dumps(list(pools)), capacity, lease_seconds))
+            name, hostname, pid, dumps(list(pools)), capacity, lease_seconds,
+            prefetch if prefetch > 0 else None))
         if worker_id is None:
             raise Conflict(f"a live worker named {name!r} is already registered")
         self.tx.task_types.ensure_pools(pools)
