@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from taskyard.core.placement import ActiveJob, Candidate, WorkerSlot, place, without_paused
-from taskyard.core.prefetch import DEFAULT_PREFETCH, provisional_windows
+from taskyard.core.prefetch import DEFAULT_PREFETCH, provisional_windows, worth_declaring
 
 POOLS = ("a", "b", "c")
 # (pools, capacity, declared window, unpaced limit or None: paced)
@@ -98,3 +98,10 @@ def test_the_least_of_its_pools_and_never_past_its_own_limit():
     # A paused pool is left out first (planning.py): only a's windows count for "ab".
     paused = without_paused(workers, frozenset({"b"}))
     assert {w.name: w.prefetch for w in provisional_windows(paused)}["ab"] == 100
+
+
+def test_a_worker_declares_its_first_window_whatever_it_is():
+    # Even a closed one (0): its declaration ends the loan (the daemon calls this only
+    # once its pace is known).
+    assert worth_declaring(0, None) and worth_declaring(7, None, loaded=False)
+    assert not worth_declaring(0, 0)
