@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from taskyard.api.yard import Yard
+from taskyard.core.prefetch import DEFAULT_PREFETCH
 from taskyard.scheduler.daemon import SchedulerDaemon
 from taskyard.store import open_store
 from taskyard.worker.daemon import WorkerDaemon
@@ -25,11 +26,13 @@ class Cluster:
     workers: list[WorkerDaemon] = field(default_factory=list)
 
     def add_worker(self, name: str, capacity: int = 2, pools: tuple[str, ...] = ("default",),
-                   lease: float = 15.0, placer: Placer | None = None) -> WorkerDaemon:
+                   lease: float = 15.0, placer: Placer | None = None, *,
+                   prefetch: int = DEFAULT_PREFETCH) -> WorkerDaemon:
         """``placer``: the cycle the worker runs itself (as ``taskyard worker`` does);
         without one, only a scheduler places."""
         daemon = WorkerDaemon(open_store(self.url), name=name, pools=pools, capacity=capacity,
-                              lease_seconds=lease, kill_grace=1.0, placer=placer)
+                              lease_seconds=lease, kill_grace=1.0, placer=placer,
+                              prefetch=prefetch)
         self._start(daemon.run)
         self.workers.append(daemon)
         return daemon
