@@ -175,15 +175,16 @@ def latency(url: str, direct: str, rate: float, seconds: float,
     def finished() -> list[tuple[int, Any, Any]] | None:
         with psycopg.connect(direct, autocommit=True) as conn:
             rows = conn.execute(
-                "SELECT j.id, j.result, a.worker_id FROM jobs j JOIN attempts a ON "
+                "SELECT j.id, j.result, a.worker_id, j.created_at, a.dispatched_at, "
+                "a.started_at FROM jobs j JOIN attempts a ON "
                 "a.job_id = j.id AND a.attempt = j.attempt WHERE j.id BETWEEN %s AND %s "
                 "AND j.type = 'stamp' AND j.state = 'succeeded'", (lo, hi)).fetchall()
         return rows if len(rows) >= len(sent) else None
 
     rows = wait_for("the latency jobs to end", finished, timeout=120 + seconds, every=0.25)
     busy = window.rates(first, window.read())
-    samples = [(float(result) - sent[job]) * 1000 for job, result, _ in rows if job in sent]
-    spread = sorted(collections.Counter(w for _, _, w in rows).values())
+    samples = [(float(r[1]) - sent[r[0]]) * 1000 for r in rows if r[0] in sent]
+    spread = sorted(collections.Counter(r[2] for r in rows).values())
     return {"jobs": total, "p50_ms": round(probe.percentile(samples, 0.5), 2),
             "p99_ms": round(probe.percentile(samples, 0.99), 2),
             "max_ms": round(max(samples), 2),
@@ -191,7 +192,26 @@ def latency(url: str, direct: str, rate: float, seconds: float,
             "workers_used": len(spread), "most_on_one": spread[-1],
             "db_cpu_percent": busy["db_cpu_percent"],
             "statements_per_s": busy["statements_per_s"],
-            "daemons_cpu_percent": busy["daemons_cpu_percent"]}
+            "daemons_cpu_percent": busy["daemons_cpu_percent"],
+            "phases_ms": _phases(rows, sent)}
+
+
+def _phases(rows: list[tuple[Any, ...]], sent: dict[int, float]) -> dict[str, list[float]]:
+    """Where submit → start goes, p50 and p99 of each step (the database's clock for the
+    rows' times, the submitter's for ``sent``, the handler's for its start: one machine):
+    the submit call until its row's creation, creation to dispatch (placement), dispatch
+    to the worker's start of the attempt, that start to the handler's."""
+    steps: dict[str, list[float]] = {"submit": [], "placed": [], "picked_up": [], "handler": []}
+    for job, result, _, created, dispatched, started in rows:
+        if job not in sent or dispatched is None or started is None:
+            continue
+        for name, low, high in (("submit", sent[job], created),
+                                ("placed", created, dispatched),
+                                ("picked_up", dispatched, started),
+                                ("handler", started, float(result))):
+            steps[name].append((float(high) - float(low)) * 1000)
+    return {name: [round(probe.percentile(v, 0.5), 2), round(probe.percentile(v, 0.99), 2)]
+            for name, v in steps.items() if v}
 
 
 def drain(url: str, direct: str, jobs: int, workers: int,
