@@ -118,7 +118,13 @@ def run_cycle(
         if (report.expelled or report.timed_out or report.requeued or report.scheduled
                 or report.awaited):
             tx.reads_are_stale()
-    workers, active, limits = tx.snapshot()
+    if not maintain and tx.nothing_pending():
+        # Nothing to place: neither the live workers' values nor the planner are built
+        # (each grows with the fleet: at 200 workers a cycle that placed nothing cost
+        # 0.46 ms of Python so, most of the cycles the ends of a steady trickle run).
+        workers: list[WorkerSlot] = []
+    else:
+        workers, active, limits = tx.snapshot()
     if workers:
         rates = tx.rate_book(limits)
         planner = Planner.from_snapshot(workers, active, limits.queue, rates)

@@ -153,6 +153,14 @@ class CycleTx:
             self._reads = self.tx.driver.read_cycle(self.tx.raw)
         return frozenset(self._reads.snapshot.paused)
 
+    def nothing_pending(self) -> bool:
+        """True when the cycle's first reads found no job pending (PostgreSQL reads the
+        pending jobs' pools lists with its snapshot); False when they did, or when the
+        backend does not know before it reads the candidates (SQLite)."""
+        if self._reads is None:
+            self._reads = self.tx.driver.read_cycle(self.tx.raw)
+        return self._reads.lists == []
+
     def limits(self) -> TypeLimits:
         """The task types' max queue lengths and rate limits."""
         return self.snapshot()[2]
