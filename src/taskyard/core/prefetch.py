@@ -15,7 +15,6 @@ jobs one by one, which then got little of a burst (bench.fleet; see core.affinit
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from taskyard.core.placement import WorkerSlot
@@ -45,7 +44,7 @@ def prefetch_window(capacity: int, mean_duration: float | None, limit: int,
     return max(0, min(limit, math.ceil(round(in_flight, 6)) - capacity))
 
 
-def provisional_windows(workers: Sequence[WorkerSlot]) -> Sequence[WorkerSlot]:
+def provisional_windows(workers: list[WorkerSlot]) -> list[WorkerSlot]:
     """The workers as placement sees them, a worker that knows no pace yet (``unpaced``)
     given the window its pools' other workers declared: per pool it serves, the median
     of their windows (the lower one of an even count); the least over its pools, 0 for a

@@ -42,7 +42,7 @@ def planner_values(snapshot: Snapshot) -> tuple[list[WorkerSlot], list[ActiveJob
                for w, name, pools, capacity, prefetch, unpaced in snapshot.workers]
     if snapshot.paused:  # rare: the simulator, which pauses none, calls it never either
         workers = without_paused(workers, frozenset(snapshot.paused))
-    return (list(provisional_windows(workers)),
+    return (provisional_windows(workers),
             [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
              for holder, type_, worker, cost, locks, count in snapshot.active],
             TypeLimits.of(snapshot.limits))
