@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields, replace
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,6 +39,50 @@ def _merged(a: dict, b: dict) -> dict:  # type: ignore[type-arg]
 @given(st.lists(facts, max_size=40), st.integers(0, 40))
 def test_folding_in_two_parts_adds_up_to_folding_at_once(found: list[Fact], cut: int) -> None:
     assert _merged(fold(found[:cut]), fold(found[cut:])) == fold(found)
+
+
+def _counts_of(fact: Fact) -> Counts:
+    """One fact's counts, built field by field (the reference ``fold`` is checked against)."""
+    one: dict[str, Any] = {fact.kind.value: 1}
+    counts = replace(Counts(), **one)
+    if fact.seconds is not None and fact.kind is Kind.STARTED:
+        return replace(counts, wait_sum=max(fact.seconds, 0.0), wait_hist=_one_wait(fact.seconds))
+    if fact.seconds is not None and fact.kind is Kind.FINISHED:
+        return replace(counts, cycle_sum=max(fact.seconds, 0.0),
+                       cycle_hist=_one_wait(fact.seconds))
+    return counts
+
+
+@given(st.lists(facts, max_size=60), st.sampled_from([(60, 900, 7200, 0), (60,), (0, 3600)]))
+def test_folding_counts_as_merging_fact_by_fact(found: list[Fact],
+                                                 levels: tuple[int, ...]) -> None:
+    expected: dict = {}  # type: ignore[type-arg]
+    for fact in found:
+        for g in levels:
+            key = (g, bucket_of(fact.at, g), fact.pool, fact.type)
+            one = _counts_of(fact)
+            expected[key] = expected[key].merge(one) if key in expected else one
+    assert fold(found, levels) == expected
+
+
+counts = st.builds(
+    Counts, *(st.integers(0, 10**6) for _ in range(7)), st.floats(0, 1e6),
+    st.tuples(*(st.integers(0, 100) for _ in range(len(BOUNDS) + 1))), st.floats(0, 1e6),
+    st.tuples(*(st.integers(0, 100) for _ in range(len(BOUNDS) + 1))), st.floats(0, 1e6),
+    st.integers(0, 1000), st.integers(0, 1000))
+
+
+@given(counts, counts)
+def test_merging_adds_every_field(a: Counts, b: Counts) -> None:
+    merged = a.merge(b)
+    for f in fields(Counts):
+        mine, theirs, got = getattr(a, f.name), getattr(b, f.name), getattr(merged, f.name)
+        if f.name == "depth_max":
+            assert got == max(mine, theirs)
+        elif isinstance(mine, tuple):
+            assert got == tuple(x + y for x, y in zip(mine, theirs, strict=True))
+        else:
+            assert got == mine + theirs
 
 
 @given(st.lists(facts, max_size=40))

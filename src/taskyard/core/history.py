@@ -18,9 +18,8 @@ import bisect
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 BOUNDS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                              30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
@@ -87,16 +86,21 @@ class Counts:
 
     def merge(self, other: Counts) -> Counts:
         """Both added up (the depth's maximum is the larger one)."""
-        values = {}
-        for f in fields(Counts):
-            mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if f.name == "depth_max":
-                values[f.name] = max(mine, theirs)
-            elif isinstance(mine, tuple):
-                values[f.name] = tuple(a + b for a, b in zip(mine, theirs, strict=True))
-            else:
-                values[f.name] = mine + theirs
-        return Counts(**values)
+        # Field by field, not through dataclasses.fields(): the charts and the rollups'
+        # writes merge one Counts per row (tests/unit/test_history_core.py checks every
+        # field is merged).
+        return Counts(
+            self.arrived + other.arrived, self.started + other.started,
+            self.succeeded + other.succeeded, self.failed + other.failed,
+            self.errored + other.errored, self.canceled + other.canceled,
+            self.finished + other.finished, self.wait_sum + other.wait_sum,
+            _added(self.wait_hist, other.wait_hist), self.cycle_sum + other.cycle_sum,
+            _added(self.cycle_hist, other.cycle_hist), self.depth_sum + other.depth_sum,
+            self.depth_n + other.depth_n, max(self.depth_max, other.depth_max))
+
+
+def _added(mine: tuple[int, ...], theirs: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(a + b for a, b in zip(mine, theirs, strict=True))
 
 
 Key = tuple[int, float, str, str]
@@ -113,34 +117,59 @@ def slot(seconds: float) -> int:
     return bisect.bisect_left(BOUNDS, max(seconds, 0.0))
 
 
-def _one(fact: Fact) -> Counts:
-    if fact.kind is Kind.STARTED and fact.seconds is not None:
-        return Counts(started=1, wait_sum=max(fact.seconds, 0.0),
-                      wait_hist=_hist_with(slot(fact.seconds)))
-    if fact.kind is Kind.FINISHED:
-        if fact.seconds is None:
-            return Counts(finished=1)
-        return Counts(finished=1, cycle_sum=max(fact.seconds, 0.0),
-                      cycle_hist=_hist_with(slot(fact.seconds)))
-    one: dict[str, Any] = {fact.kind.value: 1}
-    return replace(Counts(), **one)
+_COUNTERS = {kind: index for index, kind in enumerate(
+    (Kind.ARRIVED, Kind.STARTED, Kind.SUCCEEDED, Kind.FAILED, Kind.ERRORED, Kind.CANCELED,
+     Kind.FINISHED))}
+"""Each kind's counter, in the order of Counts' first fields."""
+_TIMED = {Kind.STARTED: "wait", Kind.FINISHED: "cycle"}
+"""The kinds whose seconds are kept, and as what."""
 
 
-def _hist_with(index: int) -> tuple[int, ...]:
-    return tuple(int(i == index) for i in range(len(BOUNDS) + 1))
+class _Bucket:
+    """One key's counts while folding: mutable, so that a fact costs a few additions
+    (building a Counts per fact and granularity cost ~30 µs a fact: a scheduler spent
+    more CPU rolling up 20,000 no-op jobs than both workers running them)."""
+
+    __slots__ = ("counters", "cycle_hist", "cycle_sum", "wait_hist", "wait_sum")
+
+    def __init__(self) -> None:
+        self.counters = [0] * len(_COUNTERS)
+        self.wait_sum = 0.0
+        self.wait_hist = [0] * (len(BOUNDS) + 1)
+        self.cycle_sum = 0.0
+        self.cycle_hist = [0] * (len(BOUNDS) + 1)
+
+    def counts(self) -> Counts:
+        arrived, started, succeeded, failed, errored, canceled, finished = self.counters
+        return Counts(arrived, started, succeeded, failed, errored, canceled, finished,
+                      self.wait_sum, tuple(self.wait_hist), self.cycle_sum,
+                      tuple(self.cycle_hist))
 
 
 def fold(facts: Iterable[Fact],
          granularities: Sequence[int] = GRANULARITIES) -> dict[Key, Counts]:
     """The facts counted into every granularity's buckets."""
-    found: dict[Key, Counts] = {}
+    found: dict[Key, _Bucket] = {}
     for fact in facts:
-        counts = _one(fact)
+        counter = _COUNTERS[fact.kind]
+        seconds = fact.seconds
+        # A start's wait, an end's cycle time (other kinds' seconds count nothing).
+        timed = None if seconds is None else _TIMED.get(fact.kind)
+        spent, index = ((0.0, 0) if seconds is None or timed is None
+                        else (max(seconds, 0.0), slot(seconds)))
         for g in granularities:
             key = (g, bucket_of(fact.at, g), fact.pool, fact.type)
-            before = found.get(key)
-            found[key] = counts if before is None else before.merge(counts)
-    return found
+            bucket = found.get(key)
+            if bucket is None:
+                bucket = found[key] = _Bucket()
+            bucket.counters[counter] += 1
+            if timed == "wait":
+                bucket.wait_sum += spent
+                bucket.wait_hist[index] += 1
+            elif timed == "cycle":
+                bucket.cycle_sum += spent
+                bucket.cycle_hist[index] += 1
+    return {key: bucket.counts() for key, bucket in found.items()}
 
 
 def depth_sample(depths: Mapping[tuple[str, str], int], at: float,
