@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from taskyard.store import Store
     from taskyard.store.unit import Tx
 
-_H, _J, _A, _E, _T = t.history, t.jobs, t.attempts, t.events, t.duration_totals
+_H, _J, _T = t.history, t.jobs, t.duration_totals
 _O = t.outbox_cursors
 FOLLOWER = "history"
 """The history follower's name among the outbox cursors."""
