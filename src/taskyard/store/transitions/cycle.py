@@ -134,9 +134,7 @@ class CycleTx:
         """:meth:`workers`, :meth:`active_jobs` and :meth:`limits`: from the reads made
         with the lock, or read now (PostgreSQL: one statement, which also reads the
         first candidates)."""
-        if self._reads is None:
-            self._reads = self.tx.driver.read_cycle(self.tx.raw)
-        return planner_values(self._reads.snapshot)
+        return planner_values(self._first_reads().snapshot)
 
     def workers(self) -> list[WorkerSlot]:
         """Live workers."""
@@ -149,21 +147,23 @@ class CycleTx:
 
     def paused_pools(self) -> frozenset[str]:
         """The pools paused: placement sees no worker serving them."""
-        if self._reads is None:
-            self._reads = self.tx.driver.read_cycle(self.tx.raw)
-        return frozenset(self._reads.snapshot.paused)
+        return frozenset(self._first_reads().snapshot.paused)
 
     def nothing_pending(self) -> bool:
         """True when the cycle's first reads found no job pending (PostgreSQL reads the
         pending jobs' pools lists with its snapshot); False when they did, or when the
         backend does not know before it reads the candidates (SQLite)."""
-        if self._reads is None:
-            self._reads = self.tx.driver.read_cycle(self.tx.raw)
-        return self._reads.lists == []
+        return self._first_reads().lists == []
 
     def limits(self) -> TypeLimits:
         """The task types' max queue lengths and rate limits."""
         return self.snapshot()[2]
+
+    def _first_reads(self) -> CycleReads:
+        """The reads made with the lock, or made now (and kept until they go stale)."""
+        if self._reads is None:
+            self._reads = self.tx.driver.read_cycle(self.tx.raw)
+        return self._reads
 
     def reads_are_stale(self) -> None:
         """The reads made with the lock are stale (the cycle's maintenance changed
