@@ -5,16 +5,18 @@ the planner settings as it found them; a worker's own cycle does not wake it."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, Outcome, Started, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.store import Store, open_store
 from taskyard.store.cursor import BULK_MIN_ROWS
+from taskyard.store.unit import Tx
 from taskyard.worker.reports import report_batch
 
 HANDLER = "python:tests.handlers_for_tests:echo"
@@ -144,7 +146,7 @@ def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> Non
 
 
 def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs_it(
-        db_url: str) -> None:
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With no live worker the inline cycle could place nothing: the submit learns so
     from its insert and runs none (nor wakes anyone); once a worker is live, the next
     submit runs the cycle in its own transaction again and places."""
@@ -155,13 +157,23 @@ def test_a_submit_with_no_live_worker_skips_the_cycle_and_one_with_a_worker_runs
         yard.add_task_type("t", HANDLER)
         store = yard.store
         waiting = [yard.submit("t", {"i": 0})]
-        commits: list[None] = []
-        event.listen(store.engine, "commit", lambda _conn: commits.append(None))
+        # Units of work counted where the store opens them (a cycle after the insert
+        # would be a second one); PostgreSQL's lone insert commits by itself, with no
+        # COMMIT of its own to observe.
+        units: list[None] = []
+        opened = store.write
+
+        def counted() -> AbstractContextManager[Tx]:
+            units.append(None)
+            return opened()
+
+        monkeypatch.setattr(store, "write", counted)
         waiting += [yard.submit("t", {"i": i}) for i in (1, 2)]
         with store.submit([JobSubmission("t", {"i": 3})]) as submitted:
             assert submitted.cycle is None  # no live worker: no cycle to run
         waiting += submitted.ids
-        assert len(commits) == 3  # one transaction per submit
+        assert len(units) == 3  # one transaction per submit
+        monkeypatch.undo()
         assert [store.jobs.get(j).state for j in waiting] == ["pending"] * 4  # type: ignore[union-attr]
         pending = [e.payload["job_id"] for e in store.events.list()
                    if e.topic == "job-pending"]
