@@ -295,7 +295,7 @@ def run_case(workers: int, args: argparse.Namespace, folder: Path) -> dict[str, 
     row: dict[str, Any] = {"workers": workers, "pooler": args.pooler,
                            "shared_listener": args.shared_listener,
                            "max_db_connections": args.max_db_connections,
-                           "prefetch": args.prefetch,
+                           "prefetch": args.prefetch, "schedulers": args.schedulers,
                            "load_before": [round(x, 1) for x in os.getloadavg()]}
     max_conn = 50 if args.pooler else max(100, 3 * workers + 40)
     with ExitStack() as stack:
@@ -328,7 +328,7 @@ def run_case(workers: int, args: argparse.Namespace, folder: Path) -> dict[str, 
                     p.kill()
 
         stack.callback(stop_all)
-        for i in range(2):
+        for i in range(args.schedulers):
             procs.append(subprocess.Popen(
                 _taskyard(url, "-vv", "scheduler", listen=listen, shared=args.shared_listener),
                 env=_env(f"scheduler-{i}", folder),
@@ -451,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-db-connections", type=int,
                         help="each worker's --max-db-connections")
     parser.add_argument("--prefetch", type=int, help="each worker's --prefetch")
+    parser.add_argument("--schedulers", type=int, default=2,
+                        help="scheduler daemons (the report's rows assume 2)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     rows = []
