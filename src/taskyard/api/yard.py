@@ -201,10 +201,10 @@ class Yard:
     def _submit(self, subs: Sequence[JobSubmission]) -> list[int]:
         """Seed 000 runs schedule() on job creation: in the submit's own unit of work,
         so that a job reaches its worker with one commit (see Store.submit)."""
+        if self.inline_cycle:  # imported before the insert may take the cycle's lock
+            from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up
         with self.store.submit(subs, placing=self.inline_cycle) as submitted:
             if submitted.cycle is not None:
-                from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up
-
                 run_cycle(submitted.cycle, holder="inline", maintenance_every=EVENT_MAINTENANCE,
                           record=False)
         return submitted.ids

@@ -135,12 +135,14 @@ class Tx:
         held: contextlib.AbstractContextManager[bool] = (
             self.driver.cycle_lock(self.raw) if start is None
             else contextlib.nullcontext(start.held))
+        # Imported before the lock is ours: a process's first import of the cycle's
+        # modules (~20 ms) would hold every other placer back.
+        from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up
+
         with held as ours:
             if not ours:
                 yield None
                 return
-            from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up
-
             cycle = CycleTx(self, None if start is None else start.reads,
                             scans_off=self.driver.lock_scans_off)
             yield cycle
