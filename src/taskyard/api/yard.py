@@ -144,8 +144,7 @@ class Yard:
         args: dict[str, Any] | None = None,
         *,
         priority: int = 0, run_after: float | str | None = None,
-        pools: Sequence[str] | None = None,
-        locks: Sequence[str] = (),
+        pools: Sequence[str] | None = None, locks: Sequence[str] = (),
         timeout: float | str | None = None,
         unique_key: str | None = None, unique_for: float | str | None = None,
         on_duplicate: str = "existing",
@@ -199,12 +198,13 @@ class Yard:
         return JobHandle(self, job_id)
 
     def _submit(self, subs: Sequence[JobSubmission]) -> list[int]:
-        """Seed 000 runs schedule() on job creation: in the submit's own unit of work,
-        so that a job reaches its worker with one commit (see Store.submit)."""
-        if self.inline_cycle:  # imported before the insert may take the cycle's lock
+        """Seed 000 runs schedule() on job creation, in the submit's own unit of work:
+        a job reaches its worker with one commit (Store.submit)."""
+        if self.inline_cycle and self.store.driver.locks_in_insert:  # loaded before the lock
             from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up
         with self.store.submit(subs, placing=self.inline_cycle) as submitted:
             if submitted.cycle is not None:
+                from taskyard.scheduler.cycle import run_cycle  # noqa: PLC0415 - start-up
                 run_cycle(submitted.cycle, holder="inline", maintenance_every=EVENT_MAINTENANCE,
                           record=False)
         return submitted.ids

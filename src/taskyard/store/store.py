@@ -98,11 +98,11 @@ class Store:
         the same state (then there is no cycle to run), and may be the unit's whole
         transaction: then the cycle, if one is needed, runs in a unit of its own
         (postgresql/jobs.py)."""
-        if placing:
-            # Imported before the insert, which may take the cycle's lock (PostgreSQL):
-            # a process's first import of the cycle's modules (~20 ms) under it held
-            # every other placer back — the first submits of fresh processes waited
-            # 50-120 ms to be placed (bench.fleet's latency phase, 10 workers).
+        if placing and self.driver.locks_in_insert:
+            # Imported before the insert, which may take the cycle's lock: a process's
+            # first import of the cycle's modules (~20 ms) under it held every other
+            # placer back — the first submits of fresh processes waited 50-125 ms to be
+            # placed (bench.fleet's latency phase, 10 workers).
             import taskyard.store.transitions.cycle  # noqa: F401, PLC0415
         with self.write() as tx:
             if not placing:

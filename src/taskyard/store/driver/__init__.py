@@ -104,6 +104,9 @@ class Driver(SharedTransitions, Protocol):
     pending_index: str
     row_lock: str
     lock_scans_off: bool
+    locks_in_insert: bool
+    """A placing submit's insert may take the cycle's lock itself: what the cycle runs is
+    loaded before the insert (a first import under the lock held every placer back)."""
     keeps_cursors: bool
     """A unit of work reuses the cursor kept with its pooled connection (store/cursor.py);
     False: each unit opens and closes its own (sqlite3: see Tx.close)."""

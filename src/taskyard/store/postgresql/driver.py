@@ -59,6 +59,8 @@ class PostgresDriver(SharedTransitions):
     pending_index = ""
     lock_scans_off = True
     """The cycle's lock statement turns bitmap and sequential scans off (cycle.LOCK_AHEAD)."""
+    locks_in_insert = True
+    """A placing insert tries the cycle's lock in its own statement (cycle.LOCK_IF_WORKERS)."""
     keeps_cursors = True
     row_lock = " FOR NO KEY UPDATE"
     """The lock an UPDATE of non-key columns takes: taken ahead by a read that decides

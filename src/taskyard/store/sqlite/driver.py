@@ -78,6 +78,9 @@ class SqliteDriver(SharedTransitions):
     """SQLite must be told the placement index (and see the state as a literal)."""
     lock_scans_off = False
     """No planner settings to change."""
+    locks_in_insert = False
+    """The cycle's lock is taken after the insert, only with a live worker (Tx.cycle): a
+    submit with none loads no cycle code (CLI start-up)."""
     keeps_cursors = False
     """sqlite3 cursors are closed with their unit of work (see Tx.close)."""
     row_lock = ""
