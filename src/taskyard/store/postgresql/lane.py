@@ -27,9 +27,9 @@ keeps in the pool too. The unit begins no SQLAlchemy transaction of its own: psy
 begins the server's at the unit's first statement (SQLAlchemy's begin sends nothing on
 psycopg, and its Core statements begin one by themselves), and the unit's end commits
 what was begun, at either level — or nothing when nothing was sent, as for a lone
-submit whose insert was its own transaction (postgresql/jobs.py). SQLAlchemy's begin and
-its commit of a transaction never begun on the server were 10 % of that submit's client
-CPU.
+submit whose insert was its own transaction (postgresql/jobs.py): SQLAlchemy's begin and
+its commit of a transaction never begun on the server took 0.089 ms of client CPU per
+such submit to 0.084 without them.
 """
 
 from __future__ import annotations
