@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from polling import wait_for
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import Assignment, ClaimedJob
 from taskyard.store import Store
@@ -86,3 +87,22 @@ def test_a_stop_request_wakes_the_main_loop(daemon: WorkerDaemon) -> None:
     daemon._kick.clear()
     daemon.lease.watch(stop)
     assert daemon._kick.is_set()
+
+
+def test_a_stopped_worker_ends_every_thread_it_started(store: Store) -> None:
+    # At rest its threads sleep until woken (the listener's wait lasts up to a minute,
+    # the log pump's until an attempt is watched): the stop must wake each of them,
+    # or the worker leaves threads, and its listening connection, behind.
+    worker = WorkerDaemon(store, capacity=1)
+    before = set(threading.enumerate())
+    stop = threading.Event()
+    runner = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    runner.start()
+    wait_for("the worker listening", lambda: worker._listener is not None)
+    started = set(threading.enumerate()) - before - {runner}
+    assert len(started) >= 4  # heartbeat, watchdog, listener, log pump (and slots)
+    stop.set()
+    runner.join(120)
+    assert not runner.is_alive()
+    wait_for("its threads ended", lambda: not [t for t in started if t.is_alive()],
+             timeout=30)

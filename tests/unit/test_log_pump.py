@@ -4,9 +4,12 @@ attempt's last words survive a failed write without reading its (reused) files a
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from polling import wait_for
 from taskyard.store.transitions.logs import LogChunk
 from taskyard.worker.log_pump import LogPump
 
@@ -76,3 +79,29 @@ def test_last_words_survive_a_failed_write_and_a_reused_file(tmp_path: Path) -> 
     assert refused == [(2, 1)]
     pump.round()  # both forgotten: nothing more
     assert len(sink.got) == 2
+
+
+def test_an_idle_pump_sleeps_until_an_attempt_is_watched_or_it_is_woken(
+        tmp_path: Path) -> None:
+    # An idle worker's pump read nothing 5 times a second: now it makes no round
+    # while it watches nothing, and wakes for an attempt, or for its stop.
+    sink = Sink()
+    pump = LogPump(sink, on_refused=lambda key: None, interval=0.01)
+    rounds: list[int] = []
+    real_round = pump.round
+    pump.round = lambda: (rounds.append(1), real_round())[1]  # type: ignore[method-assign]
+    stop = threading.Event()
+    thread = threading.Thread(target=pump.run, args=(stop,), daemon=True)
+    thread.start()
+    time.sleep(0.3)  # 30 intervals: an idle pump makes no round however slow the box
+    assert rounds == []
+    out, err = _files(tmp_path)
+    ended = pump.watch((1, 1), str(out), str(err))
+    out.write_bytes(b"hi\n")
+    wait_for("the line written", lambda: sink.got)
+    ended()
+    stop.set()
+    pump.wake()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert [c.data for c in sink.got] == ["hi\n"]

@@ -80,7 +80,10 @@ class Lease:
         """Self-fencing: stop every attempt while the lease still holds, if it cannot be
         renewed in time (a hanging call is caught too: this thread never blocks)."""
         margin = self.seconds / 3
-        while not stop.wait(min(0.1, self.heartbeat_every)):
+        # It wakes when the lease would run short (each renewal moves that on), not in
+        # slices: looking 10 times a second cost an idle fleet of 200 workers 2,000
+        # wake-ups a second.
+        while not stop.wait(max(0.01, self.until - margin - time.monotonic())):
             if time.monotonic() >= self.until - margin:
                 log.error("event=self-fenced worker=%s reason=lease-not-renewed", self.name)
                 self.fence(stop)

@@ -73,6 +73,11 @@ class Listener(Protocol):
         connection."""
         ...
 
+    def interrupt(self) -> None:
+        """End the :meth:`wait` under way in another thread at once (it returns False),
+        or the next one when none is (thread-safe)."""
+        ...
+
     def close(self) -> None: ...
 
 

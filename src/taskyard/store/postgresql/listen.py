@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from taskyard.store.driver import Connections, Listener
+from taskyard.store.interrupt import Interrupt
 from taskyard.store.postgresql.urls import pg_target
 
 log = logging.getLogger("taskyard.store")
@@ -48,7 +49,12 @@ class PgListener:
         self._held = False
         """Notifications may wait in the driver, not on the socket (they came with the
         answer to a LISTEN): the next wait reads them before it polls the socket."""
-        self._connect()
+        self._interrupt = Interrupt()
+        try:
+            self._connect()
+        except BaseException:
+            self._interrupt.close()
+            raise
 
     def _connect(self) -> None:
         import psycopg  # noqa: PLC0415 - only PostgreSQL listeners need it (slow import)
@@ -66,22 +72,26 @@ class PgListener:
             try:
                 self._connect()
             except psycopg.Error:
-                time.sleep(max(timeout, 0.0))
+                self._interrupt.sleep(timeout)
                 return False
             self._payloads.append("")
             return True
         try:
             # A poll of the socket, and psycopg only when it has something: a wait that
-            # hears nothing is one system call (a worker waits in slices of 0.1 s, and
-            # psycopg's own wait cost an idle fleet of 50 workers a third of a CPU).
+            # hears nothing is one system call (psycopg's own wait cost an idle fleet of
+            # 50 workers a third of a CPU).
             deadline = time.monotonic() + max(timeout, 0.0)
+            fd, woken = self._conn.fileno(), self._interrupt.fileno()
             while True:
-                if self._held or select.select([self._conn.fileno()], [], [],
-                                               max(0.0, deadline - time.monotonic()))[0]:
+                ready = [fd] if self._held else select.select(
+                    [fd, woken], [], [], max(0.0, deadline - time.monotonic()))[0]
+                if fd in ready:
                     self._held = False
                     # All that came, a burst coalesced into one wake-up.
                     for note in self._conn.notifies(timeout=0.0):
                         self._payloads.append(note.payload)
+                if woken in ready and self._interrupt.take():
+                    break
                 if self._payloads or time.monotonic() >= deadline:
                     break
         except (psycopg.Error, OSError, ValueError):
@@ -127,9 +137,13 @@ class PgListener:
             self._conn.close()
         self._conn = None
 
+    def interrupt(self) -> None:
+        self._interrupt.fire()
+
     def close(self) -> None:
         if self._conn is not None:
             self._drop()
+        self._interrupt.close()
 
 
 class PollingListener:
@@ -140,11 +154,13 @@ class PollingListener:
         self.every = every
         self._next = time.monotonic() + every
         self._paused = False
+        self._interrupt = Interrupt()
 
     def wait(self, timeout: float) -> bool:
         now = time.monotonic()
         if now < self._next:
-            time.sleep(max(0.0, min(timeout, self._next - now)))
+            if self._interrupt.sleep(min(timeout, self._next - now)):
+                return False
             if time.monotonic() < self._next:
                 return False
         self._next = time.monotonic() + self.every
@@ -161,8 +177,11 @@ class PollingListener:
         self._paused = False
         self._next = time.monotonic() + self.every
 
+    def interrupt(self) -> None:
+        self._interrupt.fire()
+
     def close(self) -> None:
-        pass
+        self._interrupt.close()
 
 
 def listen_target(url: str, connections: Connections) -> str | None:

@@ -28,12 +28,14 @@ import contextlib
 import hashlib
 import json
 import os
+import select
 import socket
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from taskyard.store.interrupt import Interrupt
 from taskyard.store.postgresql.listen_relay import become_relay
 
 RUN_DIR_ENV = "TASKYARD_RUN_DIR"
@@ -62,7 +64,12 @@ class SharedListener:
         self._buffer = b""
         self._payloads: list[str] = []
         self._paused = False
-        self._connect()
+        self._interrupt = Interrupt()
+        try:
+            self._connect()
+        except BaseException:
+            self._interrupt.close()
+            raise
 
     def _connect(self) -> None:
         sock_path, lock_path = paths(self._dsn)
@@ -119,12 +126,19 @@ class SharedListener:
             try:
                 self._connect()
             except OSError:
-                time.sleep(max(timeout, 0.0))
+                self._interrupt.sleep(timeout)
                 return False
             self._payloads.append("")  # what was sent while we were away is lost
             return True
         try:
-            for message in self._read(timeout):
+            if b"\n" not in self._buffer:
+                fd, woken = self._sock.fileno(), self._interrupt.fileno()
+                ready = select.select([fd, woken], [], [], max(timeout, 0.0))[0]
+                if woken in ready and self._interrupt.take():
+                    return False
+                if not ready:
+                    return False
+            for message in self._read(0.0):
                 if message.get("lost"):
                     self._payloads.append("")
                 elif message.get("n") == self._channel and not self._paused:
@@ -166,5 +180,9 @@ class SharedListener:
                 self._sock.close()
         self._sock, self._buffer = None, b""
 
+    def interrupt(self) -> None:
+        self._interrupt.fire()
+
     def close(self) -> None:
         self._drop()
+        self._interrupt.close()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from taskyard.store.interrupt import Interrupt
+
 SQLITE_POLL_SECONDS = 0.001
 SQLITE_BUSY_POLL_SECONDS = 0.0002
 """Poll faster for a while after a wake-up: work tends to come in bursts, and the
@@ -36,6 +38,7 @@ class SqliteListener:
         self._count, _ = self._counter()
         self._payloads: list[str] = []
         self._woke = 0.0
+        self._interrupt = Interrupt()
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
@@ -67,7 +70,9 @@ class SqliteListener:
             if now >= deadline:
                 return False
             busy = now - self._woke < BUSY_FOR
-            time.sleep(min(self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)
+            if self._interrupt.sleep(min(deadline - now, min(
+                    self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)):
+                return False
 
     def payloads(self) -> list[str]:
         """The jobs the last wake-up carried, when it was the only one since the wait
@@ -85,5 +90,9 @@ class SqliteListener:
         self._payloads = []
         self._woke = 0.0
 
+    def interrupt(self) -> None:
+        self._interrupt.fire()
+
     def close(self) -> None:
         self._conn.close()
+        self._interrupt.close()
