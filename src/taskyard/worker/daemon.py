@@ -2,11 +2,10 @@
 the jobs (an :class:`~taskyard.worker.executors.Executor`: handlers in child processes
 for ``taskyard worker``, Celery tasks for ``taskyard celery-pool``).
 
-Threads: the loop (it records what the executor started and finished since its last
-report, runs the scheduling cycle and picks up the jobs placed on this worker — all in
-one transaction, whatever the batch size: group commit), a listener (wakes the loop
-when jobs are dispatched here or one of ours is canceled), and the lease's heartbeat
-and watchdog (:mod:`taskyard.worker.lease`: renewal, attempts to stop, self-fencing).
+Threads, each asleep until woken or due: the loop (reports what the executor started
+and finished, runs the scheduling cycle, picks up the jobs placed here — one transaction
+whatever the batch: group commit), a listener (wakes the loop when jobs are dispatched
+here or one of ours is canceled), the lease's heartbeat and watchdog (worker/lease.py).
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ START_HOLD = 0.020
 this short on average: one report then carries both (a start alone is a transaction on
 the path of the job's end, and of the next job of a chain)."""
 LISTEN_WAIT = 60.0
-"""Seconds the listener thread waits for a wake-up at most: a stop interrupts the wait
-(slices of 0.1 s to see the stop woke an idle 200-worker fleet 2,000 times a second)."""
+"""Longest wait of the listener thread for a wake-up (a stop interrupts it)."""
 
 
 class WorkerDaemon:
@@ -159,9 +157,11 @@ class WorkerDaemon:
             self._woken.set()  # look for work placed before we listened
             self._kick.set()
             while not stop.is_set() and not self.fenced:
-                hold = self._hold_until
-                self._kick.wait(0.5 if hold is None else
-                                min(0.5, max(0.0, hold - time.monotonic())))
+                # Until kicked (wake-up, end, start, stop) or a look or held start is due.
+                due = self._looked + self.look_every
+                if self._hold_until is not None:
+                    due = min(due, self._hold_until)
+                self._kick.wait(max(0.0, due - time.monotonic()))
                 self._kick.clear()
                 if self._gather():
                     stop.wait(GATHER)  # group commit: let a few more jobs end first
