@@ -42,8 +42,9 @@ class Interrupt:
 
     def sleep(self, seconds: float) -> bool:
         """Sleep ``seconds``, or until fired: whether it was."""
-        select.select([self._read], [], [], max(seconds, 0.0))
-        return self.take()
+        if select.select([self._read], [], [], max(seconds, 0.0))[0]:
+            return self.take()
+        return False
 
     def close(self) -> None:
         for fd in (self._read, self._write):

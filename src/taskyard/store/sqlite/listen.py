@@ -9,9 +9,8 @@ reports none (the worker then reads what is placed on it)."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
-
-from taskyard.store.interrupt import Interrupt
 
 SQLITE_POLL_SECONDS = 0.001
 SQLITE_BUSY_POLL_SECONDS = 0.0002
@@ -38,7 +37,9 @@ class SqliteListener:
         self._count, _ = self._counter()
         self._payloads: list[str] = []
         self._woke = 0.0
-        self._interrupt = Interrupt()
+        self._interrupted = threading.Event()
+        """Set by :meth:`interrupt`: a wait polls every millisecond or less anyway, so
+        it looks at a flag between two polls (a pipe's read cost every poll a syscall)."""
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
@@ -70,9 +71,10 @@ class SqliteListener:
             if now >= deadline:
                 return False
             busy = now - self._woke < BUSY_FOR
-            if self._interrupt.sleep(min(deadline - now, min(
-                    self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)):
+            if self._interrupted.is_set():
+                self._interrupted.clear()
                 return False
+            time.sleep(min(self._poll, SQLITE_BUSY_POLL_SECONDS) if busy else self._poll)
 
     def payloads(self) -> list[str]:
         """The jobs the last wake-up carried, when it was the only one since the wait
@@ -91,8 +93,7 @@ class SqliteListener:
         self._woke = 0.0
 
     def interrupt(self) -> None:
-        self._interrupt.fire()
+        self._interrupted.set()
 
     def close(self) -> None:
         self._conn.close()
-        self._interrupt.close()
