@@ -49,12 +49,8 @@ class PgListener:
         self._held = False
         """Notifications may wait in the driver, not on the socket (they came with the
         answer to a LISTEN): the next wait reads them before it polls the socket."""
-        self._interrupt = Interrupt()
-        try:
-            self._connect()
-        except BaseException:
-            self._interrupt.close()
-            raise
+        self._connect()
+        self._interrupt = Interrupt()  # once connected: a failed start leaves no pipe open
 
     def _connect(self) -> None:
         import psycopg  # noqa: PLC0415 - only PostgreSQL listeners need it (slow import)

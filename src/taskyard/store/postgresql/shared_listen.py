@@ -64,12 +64,8 @@ class SharedListener:
         self._buffer = b""
         self._payloads: list[str] = []
         self._paused = False
-        self._interrupt = Interrupt()
-        try:
-            self._connect()
-        except BaseException:
-            self._interrupt.close()
-            raise
+        self._connect()
+        self._interrupt = Interrupt()  # once connected: a failed start leaves no pipe open
 
     def _connect(self) -> None:
         sock_path, lock_path = paths(self._dsn)
