@@ -5,6 +5,7 @@ next one; once taken, it ends no other."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -14,6 +15,7 @@ import pytest
 
 from taskyard.store import Store
 from taskyard.store.driver import Listener
+from taskyard.store.interrupt import Interrupt
 from taskyard.store.postgresql.listen import PollingListener
 from taskyard.store.postgresql.shared_listen import RUN_DIR_ENV, SharedListener
 from taskyard.store.postgresql.urls import pg_target
@@ -68,3 +70,21 @@ def pg_listeners(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def test_the_shared_and_polling_listeners_stop_waiting_when_interrupted(
         pg_listeners: str, make: Callable[[str], Listener]) -> None:
     _check(make(pg_listeners))
+
+
+def test_an_interrupt_after_close_writes_nowhere() -> None:
+    # The worker's stop may fire while its listening thread closes the listener: the
+    # pipe's descriptor numbers may by then be another file's (here a new pipe's, which
+    # takes the lowest free numbers), and that file must get nothing.
+    interrupt = Interrupt()
+    interrupt.close()
+    read, write = os.pipe()
+    try:
+        os.set_blocking(read, False)
+        interrupt.fire()
+        interrupt.close()  # twice: nothing more
+        with pytest.raises(BlockingIOError):
+            os.read(read, 1)
+    finally:
+        os.close(read)
+        os.close(write)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import threading
 
 
 class Interrupt:
@@ -22,6 +23,10 @@ class Interrupt:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        self._lock = threading.Lock()
+        self._closed = False
+        """Once closed, a fire changes nothing: its descriptor's number may already be
+        another file's or socket's (a stop fires while the owner closes)."""
 
     def fileno(self) -> int:
         """For ``select``: readable once fired."""
@@ -29,8 +34,10 @@ class Interrupt:
 
     def fire(self) -> None:
         """End the wait under way, or the next one (thread-safe, never blocks)."""
-        with contextlib.suppress(BlockingIOError, OSError):  # full: fired already; closed
-            os.write(self._write, b"!")
+        with self._lock:
+            if not self._closed:
+                with contextlib.suppress(BlockingIOError):  # full: fired already
+                    os.write(self._write, b"!")
 
     def take(self) -> bool:
         """Whether it was fired (and no longer is)."""
@@ -47,6 +54,9 @@ class Interrupt:
         return False
 
     def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         for fd in (self._read, self._write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            os.close(fd)
