@@ -74,9 +74,11 @@ def test_a_fleet_runs_through_pgbouncer_in_transaction_mode(
         # have prepared them (after 5): through a transaction pooler that fails.
         ids = [yard.submit("echo", {"n": n}) for n in range(150)]
         ids += yard.submit_many("echo", [{"n": n} for n in range(150, 300)])
-        # Transaction-scoped advisory locks: a unique key and a graph's submission.
-        ids.append(yard.submit("echo", {"n": "u"}, unique_key="once"))
-        again = yard.submit("echo", {"n": "u"}, unique_key="once")
+        # Transaction-scoped advisory locks: a unique key and a graph's submission. The
+        # key held for an hour whatever the job's state: without unique_for, a job that
+        # ended before the second submit frees its key (stop 50's full run saw it).
+        ids.append(yard.submit("echo", {"n": "u"}, unique_key="once", unique_for="1h"))
+        again = yard.submit("echo", {"n": "u"}, unique_key="once", unique_for="1h")
         graph = yard.submit_graph({"tasks": {
             "a": {"type": "echo", "args": {"n": "a"}},
             "b": {"type": "echo", "args": {"n": "b"}, "requires": ["a"]}}})
