@@ -170,3 +170,14 @@ def talker(lines: int = 3, every: float = 0.2, then: float = 0.0) -> int:
     print("to stderr", file=sys.stderr)
     time.sleep(then)
     return lines
+
+
+def spin_on(cpu: int, seconds: float) -> float:
+    """Run on CPU ``cpu`` only until this thread has used ``seconds`` of CPU time;
+    return the wall time that took."""
+    os.sched_setaffinity(0, {cpu})
+    started = time.perf_counter()
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+    return time.perf_counter() - started

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -190,3 +193,69 @@ def test_a_python_job_counts_its_handlers_own_time_not_the_round_trip(
         assert 0 <= took[0] < 0.3
     finally:
         executor.shutdown()
+
+
+def _run_one(job: ClaimedJob) -> tuple[Outcome, float]:
+    ended: list[tuple[Outcome, float]] = []
+    done = threading.Event()
+
+    def on_done(outcome: Outcome, seconds: float) -> None:
+        ended.append((outcome, seconds))
+        done.set()
+
+    executor = ProcessExecutor(1, on_done=on_done, prewarm=False, guard=False)
+    try:
+        executor.submit([job])
+        assert done.wait(120)
+    finally:
+        executor.shutdown()
+    return ended[0]
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat"),
+                    reason="the run queue's wait is read from Linux's schedstat")
+def test_a_handler_preempted_on_a_busy_machine_reports_the_time_it_ran() -> None:
+    """The pace (core.prefetch) leaves out the time the child waited for a CPU: two
+    processes spinning on the handler's only CPU triple its wall time, not its pace."""
+    cpu = max(os.sched_getaffinity(0))
+    hog = (f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('spinning', flush=True)\n"
+           "while True:\n    pass\n")
+    hogs = [subprocess.Popen([sys.executable, "-c", hog], stdout=subprocess.PIPE)
+            for _ in range(2)]
+    try:
+        for proc in hogs:
+            assert proc.stdout is not None and proc.stdout.readline() == b"spinning\n"
+        outcome, seconds = _run_one(ClaimedJob(
+            1, 1, "t", "python:tests.handlers_for_tests:spin_on", {"cpu": cpu, "seconds": 0.15},
+            None))
+    finally:
+        for proc in hogs:
+            proc.kill()
+            proc.wait()
+    assert outcome.state == "succeeded", outcome.error
+    wall = float(outcome.result)
+    assert seconds >= 0.14  # it ran that long at least
+    assert seconds < 0.75 * wall, (seconds, wall)  # not the time the hogs ran
+
+
+def test_a_handler_that_sleeps_counts_its_sleep() -> None:
+    outcome, seconds = _run_one(_python_job(1, "sleepy"))
+    assert outcome.state == "succeeded", outcome.error
+    assert seconds >= 0.1
+
+
+def test_a_handler_time_of_zero_is_its_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handler's time less its waits for a CPU may come out as 0: that is its time, not
+    a missing one to be replaced by the round trip (0.3 s late here)."""
+    wait = PythonChild.wait
+
+    def instant(self: PythonChild, *args: object, **kwargs: object) -> dict[str, object]:
+        outcome = wait(self, *args, **kwargs)  # type: ignore[arg-type]
+        outcome["seconds"] = 0.0
+        time.sleep(0.3)
+        return outcome
+
+    monkeypatch.setattr(PythonChild, "wait", instant)
+    outcome, seconds = _run_one(_python_job(1))
+    assert outcome.state == "succeeded", outcome.error
+    assert seconds == 0.0

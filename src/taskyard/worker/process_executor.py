@@ -257,7 +257,8 @@ class ProcessExecutor:
         next job of a pipeline, which the child started as it sent this outcome. The
         time it ran: its Python handler's own, as slot ``index``'s child said (not the
         round trip to the child: see core.prefetch), else ``elapsed`` here."""
-        seconds, self._ran[index] = self._ran[index] or elapsed, None
+        ran, self._ran[index] = self._ran[index], None
+        seconds = elapsed if ran is None else ran  # 0.0 too: a handler's time may be 0
         jobs_log.info("event=job-ended job=%s attempt=%s type=%s state=%s ms=%.1f",
                       job.job_id, job.attempt, job.type, outcome.state, seconds * 1000)
         # Hand the outcome in before freeing the room: whoever reads the starts and
