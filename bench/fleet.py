@@ -193,6 +193,7 @@ def latency(url: str, direct: str, rate: float, seconds: float,
         if proc.stdout.readline().strip() != b"ready":
             raise RuntimeError("a submitter did not start")
     start = time.time() + 0.5
+    window.reset()
     first = window.read()
     for proc in procs:
         assert proc.stdin is not None
@@ -233,7 +234,8 @@ def latency(url: str, direct: str, rate: float, seconds: float,
             "db_cpu_percent": busy["db_cpu_percent"],
             "statements_per_s": busy["statements_per_s"],
             "daemons_cpu_percent": busy["daemons_cpu_percent"],
-            "phases_ms": _phases(rows, sent)}
+            "phases_ms": _phases(rows, sent),
+            "top": window.top(limit=12, order="total_exec_time")}
 
 
 def _phases(rows: list[tuple[Any, ...]], sent: dict[int, float]) -> dict[str, list[float]]:
