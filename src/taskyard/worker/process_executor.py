@@ -256,15 +256,14 @@ class ProcessExecutor:
         """Hand ``outcome`` in, then free its room — or pass the room to ``then``, the
         next job of a pipeline, which the child started as it sent this outcome. The
         time it ran: its Python handler's own, as slot ``index``'s child said (not the
-        round trip to the child: see core.prefetch), else ``elapsed`` here."""
+        round trip to the child: see core.prefetch), else ``elapsed`` here (0 is a time)."""
         ran, self._ran[index] = self._ran[index], None
-        seconds = elapsed if ran is None else ran  # 0.0 too: a handler's time may be 0
+        seconds = elapsed if ran is None else ran
         jobs_log.info("event=job-ended job=%s attempt=%s type=%s state=%s ms=%.1f",
                       job.job_id, job.attempt, job.type, outcome.state, seconds * 1000)
-        # Hand the outcome in before freeing the room: whoever reads the starts and
-        # then the ends (the worker's report) never sees a job take this one's room
-        # without also seeing this one end — the database never shows more running
-        # than the capacity.
+        # Hand the outcome in before freeing the room: whoever reads the starts, then the
+        # ends (the worker's report) never sees a job take this one's room without also
+        # seeing this one end — the database never shows more running than the capacity.
         self.on_done(outcome, seconds)
         with self._cond:
             self._pace.observe(seconds)
