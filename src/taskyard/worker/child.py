@@ -192,8 +192,8 @@ class RunQueue:
     A handler's time sizes its worker's prefetch window (core.prefetch). On a machine
     out of cores it counted the time the child was preempted: a no-op handler measured
     10-16 ms, all of it waiting in the run queue (0.1 ms running; bench.fleet, 200
-    workers on 2 cores), which narrowed that worker's window to 1-3 jobs and left it 2 of
-    a drain's fair 50. Time the handler sleeps or waits on I/O still counts."""
+    workers on 2 cores), which narrowed that worker's window to 1 job and left it 2 of a
+    drain's fair 50. Time the handler sleeps or waits on I/O still counts."""
 
     def __init__(self) -> None:
         self._fd: int | None = None
