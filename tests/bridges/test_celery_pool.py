@@ -110,7 +110,7 @@ def test_the_late_result_of_an_old_attempt_changes_nothing(pools: Pools,
                      and _state(yard, job_id) == "running")
     release.touch()  # both tasks end; attempt 1's result reaches the first pool
     wait_for("attempt 1's end from the event bus",
-             lambda: [o.attempt for o in first.daemon._ended] == [1])
+             lambda: [o.attempt for o in first.daemon._unreported._ends] == [1])
     first.daemon.exchange()
     assert (first.daemon.stats["refused"], first.daemon.stats["completed"]) == (1, 0)
     assert _state(yard, job_id) == "running"  # attempt 1's success changed nothing

@@ -10,7 +10,6 @@ here or one of ours is canceled), the lease's heartbeat and watchdog (worker/lea
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
 import socket
@@ -31,6 +30,7 @@ from taskyard.worker.lease import Lease
 from taskyard.worker.log_pump import INTERVAL, LIMIT, LogPump
 from taskyard.worker.process_executor import ProcessExecutor
 from taskyard.worker.reports import Placer, report_batch
+from taskyard.worker.unreported import Unreported
 
 log = logging.getLogger("taskyard.worker")
 jobs_log = logging.getLogger("taskyard.jobs")
@@ -86,9 +86,6 @@ class WorkerDaemon:
         """A cycle is due once registered: work may be waiting for the room we bring."""
         self._deliveries = Deliveries(store.jobs_in_wakeups)
         self._looked = 0.0
-        self._ended: collections.deque[Outcome] = collections.deque()
-        self._unsent: list[tuple[int, int, float]] = []
-        """Starts not reported yet: job, attempt, monotonic time of the start."""
         self._hold_until: float | None = None
         self._pace = PaceTracker()
         self._window: int | None = None if prefetch > 0 else 0
@@ -104,6 +101,7 @@ class WorkerDaemon:
                 on_stage=hooks.on_stage, kill_grace=kill_grace, worker_name=self.name,
                 logs=self.logs))
         self.executor.worker_name = self.name
+        self._unreported = Unreported(self.executor.take_started)
         self.lease = Lease(store, self.executor, name=self.name, seconds=lease_seconds,
                            heartbeat_every=self.heartbeat_every, wake=self._kick.set)
         self.worker_id: int | None = None
@@ -188,7 +186,7 @@ class WorkerDaemon:
         """Wait a moment before reporting? Only while enough jobs wait queued here to
         keep every slot busy meanwhile, no wake-up asks us to look, and the batch is
         small: then a report costs the same for many more jobs."""
-        return (not self._woken.is_set() and len(self._ended) < GATHER_BATCH
+        return (not self._woken.is_set() and self._unreported.ends() < GATHER_BATCH
                 and self.executor.queued() >= max(1, self.capacity))
 
     def _on_done(self, outcome: Outcome, seconds: float) -> None:
@@ -198,7 +196,7 @@ class WorkerDaemon:
             self.executor.release([(outcome.job_id, outcome.attempt)])
             return
         self._pace.observe(seconds)
-        self._ended.append(outcome)
+        self._unreported.ended(outcome)
         self._kick.set()
 
     def exchange(self) -> None:
@@ -212,18 +210,17 @@ class WorkerDaemon:
         now = time.monotonic()
         look = self._woken.is_set() or now - self._looked >= self.look_every
         self._woken.clear()
-        # Starts first, then ends (see executors.py): a report never shows a job
-        # running in the room of one whose end it does not carry.
-        self._unsent += self.executor.take_started()
-        ended = [self._ended.popleft() for _ in range(len(self._ended))]
+        ended = self._unreported.take()  # and its starts (see worker/unreported.py)
         window = prefetch_window(self.capacity, self._pace.mean, self.prefetch)
         loaded = self.executor.busy() > 1  # more than a lone job since the last report
         declare = (window if self._pace.mean is not None
                    and worth_declaring(window, self._window, loaded=loaded) else None)
         if not ended and declare is None and not look and self._hold_starts(now):
+            self._unreported.kept(ended)
             return
         self._hold_until = None
-        starts = [Started(j, a, now - t) for j, a, t in self._unsent]
+        taken = time.monotonic()
+        starts = [Started(j, a, taken - t) for j, a, t in self._unreported.starts]
         # What we hold before the look: the listener may add jobs meanwhile, dispatched
         # after the look read the active set (see _take).
         held = self.executor.running()
@@ -237,9 +234,9 @@ class WorkerDaemon:
                 report = report_batch(self.store, self.worker_id, starts, ended,
                                       prefetch=declare, place=place, fetch=look, known=held)
             except Exception:
-                self._ended.extendleft(reversed(ended))  # try again with the next round
+                self._unreported.kept(ended)  # try again with the next round
                 raise
-            self._unsent = []
+            self._unreported.reported()
             if report.cycle is not None:  # else its holder places; we try on a later look
                 self._place_first = False
             if declare is not None:
@@ -248,10 +245,11 @@ class WorkerDaemon:
             self._count(ended, report.accepted)
             self.executor.release((o.job_id, o.attempt) for o in ended)
             assignment = report.assignment
-        elif look:
-            assignment = self.store.attempts.fetch(self.worker_id, known=held)
         else:
-            return
+            self._unreported.kept(ended)  # the starts held back, if any
+            if not look:
+                return
+            assignment = self.store.attempts.fetch(self.worker_id, known=held)
         if look:
             self._looked = now
         self._take(assignment, held)
@@ -260,9 +258,9 @@ class WorkerDaemon:
         """Keep the starts unreported a little longer? While jobs are short (see
         :data:`START_HOLD`), until the oldest has waited that long."""
         mean = self._pace.mean
-        if not self._unsent or mean is None or mean >= START_HOLD:
+        if not self._unreported.starts or mean is None or mean >= START_HOLD:
             return False
-        until = min(t for _, _, t in self._unsent) + START_HOLD
+        until = min(t for _, _, t in self._unreported.starts) + START_HOLD
         if now >= until:
             return False
         self._hold_until = until
@@ -364,12 +362,12 @@ class WorkerDaemon:
         assert self.worker_id is not None
         if self.fenced:
             time.sleep(0.2)  # let slots that the fence just stopped hand in their outcome
-        ended = [self._ended.popleft() for _ in range(len(self._ended))]
+        ended = self._unreported.take(every_start=True)
         now = time.monotonic()
-        self._unsent += self.executor.take_started()
-        starts = [Started(j, a, now - t) for j, a, t in self._unsent]
+        starts = [Started(j, a, now - t) for j, a, t in self._unreported.starts]
         if starts or ended:
             report = report_batch(self.store, self.worker_id, starts, ended)
+            self._unreported.reported()
             self._count(ended, report.accepted)
 
     def _write_logs(self, chunks: Sequence[LogChunk]) -> set[Key]:

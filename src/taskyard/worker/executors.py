@@ -17,8 +17,9 @@ The contract, whatever runs the jobs:
   lists the held attempts (the heartbeat sends them: the store answers which to stop).
 - Every attempt that started produces exactly one outcome through
   :attr:`Hooks.on_done`; its start is listed by :meth:`~Executor.take_started` before
-  its outcome is handed in (a report never shows an end without its start). An attempt
-  dropped before it started produces none.
+  its outcome is handed in, so that the loop, taking the starts again after the ends,
+  never reports an end without its start (worker/unreported.py). An attempt dropped
+  before it started produces none.
 - :meth:`~Executor.stop` ends an attempt with a given state; :meth:`~Executor.stop_all`
   every one, and no job is taken any more (the worker leaves or is fenced). An outcome
   whose state is :data:`ABANDONED` is not the attempt's end: the loop does not report
