@@ -4,9 +4,13 @@ candidates to find out."""
 
 from __future__ import annotations
 
+from tests.submitting import yard_with_type
+
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.store import Store
+from taskyard.store.clock import MovableClock
+from taskyard.store.driver.planning import planner_values
 
 
 def _nothing_pending(store: Store) -> bool:
@@ -32,3 +36,38 @@ def test_a_cycle_knows_when_nothing_is_pending(store: Store) -> None:
         assert cycle is not None
         idle = run_cycle(cycle, maintenance_every=3600.0)
     assert (idle.placed, idle.skipped, idle.changed) == ([], [], False)
+
+
+def test_with_nothing_pending_the_snapshot_is_read_only_when_wanted(store: Store) -> None:
+    """PostgreSQL's first read leaves the snapshot out when nothing is pending (its
+    workers' part grows with the fleet) unless this store has placed a lone submit (the
+    snapshot is then the next submit's basis); whoever needs it still gets it."""
+    postgresql = store.engine.dialect.name == "postgresql"
+    store.task_types.put(TaskTypeSpec("t", "shell:true"))
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=30).id
+    with store.cycle() as cycle:
+        assert cycle is not None
+        reads = cycle.tx.driver.read_cycle(cycle.tx.raw)
+        assert (reads.snapshot is None) is postgresql
+        # Asked for (maintenance, explain): read then, the same values.
+        assert [w.id for w in cycle.workers()] == [worker]
+        assert cycle.paused_pools() == frozenset()
+    (job,) = store.jobs.submit([JobSubmission("t")])
+    with store.cycle() as cycle:  # a job pending: the snapshot comes with the first read
+        assert cycle is not None
+        reads = cycle.tx.driver.read_cycle(cycle.tx.raw)
+        assert reads.snapshot is not None
+        assert [w.id for w in planner_values(reads.snapshot)[0]] == [worker]
+        assert [p.job_id for p in run_cycle(cycle).placed] == [job]
+
+
+def test_a_store_that_submits_reads_the_snapshot_as_a_basis(
+        db_url: str, clock: MovableClock) -> None:
+    with yard_with_type(db_url, clock) as yard:
+        store = yard.store
+        store.workers.register("w", ["default"], 4, lease_seconds=30)
+        yard.submit("t")  # a lone submit that places its job
+        with store.cycle() as cycle:  # nothing pending
+            assert cycle is not None
+            assert cycle.nothing_pending() is (store.backend == "postgresql")
+            assert cycle.tx.driver.read_cycle(cycle.tx.raw).snapshot is not None

@@ -75,7 +75,7 @@ def worth_declaring(window: int, declared: int | None, *, loaded: bool = True) -
     every declaration is a write, and the window follows a moving average. A worker
     that runs lone jobs keeps the window it declared, unless the new one is at least
     twice as wide: a window that moved with each of them would change the snapshot that
-    lets a submit place its job in one round trip (dialects/pg_foreseen.py), but one
+    lets a submit place its job in one round trip (store/postgresql/jobs.py), but one
     opened narrow by a first job that happened to be slow, and kept, got that worker
     18 of a 20,000-job burst where the others got 407 each (bench.fleet, 50 workers).
     ``declared`` None: none declared yet (call it once the pace is known): declare,

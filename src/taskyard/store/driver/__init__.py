@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
         Dispatched,
         FinishCycle,
         ReadCandidates,
+        Snapshot,
     )
     from taskyard.store.driver.params import (
     AgePending,
@@ -157,6 +158,7 @@ class Driver(SharedTransitions, Protocol):
 
     # the cycle
     def read_cycle(self, raw: Cursor) -> CycleReads: ...
+    def read_snapshot(self, raw: Cursor) -> Snapshot: ...
     def read_pools_lists(self, raw: Cursor,
                          page: int) -> tuple[list[str], list[Any] | None]: ...
     def scans_off(self, raw: Cursor) -> bool: ...

@@ -40,9 +40,10 @@ class Snapshot:
 @dataclass(frozen=True, slots=True)
 class CycleReads:
     """A cycle's first reads: its snapshot and, read with it (PostgreSQL), the pools lists
-    of pending jobs and the first page (``page`` rows at most) of the first list."""
+    of pending jobs and the first page (``page`` rows at most) of the first list. The
+    snapshot may be left out (None) when nothing is pending (see CycleTx.snapshot)."""
 
-    snapshot: Snapshot
+    snapshot: Snapshot | None
     lists: list[str] | None = None
     first: list[Any] | None = None
     page: int = FIRST_PAGE

@@ -1,6 +1,6 @@
 """Jobs carried by a worker's wake-up, so that it need not read them: one format for
 both backends. PostgreSQL builds the payload in its dispatch statement (json_agg, see
-pg_cycle.DISPATCH) and sends it with NOTIFY; SQLite builds it here from the dispatch's
+postgresql/cycle.DISPATCH) and sends it with NOTIFY; SQLite builds it here from the dispatch's
 rows and stores it beside the channel's counter (``wakeups.payload``, see
 sqlite_listen). The worker parses both with :func:`jobs_in_wakeups`.
 
@@ -28,7 +28,7 @@ RESULT_MARK = '"$result"'
 
 def carried(rows: Sequence[Sequence[Any]]) -> str:
     """The payload of ``rows`` (each in the payload's column order), or "" when the
-    worker must read them (the same rule as pg_cycle.DISPATCH's)."""
+    worker must read them (the same rule as postgresql/cycle.DISPATCH's)."""
     if not rows or len(rows) > CARRY_JOBS:
         return ""
     for _, attempt, handler, _, args, _, graph_id, *_ in rows:

@@ -221,11 +221,13 @@ class PostgresDriver(SharedTransitions):
     # -- the cycle -----------------------------------------------------------------------
 
     def read_cycle(self, raw: Cursor) -> CycleReads:
-        row = cycle.read_cycle(raw, self._page)
+        row = cycle.read_cycle(raw, self._page, self._shortcuts.submits)
         reads = cycle.reads_of_row(row, self._page)
         if row[-1]:  # read under the cycle's lock: a basis for a submit's decision
             self._shortcuts.learn(reads, row[0])
         return reads
+
+    read_snapshot = staticmethod(cycle.read_snapshot)
 
     def read_pools_lists(self, raw: Cursor, page: int) -> tuple[list[str], list[Any] | None]:
         return cycle.read_pools_lists(raw, page)

@@ -106,22 +106,29 @@ class Basis:
 
 
 class Shortcuts:
-    """The two guesses behind the lone submit's shortcuts (see the module docstring).
-    The store's threads share them: each reads and replaces a whole value (no two
-    fields that must agree), and any value is correct, the statements check it."""
+    """The guesses behind the lone submit's shortcuts (see the module docstring). The
+    store's threads share them: each reads and replaces a whole value (no two fields
+    that must agree), and any value is correct, the statements check it."""
 
     def __init__(self) -> None:
         self.no_worker = False
         """The last lone submit here found no live worker."""
         self.basis: Basis | None = None
         """The last reads of the cycle here, under its lock, with the queue idle."""
+        self.submits = False
+        """A lone submit that places its job was made here: a cycle that finds nothing
+        pending reads the snapshot all the same, as the next one's basis. (A worker or
+        a scheduler that submits nothing does not: that part of the reads grows with
+        the fleet, and nothing else uses it when there is nothing to place.)"""
 
-    def learn(self, reads: CycleReads, text: str, job_id: int | None = None) -> None:
-        """Reads made under the lock (``job_id``: right after that job's insert)."""
+    def learn(self, reads: CycleReads, text: str | None, job_id: int | None = None) -> None:
+        """Reads made under the lock (``job_id``: right after that job's insert); ``text``
+        None: without the snapshot."""
         first = reads.first or []
         idle = not reads.lists or (job_id is not None and len(reads.lists) == 1
                                    and len(first) == 1 and first[0][0] == job_id)
-        self.basis = Basis(text, reads.snapshot) if idle else None
+        self.basis = (Basis(text, reads.snapshot)
+                      if idle and text is not None and reads.snapshot is not None else None)
 
 
 def read_task_type(raw: Cursor, name: str) -> tuple[str, TaskTypeSpec] | None:
@@ -169,6 +176,7 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
             return InsertedJobs([found], committed=True)
         shortcuts.no_worker = False  # a worker is live (or the type changed)
     insert = insert_sql(params.columns, many=False, placing=params.placing)
+    shortcuts.submits = shortcuts.submits or params.placing
     if not params.placing:
         inserted = named(raw, insert, values)
         return InsertedJobs([int(inserted[0][0])] if inserted else [])
@@ -196,7 +204,8 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
                                 committed=True)
         ahead: list[Any] = []
     else:
-        inserted, ahead = pipelined(raw, [(insert, values), (cycle.AHEAD_IF_HELD, {"n": page})])
+        inserted, ahead = pipelined(raw, [(insert, values), (cycle.AHEAD_IF_HELD,
+                                                             {"n": page, "snapshot": True})])
     if not inserted:
         return InsertedJobs([])
     job_id, held = int(inserted[0][0]), inserted[0][1]

@@ -19,7 +19,7 @@ over the statement's new or old rows, its *transition table*):
   is refused.
 
 A statement that makes these checks itself (one job, its task type locked ``FOR KEY
-SHARE`` by the insert: see pg_submit) says so with :data:`CHECKED_SETTING`, and the
+SHARE`` by the insert: see postgresql/jobs.py) says so with :data:`CHECKED_SETTING`, and the
 insert trigger is not called: a PL/pgSQL call per submit is a fifth of its cost.
 
 A refusal raises SQLSTATE 23503 (``foreign_key_violation``), as a foreign key would,

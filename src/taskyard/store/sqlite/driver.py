@@ -24,7 +24,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.cycle_params import CycleReads, FinishCycle
+from taskyard.store.driver.cycle_params import CycleReads, FinishCycle, Snapshot
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
@@ -203,6 +203,11 @@ class SqliteDriver(SharedTransitions):
 
     def read_cycle(self, raw: Cursor) -> CycleReads:
         return cycle.read_cycle(raw)
+
+    def read_snapshot(self, raw: Cursor) -> Snapshot:
+        snapshot = cycle.read_cycle(raw).snapshot
+        assert snapshot is not None  # SQLite reads the snapshot with the cycle, always
+        return snapshot
 
     def read_pools_lists(self, raw: Cursor, page: int) -> tuple[list[str], list[Any] | None]:
         """The pools lists of pending jobs; no first page read ahead."""

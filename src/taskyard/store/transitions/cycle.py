@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from taskyard.core.candidates import merged
@@ -16,7 +16,13 @@ from taskyard.core.rate_limits import RateBook
 from taskyard.core.states import AttemptState, JobState
 from taskyard.model.records import ClaimedJob
 from taskyard.store import schema as t
-from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle, ReadCandidates
+from taskyard.store.driver.cycle_params import (
+    FIRST_PAGE,
+    CycleReads,
+    FinishCycle,
+    ReadCandidates,
+    Snapshot,
+)
 from taskyard.store.driver.params import Dispatch, FailOverdue
 from taskyard.store.driver.planning import TypeLimits, planner_values, to_candidates
 from taskyard.store.driver.wakeup_payloads import jobs_in_wakeups
@@ -134,7 +140,7 @@ class CycleTx:
         """:meth:`workers`, :meth:`active_jobs` and :meth:`limits`: from the reads made
         with the lock, or read now (PostgreSQL: one statement, which also reads the
         first candidates)."""
-        return planner_values(self._first_reads().snapshot)
+        return planner_values(self._snapshot())
 
     def workers(self) -> list[WorkerSlot]:
         """Live workers."""
@@ -147,7 +153,7 @@ class CycleTx:
 
     def paused_pools(self) -> frozenset[str]:
         """The pools paused: placement sees no worker serving them."""
-        return frozenset(self._first_reads().snapshot.paused)
+        return frozenset(self._snapshot().paused)
 
     def nothing_pending(self) -> bool:
         """True when the cycle's first reads found no job pending (PostgreSQL reads the
@@ -164,6 +170,15 @@ class CycleTx:
         if self._reads is None:
             self._reads = self.tx.driver.read_cycle(self.tx.raw)
         return self._reads
+
+    def _snapshot(self) -> Snapshot:
+        """The snapshot of the first reads, read now if they left it out."""
+        reads = self._first_reads()
+        if reads.snapshot is None:
+            reads = self._reads = replace(reads,
+                                          snapshot=self.tx.driver.read_snapshot(self.tx.raw))
+        assert reads.snapshot is not None
+        return reads.snapshot
 
     def reads_are_stale(self) -> None:
         """The reads made with the lock are stale (the cycle's maintenance changed
