@@ -6,13 +6,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+from sqlalchemy import select
 from tests.polling import wait_for
 from tests.store.driver import drive
 
-from taskyard.core.history import BOUNDS, combine, series
+from taskyard.core.history import BOUNDS, combine, depth_sample, series
 from taskyard.model.records import ClaimedJob, JobSubmission, TaskTypeSpec
-from taskyard.store import MovableClock, Store
+from taskyard.store import MovableClock, Store, open_store
 from taskyard.store.reads.charts import history_keys, totals, window_rows
+from taskyard.store.transitions import history
 from taskyard.store.transitions.history import (
     add_durations,
     read_durations,
@@ -88,3 +91,44 @@ def test_queue_depth_samples_and_summed_durations(store: Store) -> None:
     assert summed is not None and summed.counts == [1, 3, 1] and summed.total == 4.5
     add_durations(store, "cycle", (0.5,), [4, 0], 1.0)  # new bounds: started afresh
     assert read_durations(store, "cycle") == type(summed)([0.5], [4, 0], 1.0)
+
+
+def test_two_processes_sampling_a_new_bucket_at_once_both_count(
+        store: Store, db_url: str) -> None:
+    """The second writer waits for the first to commit, then adds to its rows: two
+    schedulers sampling the queue depth into a bucket neither had written both inserted
+    its row, and the second failed on the unique key (logged as history-failed)."""
+    if store.backend == "sqlite":
+        pytest.skip("SQLite's writers queue for its write lock: they never overlap")
+    store.task_types.put(TaskTypeSpec("a", "shell:true", pools=("nobody",)))
+    store.jobs.submit([JobSubmission("a") for _ in range(3)])
+    other = open_store(db_url)  # another scheduler's
+    failed: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            sample_depth(other)
+        except BaseException as exc:  # reported by the main thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=second)
+    try:
+        with store.write() as tx:  # the first sampler, its rows written, not committed
+            history._hold_history(tx)
+            now = float(tx.conn.execute(select(store.now_expr)).scalar_one())
+            history.add_counts(tx, depth_sample({("nobody", "a"): 3}, now))
+            thread.start()
+            wait_for("the second sampler to wait for the first",
+                     lambda: _waiting_on_a_lock(other) > 0)
+        thread.join(60)
+    finally:
+        other.close()
+    assert not thread.is_alive() and failed == []
+    assert combine(window_rows(store, "hour")[1].values()).depth_n == 2
+
+
+def _waiting_on_a_lock(store: Store) -> int:
+    with store.read() as tx:
+        row = tx.raw.first("SELECT count(*) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND wait_event_type = 'Lock'")
+    return int(row[0]) if row else 0

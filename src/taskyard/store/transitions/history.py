@@ -75,13 +75,19 @@ def roll_up(store: Store, *, batch: int = 5000, batches: int = 20) -> RolledUp:
     return RolledUp(read, False)
 
 
-def _one_batch(tx: Tx, batch: int) -> tuple[int, bool]:
-    # One follower at a time: the others wait for its commit on its position's row,
-    # then read where it left off (PostgreSQL; SQLite's writers queue anyway).
+def _hold_history(tx: Tx) -> None:
+    """One writer of the rollups at a time, until its commit: the others wait on the
+    follower's position row (PostgreSQL; SQLite's writers queue anyway). A follower then
+    reads where the last one left off; and two schedulers sampling the queue depth into
+    a new bucket no longer both insert its row (one failed on the unique key)."""
     tx.raw.run("INSERT INTO outbox_cursors (name, tx_id, event_id, updated_at) "
                "VALUES (?, -1, 0, {now}) ON CONFLICT (name) DO NOTHING", (FOLLOWER,))
     tx.raw.first(f"SELECT name FROM outbox_cursors WHERE name = ?{tx.raw.row_lock}",
                  (FOLLOWER,))
+
+
+def _one_batch(tx: Tx, batch: int) -> tuple[int, bool]:
+    _hold_history(tx)
     after = tx.outbox.position(FOLLOWER)
     page = tx.events.committed(after, limit=batch)
     if page.cursor == after:
@@ -230,6 +236,7 @@ def sample_depth(store: Store) -> None:
     through the pending placement index) to the rollups, and forget rollups past
     their retention."""
     with store.write() as tx:
+        _hold_history(tx)
         now = float(tx.conn.execute(select(store.now_expr)).scalar_one())
         depths: dict[tuple[str, str], int] = defaultdict(int)
         for pools, type_, n in tx.conn.execute(
@@ -256,6 +263,7 @@ def add_durations(store: Store, name: str, bounds: Sequence[float],
     """Add a histogram (``counts`` per bucket of ``bounds``, one more unbounded, and
     their ``total``) to the one summed under ``name`` across processes."""
     with store.write() as tx:
+        _hold_history(tx)  # the first two adders would both insert the row
         row = tx.raw.first("SELECT counts, total, bounds FROM duration_totals "
                            f"WHERE name = ?{tx.raw.row_lock}", (name,))
         now = tx.driver.read_now(tx.raw)
