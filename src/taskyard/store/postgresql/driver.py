@@ -220,8 +220,10 @@ class PostgresDriver(SharedTransitions):
 
     # -- the cycle -----------------------------------------------------------------------
 
-    def read_cycle(self, raw: Cursor) -> CycleReads:
-        row = cycle.read_cycle(raw, self._page, self._shortcuts.submits)
+    def read_cycle(self, raw: Cursor, *, snapshot: bool = False) -> CycleReads:
+        """The first reads; the snapshot when a job is pending, when ``snapshot``, or
+        when this process places lone submits (the next one's basis)."""
+        row = cycle.read_cycle(raw, self._page, snapshot or self._shortcuts.submits)
         reads = cycle.reads_of_row(row, self._page)
         if row[-1]:  # read under the cycle's lock: a basis for a submit's decision
             self._shortcuts.learn(reads, row[0])

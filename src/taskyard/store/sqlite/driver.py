@@ -201,8 +201,8 @@ class SqliteDriver(SharedTransitions):
 
     # -- the cycle -----------------------------------------------------------------------
 
-    def read_cycle(self, raw: Cursor) -> CycleReads:
-        return cycle.read_cycle(raw)
+    def read_cycle(self, raw: Cursor, *, snapshot: bool = False) -> CycleReads:
+        return cycle.read_cycle(raw)  # the snapshot always: four reads in the process
 
     def read_snapshot(self, raw: Cursor) -> Snapshot:
         snapshot = cycle.read_cycle(raw).snapshot

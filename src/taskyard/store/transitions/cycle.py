@@ -165,16 +165,17 @@ class CycleTx:
         """The task types' max queue lengths and rate limits."""
         return self.snapshot()[2]
 
-    def _first_reads(self) -> CycleReads:
-        """The reads made with the lock, or made now (and kept until they go stale)."""
+    def _first_reads(self, *, snapshot: bool = False) -> CycleReads:
+        """The reads made with the lock, or made now (and kept until they go stale);
+        ``snapshot``: made now, they include the snapshot even with nothing pending."""
         if self._reads is None:
-            self._reads = self.tx.driver.read_cycle(self.tx.raw)
+            self._reads = self.tx.driver.read_cycle(self.tx.raw, snapshot=snapshot)
         return self._reads
 
     def _snapshot(self) -> Snapshot:
         """The snapshot of the first reads, read now if they left it out."""
-        reads = self._first_reads()
-        if reads.snapshot is None:
+        reads = self._first_reads(snapshot=True)
+        if reads.snapshot is None:  # the reads made with the lock, or for nothing_pending
             reads = self._reads = replace(reads,
                                           snapshot=self.tx.driver.read_snapshot(self.tx.raw))
         assert reads.snapshot is not None
