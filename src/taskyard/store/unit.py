@@ -132,19 +132,18 @@ class Tx:
         if self.joined:  # never the global lock until a caller's commit
             yield None
             return
-        held: contextlib.AbstractContextManager[bool] = (
+        taken: contextlib.AbstractContextManager[CycleStart] = (
             self.driver.cycle_lock(self.raw) if start is None
-            else contextlib.nullcontext(start.held))
+            else contextlib.nullcontext(start))
         # Imported before the lock is ours: a process's first import of the cycle's
         # modules (~20 ms) would hold every other placer back.
         from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up
 
-        with held as ours:
-            if not ours:
+        with taken as begun:
+            if not begun.held:
                 yield None
                 return
-            cycle = CycleTx(self, None if start is None else start.reads,
-                            scans_off=self.driver.lock_scans_off)
+            cycle = CycleTx(self, begun.reads, scans_off=self.driver.lock_scans_off)
             yield cycle
             cycle.finish()
 
