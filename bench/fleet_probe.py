@@ -156,10 +156,14 @@ class Window:
         assert order in ("calls", "total_exec_time")
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             rows = conn.execute(
-                "SELECT calls, round(total_exec_time::numeric, 1), "
+                "SELECT calls, round(total_exec_time::numeric, 1), rows, "
                 "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
                 f"FROM pg_stat_statements ORDER BY {order} DESC LIMIT %s", (limit,)).fetchall()
-        return [{"calls": c, "ms": float(ms), "query": q} for c, ms, q in rows]
+        # rows: what the statements returned or changed (a cycle's reads run under its
+        # lock return a row only when the lock was ours: how often a submit placed its
+        # own job).
+        return [{"calls": c, "ms": float(ms), "rows": int(n), "query": q}
+                for c, ms, n, q in rows]
 
     @staticmethod
     def rates(a: DbCounters, b: DbCounters) -> dict[str, float]:
