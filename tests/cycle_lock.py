@@ -31,5 +31,5 @@ def _take(other: Store, stack: contextlib.ExitStack) -> bool:
     if other.backend == "sqlite":
         # The lock alone: its cycle's write transaction would block every writer
         # (a submit, a worker registering) until the block ends.
-        return stack.enter_context(other.driver.cycle_lock(None)).held
+        return bool(stack.enter_context(other.driver.cycle_lock(None)))
     return stack.enter_context(other.cycle()) is not None

@@ -183,8 +183,8 @@ class Store:
         if self.driver.writes_one_at_a_time:
             # Lock first, then the write transaction: a caller that cannot have the
             # cycle must not queue for the write lock.
-            with self.driver.cycle_lock(None) as start:
-                if not start.held:
+            with self.driver.cycle_lock(None) as held:
+                if not held:
                     yield None
                     return
                 with self.write() as tx, tx.cycle(CycleStart(held=True)) as cycle:

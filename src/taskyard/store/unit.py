@@ -132,18 +132,19 @@ class Tx:
         if self.joined:  # never the global lock until a caller's commit
             yield None
             return
-        taken: contextlib.AbstractContextManager[CycleStart] = (
+        held: contextlib.AbstractContextManager[bool] = (
             self.driver.cycle_lock(self.raw) if start is None
-            else contextlib.nullcontext(start))
+            else contextlib.nullcontext(start.held))
         # Imported before the lock is ours: a process's first import of the cycle's
         # modules (~20 ms) would hold every other placer back.
         from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up
 
-        with taken as begun:
-            if not begun.held:
+        with held as ours:
+            if not ours:
                 yield None
                 return
-            cycle = CycleTx(self, begun.reads, scans_off=self.driver.lock_scans_off)
+            cycle = CycleTx(self, None if start is None else start.reads,
+                            scans_off=self.driver.lock_scans_off)
             yield cycle
             cycle.finish()
 

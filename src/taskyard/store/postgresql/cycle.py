@@ -185,15 +185,10 @@ def _snapshot(text: str) -> Snapshot:
     return Snapshot(workers or [], active or [], limits or [], paused or [])
 
 
-def take_lock(raw: Cursor, page: int, snapshot: bool) -> tuple[bool, tuple[Any, ...] | None]:
-    """Try the global lock for this transaction (:data:`LOCK_AHEAD`) and, when it is
-    ours, make the cycle's first reads (:data:`AHEAD_IF_HELD`; see :func:`read_cycle`)
-    in the same round trip: whether it is ours, and the row of the reads. Every round
-    trip made under the lock holds every other placer back (at 200 workers, 88 % of
-    submits found it taken)."""
-    lock, ahead = pipelined(raw, [(f"SELECT {LOCK_AHEAD}", {}),
-                                  (AHEAD_IF_HELD, {"n": page, "snapshot": snapshot})])
-    return bool(lock and lock[0][0]), (tuple(ahead[0]) if ahead else None)
+def take_lock(raw: Cursor) -> bool:
+    """Try the global lock for this transaction (:data:`LOCK_AHEAD`)."""
+    row = raw.first(f"SELECT {LOCK_AHEAD}")
+    return bool(row and row[0])
 
 
 def finish(raw: Cursor, params: FinishCycle) -> None:

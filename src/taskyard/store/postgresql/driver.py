@@ -26,7 +26,7 @@ from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver import Connections, Listener
-from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, CycleStart, FinishCycle
+from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
@@ -137,19 +137,13 @@ class PostgresDriver(SharedTransitions):
     # -- locks and wake-ups --------------------------------------------------------------
 
     @contextlib.contextmanager
-    def cycle_lock(self, raw: Cursor | None) -> Iterator[CycleStart]:
+    def cycle_lock(self, raw: Cursor | None) -> Iterator[bool]:
         """The global lock: a transaction-scoped advisory lock, released on commit,
         rollback or a lost connection. Waiting for a row lock (held by a frozen
         transaction) must not keep it for long: the cycle fails instead, and the next
-        one retries (the lock statement sets the timeout, see cycle.LOCK_AHEAD). With
-        the lock, the cycle's first reads, in the same round trip (cycle.take_lock)."""
+        one retries (the lock statement sets the timeout, see cycle.LOCK_AHEAD)."""
         assert raw is not None
-        held, row = cycle.take_lock(raw, self._page, self._shortcuts.submits)
-        reads = None
-        if row is not None:
-            reads = cycle.reads_of_row(row, self._page)
-            self._shortcuts.learn(reads, row[0])
-        yield CycleStart(held, reads)
+        yield cycle.take_lock(raw)
 
     def read_key_holders(self, raw: Cursor,
                          params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:

@@ -24,7 +24,7 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.cycle_params import CycleReads, CycleStart, FinishCycle, Snapshot
+from taskyard.store.driver.cycle_params import CycleReads, FinishCycle, Snapshot
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
@@ -125,7 +125,7 @@ class SqliteDriver(SharedTransitions):
                            "submit after your own transaction commits")
 
     @contextlib.contextmanager
-    def cycle_lock(self, _raw: Cursor | None) -> Iterator[CycleStart]:
+    def cycle_lock(self, _raw: Cursor | None) -> Iterator[bool]:
         """The global lock: an flock beside the database. Releasing it before the
         caller's transaction commits is safe: another cycle cannot read before that
         commit, as SQLite lets one writer at a time."""
@@ -133,10 +133,10 @@ class SqliteDriver(SharedTransitions):
             self._cycle_lock = FileLock(lock_path_for(self.database))
         lock = self._cycle_lock
         if not lock.acquire():
-            yield CycleStart(False)
+            yield False
             return
         try:
-            yield CycleStart(True)
+            yield True
         finally:
             lock.release()
 
