@@ -256,6 +256,11 @@ def _phases(rows: list[tuple[Any, ...]], sent: dict[int, float]) -> dict[str, li
             for name, v in steps.items() if v}
 
 
+STALLED = 120.0
+"""Seconds without a job of the drain ending before the benchmark gives up on it (a job
+stuck running on an idle worker once kept it waiting for its whole deadline)."""
+
+
 def drain(url: str, direct: str, jobs: int, workers: int,
           window: probe.Window) -> dict[str, Any]:
     """``jobs`` no-op jobs due at one instant (submitted beforehand in batches): the
@@ -266,8 +271,8 @@ def drain(url: str, direct: str, jobs: int, workers: int,
     due = time.time() + 3.0 + jobs / 20_000
     ids: list[int] = []
     try:
-        for first in range(0, jobs, 1000):
-            ids += yard.submit_many("noop", [{}] * min(1000, jobs - first), run_after=due)
+        for start in range(0, jobs, 1000):
+            ids += yard.submit_many("noop", [{}] * min(1000, jobs - start), run_after=due)
     finally:
         yard.close()
     if time.time() > due:
@@ -281,12 +286,24 @@ def drain(url: str, direct: str, jobs: int, workers: int,
     window.reset()
     first = window.read()
 
+    progress = [-1, time.monotonic()]  # jobs ended, when that count last moved
+
     def done() -> bool:
+        ended = "type = 'noop' AND state IN ('succeeded', 'failed', 'error')"
         with psycopg.connect(direct, autocommit=True) as conn:
-            row = conn.execute("SELECT count(*) FROM jobs WHERE id BETWEEN %s AND %s AND "
-                               "type = 'noop' AND state IN ('succeeded', 'failed', 'error')",
+            row = conn.execute(f"SELECT count(*) FROM jobs WHERE id BETWEEN %s AND %s AND {ended}",
                                (lo, hi)).fetchone()
-        return bool(row and row[0] >= len(ids))
+            count = int(row[0]) if row else 0
+            if count != progress[0]:
+                progress[:] = [count, time.monotonic()]
+            elif time.monotonic() - progress[1] > STALLED:  # say which, not wait on
+                left = conn.execute(
+                    "SELECT id, state, attempt, worker_id FROM jobs WHERE id BETWEEN %s AND %s "
+                    f"AND NOT ({ended}) ORDER BY id LIMIT 10", (lo, hi)).fetchall()
+                raise RuntimeError(f"fleet: the drain ended no job in {STALLED:.0f}s, "
+                                   f"{len(ids) - count} left; (id, state, attempt, worker): "
+                                   f"{left}")
+        return count >= len(ids)
 
     wait_for("the drain to end", done, timeout=600 + jobs / 50, every=1.0)
     busy = window.rates(first, window.read())
