@@ -23,6 +23,14 @@ from tests.conftest import fresh_database
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 EXAMPLES = int(os.environ.get("TASKYARD_FUZZ_EXAMPLES", "25"))
+ENDLESS = {
+    "/api/v1/events/stream",  # tested in test_events_api
+    # Until the job ends, and the fixture's jobs wait in a pool no worker serves: the
+    # cases that asked for job 1's output took 2 minutes of this test's 2 minutes 10 s,
+    # and once in a full run blocked it for more than 5 (tested in test_live_logs_api).
+    "/api/v1/jobs/{job_id}/logs/stream",
+}
+"""Streams that end only with what they follow: not cases for a request and its answer."""
 
 
 @pytest.fixture(scope="module", params=["sqlite", "pg"])
@@ -56,8 +64,8 @@ def test_api_answers_follow_the_schema(fuzzed: Api) -> None:
     tried = 0
     for result in schema.get_all_operations():
         operation = result.ok()
-        if operation.path == "/api/v1/events/stream":
-            continue  # an endless stream: tested in test_events_api
+        if operation.path in ENDLESS:
+            continue
 
         @given(case=operation.as_strategy())
         @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
