@@ -5,6 +5,7 @@ worker (and so woke nobody) is still open."""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -36,6 +37,35 @@ def test_a_wake_up_that_finds_the_cycle_busy_is_not_lost(
     other.close()
     job = yard.wait(job_id, 30)
     assert (job.state, job.worker) == ("succeeded", "w1")
+
+
+def test_wake_ups_do_not_cut_the_busy_back_off_short(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """While another cycle holds the lock, the scheduler tries again after a delay that
+    doubles (from 10 ms to 0.5 s), whatever wakes it meanwhile. Cut short by every
+    wake-up, as it was, each failed submit and report made both schedulers try again at
+    once: at 10 workers 3,000 failed tries in a 10 s run."""
+    caplog.set_level(logging.DEBUG, logger="taskyard.scheduler")
+    cluster.add_scheduler(interval=60.0)
+    other = open_store(cluster.url)
+    busy = lambda: sum("event=cycle-busy" in r.getMessage() for r in caplog.records)  # noqa: E731
+    with holding_the_cycle(other):
+        caplog.clear()
+        started = time.monotonic()
+        with cluster.yard.store.write() as tx:
+            tx.notify("scheduler")
+        wait_for("the scheduler to find the lock busy", lambda: busy() > 0)
+        # A wake-up every 20 ms for a second (pacing, not waiting: the bound below
+        # follows the time it took).
+        while time.monotonic() - started < 1.0:
+            with cluster.yard.store.write() as tx:
+                tx.notify("scheduler")
+            time.sleep(0.02)
+        elapsed = time.monotonic() - started
+        tries = busy()
+    other.close()
+    # 10 ms, 20, 40 … 320, then every 0.5 s: one more try for the wake-up at the end.
+    assert tries <= 8 + elapsed / 0.5, (tries, elapsed)
 
 
 def _waiting_at_the_gate(store: Store) -> bool:

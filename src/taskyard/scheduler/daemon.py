@@ -116,7 +116,7 @@ class SchedulerDaemon:
                     wait = min(BUSY_RETRY[0] * 2**min(busy, 8), BUSY_RETRY[1], self.interval)
                     busy += 1
                     log.debug("event=cycle-busy retry_in=%.3f", wait)
-                    self._sleep(listener, stop, wait)
+                    stop.wait(wait)
                     continue
                 busy = 0
                 if self.on_cycle is not None:
