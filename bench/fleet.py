@@ -35,6 +35,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -522,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             row = run_case(n, args, folder)
         finally:
+            if args.out and (folder / "daemons.log").exists():
+                # The daemons' log beside the figures (the schedulers' DEBUG lines).
+                shutil.copy(folder / "daemons.log", f"{args.out}.{n}.log")
             remove(folder)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
