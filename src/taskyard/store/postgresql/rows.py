@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from psycopg.pq import TransactionStatus
+
 from taskyard.store.cursor import Cursor, id_array
 
 
@@ -52,19 +54,32 @@ def named(raw: Cursor, sql: str, params: Parameters) -> list[tuple[Any, ...]]:
 
 def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
               commit: bool = False) -> list[list[tuple[Any, ...]]]:
-    """Statements as :func:`named`, sent in one pipeline (with the transaction's
-    ``BEGIN`` when it has not begun): one round trip. The server runs them in order,
-    each once the one before has ended. Each one's rows. ``commit``: the transaction's
-    ``COMMIT`` follows them in the same round trip; an error in one ends it with nothing
-    written (the server skips the rest, ``COMMIT`` included)."""
+    """Statements as :func:`named`, sent in one pipeline: one round trip. The server runs
+    them in order, each once the one before has ended. Each one's rows. ``commit``: the
+    transaction ends with them, in the same round trip; an error in one ends it with
+    nothing written (the server skips the rest up to the pipeline's end).
+
+    When the transaction has not begun, psycopg would send its ``BEGIN`` alone and wait
+    for the answer (a round trip of its own, before the pipeline). With ``commit`` the
+    pipeline is then the whole transaction: it runs with the connection in autocommit,
+    where the statements up to the pipeline's one Sync are a single transaction of the
+    server's, committed by that Sync — all or none, in one round trip."""
+    dbapi = raw.dbapi
+    whole = commit and dbapi.pgconn.transaction_status == TransactionStatus.IDLE
     cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
-    with raw.dbapi.pipeline():
-        for cursor, (sql, params) in zip(cursors, statements, strict=True):
-            text = _named(sql, raw.now_sql)
-            cursor.execute(text, {name: params[name] for name in _uses(text)}
-                           if isinstance(params, dict) else params)
-        if commit:
-            raw.pipelined(len(statements)).execute("COMMIT")
+    if whole:
+        dbapi.autocommit = True
+    try:
+        with dbapi.pipeline():
+            for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                text = _named(sql, raw.now_sql)
+                cursor.execute(text, {name: params[name] for name in _uses(text)}
+                               if isinstance(params, dict) else params)
+            if commit and not whole:
+                raw.pipelined(len(statements)).execute("COMMIT")
+    finally:
+        if whole:
+            dbapi.autocommit = False
     return [list(c.fetchall()) if c.rownumber is not None else [] for c in cursors]
 
 

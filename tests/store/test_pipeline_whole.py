@@ -1,0 +1,113 @@
+"""PostgreSQL: a pipeline that is its unit's whole transaction (postgresql/rows.py:
+pipelined with ``commit`` on a unit not yet begun) goes to the server in one round trip
+— psycopg would otherwise send its ``BEGIN`` alone first and wait for the answer —
+and stays all or nothing. Seen on the wire through libpq's trace of the connection."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from tests.store.test_submit_shortcuts import idle_queue
+from tests.submitting import yard_with_type
+
+from taskyard.api.yard import Yard
+from taskyard.store.clock import MovableClock
+from taskyard.store.postgresql import jobs as pg_jobs
+from taskyard.store.postgresql.rows import pipelined
+
+
+@pytest.fixture
+def yard(pg_url: str, clock: MovableClock) -> Iterator[Yard]:
+    with yard_with_type(pg_url, clock) as y:
+        yield y
+
+
+def lane_connection(yard: Yard) -> Any:
+    """The psycopg connection of the store's lane (its units of work one at a time)."""
+    with yard.store.write() as tx:
+        return tx.raw.dbapi
+
+
+def round_trips(trace: list[str]) -> int:
+    """Times the client sent after the server had answered (libpq trace lines: ``F``
+    from the client, ``B`` from the server)."""
+    turns, last = 0, "B"
+    for line in trace:
+        side = line.split("\t", 1)[0]
+        if side == "F" and last == "B":
+            turns += 1
+        last = side if side in ("F", "B") else last
+    return turns
+
+
+def traced(dbapi: Any, action: Any) -> tuple[Any, list[str]]:
+    with tempfile.TemporaryFile("w+") as out:
+        dbapi.pgconn.trace(out.fileno())
+        dbapi.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            found = action()
+        finally:
+            dbapi.pgconn.untrace()
+        out.seek(0)
+        return found, out.read().splitlines()
+
+
+def test_a_submit_placed_by_its_own_pipeline_is_one_round_trip(
+        yard: Yard, monkeypatch: pytest.MonkeyPatch) -> None:
+    placed: list[bool] = []
+    original = pg_jobs.insert_jobs
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        placed.append(found.placed)
+        return found
+
+    monkeypatch.setattr(pg_jobs, "insert_jobs", recorded)
+    idle_queue(yard)
+    dbapi = lane_connection(yard)
+    job_id, trace = traced(dbapi, lambda: yard.submit("t", {"n": 1}))
+    assert placed[-1], "the submit was not placed by its pipeline"
+    assert round_trips(trace) == 1, "\n".join(trace)
+    assert not any('"BEGIN"' in line for line in trace)  # the Sync is its transaction
+    assert yard.store.jobs.get(job_id).state == "dispatched"  # type: ignore[union-attr]
+    assert dbapi.autocommit is False
+
+
+def test_a_whole_pipeline_that_fails_writes_nothing(yard: Yard) -> None:
+    store = yard.store
+    with store.write() as tx:
+        tx.raw.run("CREATE TABLE probe (n integer)")
+    with pytest.raises(psycopg.errors.DivisionByZero), store.write() as tx:
+        pipelined(tx.raw, [("INSERT INTO probe VALUES (1)", {}),
+                           ("SELECT 1 / (SELECT count(*) - 1 FROM probe)", {}),
+                           ("INSERT INTO probe VALUES (2)", {})], commit=True)
+    with store.write() as tx:
+        assert tx.raw.first("SELECT count(*) FROM probe") == (0,)
+        assert tx.raw.dbapi.autocommit is False
+        found = pipelined(tx.raw, [("INSERT INTO probe VALUES (3) RETURNING n", {}),
+                                   ("SELECT count(*) FROM probe", {})], commit=True)
+    assert found == [[(3,)], [(1,)]]
+    with store.read() as tx:
+        assert tx.raw.first("SELECT count(*) FROM probe") == (1,)
+
+
+def test_a_pipeline_in_a_begun_transaction_leaves_it_to_its_unit(yard: Yard) -> None:
+    """With the transaction begun, ``commit`` sends its COMMIT in the pipeline, and
+    without it the unit's later statements and its end still belong to it."""
+    store = yard.store
+    with store.write() as tx:
+        tx.raw.run("CREATE TABLE probe (n integer)")
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.raw.run("INSERT INTO probe VALUES (1)")
+        pipelined(tx.raw, [("INSERT INTO probe VALUES (2)", {})])
+        raise RuntimeError("the unit fails after its pipeline")
+    with store.write() as tx:
+        assert tx.raw.first("SELECT count(*) FROM probe") == (0,)
+        tx.raw.run("INSERT INTO probe VALUES (1)")
+        pipelined(tx.raw, [("INSERT INTO probe VALUES (2)", {})], commit=True)
+    with store.read() as tx:
+        assert tx.raw.first("SELECT count(*) FROM probe") == (2,)
