@@ -61,12 +61,11 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     transaction ends with them, in the same round trip; an error in one ends it with
     nothing written (the server skips the rest up to the pipeline's end).
 
-    When the transaction has not begun, its ``BEGIN`` goes first in the pipeline
-    (begin.py; psycopg's own would be a round trip before it). With ``commit`` the
-    pipeline is then the whole transaction: it runs in autocommit with no ``BEGIN``
-    (:func:`~taskyard.store.postgresql.begin.alone`), where the statements up to the
-    pipeline's one Sync are a single transaction of the server's, committed by that Sync
-    — all or none, in one round trip."""
+    When the transaction has not begun, psycopg would send its ``BEGIN`` alone and wait
+    for the answer (a round trip of its own, before the pipeline). With ``commit`` the
+    pipeline is then the whole transaction: it runs with the connection in autocommit,
+    where the statements up to the pipeline's one Sync are a single transaction of the
+    server's, committed by that Sync — all or none, in one round trip."""
     dbapi = raw.dbapi
     whole = commit and dbapi.pgconn.transaction_status == TransactionStatus.IDLE
     cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
