@@ -87,10 +87,10 @@ def test_a_whole_pipeline_that_fails_writes_nothing(yard: Yard) -> None:
                            ("INSERT INTO probe VALUES (2)", {})], commit=True)
     with store.write() as tx:
         assert tx.raw.first("SELECT count(*) FROM probe") == (0,)
+        assert tx.raw.dbapi.autocommit is False
         found = pipelined(tx.raw, [("INSERT INTO probe VALUES (3) RETURNING n", {}),
                                    ("SELECT count(*) FROM probe", {})], commit=True)
     assert found == [[(3,)], [(1,)]]
-    assert lane_connection(yard).autocommit is False  # psycopg's own mode between units
     with store.read() as tx:
         assert tx.raw.first("SELECT count(*) FROM probe") == (1,)
 

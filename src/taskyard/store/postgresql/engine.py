@@ -17,7 +17,6 @@ from sqlalchemy import Engine, create_engine, event, exc
 
 from taskyard.store.clock import MovableClock
 from taskyard.store.driver import Connections
-from taskyard.store.postgresql.begin import BeginningCursor, leave_unit
 from taskyard.store.postgresql.urls import pg_target
 
 IDLE_IN_TX_MS = 60_000
@@ -51,8 +50,6 @@ def make_engine(url: str, *, connections: Connections | None = None,
         # ends such a session. Our transactions never wait on their client that long
         # (a 100,000-task graph is parsed in a few seconds).
         "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TX_MS}",
-        # A unit's BEGIN goes with its first statement (postgresql/begin.py).
-        "cursor_factory": BeginningCursor,
     }
     if target.pooled_by_transaction:
         # Prepared statements live in one server session, which the pooler lends to
@@ -86,10 +83,8 @@ def _moved_clock(clock: MovableClock) -> Any:
 
 
 
-def _on_checkin(dbapi_conn: Any, record: Any) -> None:
+def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
     record.info[_CHECKED_IN] = time.monotonic()
-    if dbapi_conn is not None:  # (None: the connection was invalidated)
-        leave_unit(dbapi_conn)  # a unit that failed on it ends here
 
 
 def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:

@@ -49,7 +49,6 @@ from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.driver.planning import planner_values, to_candidates
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
-from taskyard.store.postgresql.begin import alone
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CHECKED_SETTING
 from taskyard.store.postgresql.rows import Parameters, copy, named, pg_row_set, pipelined
@@ -258,9 +257,12 @@ def _alone(raw: Cursor, columns: tuple[str, ...], row: tuple[Any, ...],
     wrote nothing. The unit's transaction has not begun: this is all of it (the caller
     runs no cycle with no live worker)."""
     checked = row[columns.index("graph_id")] is None
-    with alone(raw.dbapi):
+    raw.dbapi.autocommit = True
+    try:
         found = named(raw, insert_sql(columns, many=False, alone=True, checked=checked),
                       values)
+    finally:
+        raw.dbapi.autocommit = False
     return int(found[0][0]) if found else None
 
 

@@ -45,7 +45,6 @@ from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection, Engine, exc
 
 from taskyard.store.clock import MovableClock
-from taskyard.store.postgresql.begin import enter_unit, leave_unit
 from taskyard.store.postgresql.engine import check_alive
 
 _FORSAKEN: list[Connection] = []
@@ -138,7 +137,6 @@ class _LaneUnit:
             return self._pooled.__enter__()
         try:
             self._conn = lane._ready()
-            enter_unit(self._conn.connection.dbapi_connection)
         except BaseException:
             lane._end(failed=True)
             raise
@@ -154,7 +152,6 @@ class _LaneUnit:
         try:
             if kind is None:
                 _commit(conn)
-                leave_unit(conn.connection.dbapi_connection)
                 failed = False
             # On error nothing is rolled back here: the connection goes back to the pool,
             # whose reset rolls back whatever the unit began.
@@ -178,5 +175,4 @@ def _commit(conn: Connection) -> None:
 def pooled_unit(engine: Engine) -> Iterator[Connection]:
     """A unit on a connection checked out of ``engine``'s pool for it."""
     with engine.connect() as pooled, pooled.begin():
-        enter_unit(pooled.connection.dbapi_connection)  # left at its checkin (engine.py)
         yield pooled

@@ -7,7 +7,6 @@ the number of rows, which psycopg prepares once.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 from collections.abc import Iterable, Sequence
@@ -16,7 +15,6 @@ from typing import Any
 from psycopg.pq import TransactionStatus
 
 from taskyard.store.cursor import Cursor, id_array
-from taskyard.store.postgresql.begin import alone
 
 
 def pg_row_set(types: Sequence[str], param: str) -> str:
@@ -69,13 +67,19 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     dbapi = raw.dbapi
     whole = commit and dbapi.pgconn.transaction_status == TransactionStatus.IDLE
     cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
-    with alone(dbapi) if whole else contextlib.nullcontext(), dbapi.pipeline():
-        for cursor, (sql, params) in zip(cursors, statements, strict=True):
-            text = _named(sql, raw.now_sql)
-            cursor.execute(text, {name: params[name] for name in _uses(text)}
-                           if isinstance(params, dict) else params)
-        if commit and not whole:
-            raw.pipelined(len(statements)).execute("COMMIT")
+    if whole:
+        dbapi.autocommit = True
+    try:
+        with dbapi.pipeline():
+            for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                text = _named(sql, raw.now_sql)
+                cursor.execute(text, {name: params[name] for name in _uses(text)}
+                               if isinstance(params, dict) else params)
+            if commit and not whole:
+                raw.pipelined(len(statements)).execute("COMMIT")
+    finally:
+        if whole:
+            dbapi.autocommit = False
     return [list(c.fetchall()) if c.rownumber is not None else [] for c in cursors]
 
 
