@@ -39,8 +39,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg.pq import TransactionStatus
-
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema as t
 from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
@@ -51,7 +49,15 @@ from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CHECKED_SETTING
-from taskyard.store.postgresql.rows import Parameters, copy, named, pg_row_set, pipelined
+from taskyard.store.postgresql.rows import (
+    Parameters,
+    autocommit,
+    copy,
+    named,
+    not_begun,
+    pg_row_set,
+    pipelined,
+)
 from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 
 EDGE_TYPES = ("bigint", "bigint", "text")
@@ -173,7 +179,7 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
     # parameters cost a dict of some 30 names per submit, and psycopg's reordering).
     values = (*row, params.as_built.name, params.as_built.version, event.topic,
               event.routing_key, event.payload[len(NO_ID):])
-    if params.placing and shortcuts.no_worker and _idle(raw):
+    if params.placing and shortcuts.no_worker and not_begun(raw):
         found = _alone(raw, params.columns, row, values)
         if found is not None:
             return InsertedJobs([found], committed=True)
@@ -190,7 +196,7 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
         dispatch = cycle.dispatch_params(
             None, worker_id, name, [pg_channel(f"worker.{worker_id}")], [], last=True,
             basis=basis.text, grace=TIMEOUT_GRACE)
-        whole = _idle(raw)  # the unit's transaction is this pipeline's: it commits
+        whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
         if whole:  # (_planned placed it: a job outside any graph)
             insert = insert_sql(params.columns, many=False, placing=True, checked=True)
         statements: list[tuple[str, Parameters]] = [(insert, values), (cycle.DISPATCH, dispatch)]
@@ -246,23 +252,15 @@ def _planned(basis: Basis, columns: tuple[str, ...],
     return next((w.id, w.name) for w in workers if w.id == decision.worker_id)
 
 
-def _idle(raw: Cursor) -> bool:
-    """The unit's transaction has not begun (nothing was sent in it yet)."""
-    return bool(raw.dbapi.pgconn.transaction_status == TransactionStatus.IDLE)
-
-
 def _alone(raw: Cursor, columns: tuple[str, ...], row: tuple[Any, ...],
            values: tuple[Any, ...]) -> int | None:
     """The insert in autocommit, while no worker is live; the job's id, or None when it
     wrote nothing. The unit's transaction has not begun: this is all of it (the caller
     runs no cycle with no live worker)."""
     checked = row[columns.index("graph_id")] is None
-    raw.dbapi.autocommit = True
-    try:
+    with autocommit(raw):
         found = named(raw, insert_sql(columns, many=False, alone=True, checked=checked),
                       values)
-    finally:
-        raw.dbapi.autocommit = False
     return int(found[0][0]) if found else None
 
 

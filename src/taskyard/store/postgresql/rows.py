@@ -7,9 +7,10 @@ the number of rows, which psycopg prepares once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from psycopg.pq import TransactionStatus
@@ -52,6 +53,22 @@ def named(raw: Cursor, sql: str, params: Parameters) -> list[tuple[Any, ...]]:
     return list(cursor.fetchall()) if cursor.rownumber is not None else []
 
 
+def not_begun(raw: Cursor) -> bool:
+    """The unit's transaction has not begun (nothing was sent in it yet)."""
+    return bool(raw.dbapi.pgconn.transaction_status == TransactionStatus.IDLE)
+
+
+@contextlib.contextmanager
+def autocommit(raw: Cursor) -> Iterator[None]:
+    """The unit's statements each their own transaction (or a pipeline's, ended by its
+    Sync) while the block runs: only before the unit's transaction has begun."""
+    raw.dbapi.autocommit = True
+    try:
+        yield
+    finally:
+        raw.dbapi.autocommit = False
+
+
 def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
               commit: bool = False) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline: one round trip. The server runs
@@ -64,22 +81,15 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     pipeline is then the whole transaction: it runs with the connection in autocommit,
     where the statements up to the pipeline's one Sync are a single transaction of the
     server's, committed by that Sync — all or none, in one round trip."""
-    dbapi = raw.dbapi
-    whole = commit and dbapi.pgconn.transaction_status == TransactionStatus.IDLE
+    whole = commit and not_begun(raw)
     cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
-    if whole:
-        dbapi.autocommit = True
-    try:
-        with dbapi.pipeline():
-            for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                text = _named(sql, raw.now_sql)
-                cursor.execute(text, {name: params[name] for name in _uses(text)}
-                               if isinstance(params, dict) else params)
-            if commit and not whole:
-                raw.pipelined(len(statements)).execute("COMMIT")
-    finally:
-        if whole:
-            dbapi.autocommit = False
+    with autocommit(raw) if whole else contextlib.nullcontext(), raw.dbapi.pipeline():
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            text = _named(sql, raw.now_sql)
+            cursor.execute(text, {name: params[name] for name in _uses(text)}
+                           if isinstance(params, dict) else params)
+        if commit and not whole:
+            raw.pipelined(len(statements)).execute("COMMIT")
     return [list(c.fetchall()) if c.rownumber is not None else [] for c in cursors]
 
 
