@@ -46,6 +46,7 @@ from taskyard.store.sqlite.locks import (
     lock_path_for,
     write_lock_path_for,
 )
+from taskyard.store.sqlite.writer import Writer
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PAGE_CACHE_KIB = 8192
@@ -91,6 +92,7 @@ class SqliteDriver(SharedTransitions):
         self._write_lock = WriteLock(write_lock_path_for(self.database))
         self._cycle_lock: FileLock | None = None
         self._types = TypeCache()
+        self._writer = Writer()
 
     # -- engine and transactions ---------------------------------------------------------
 
@@ -102,8 +104,9 @@ class SqliteDriver(SharedTransitions):
 
     @contextlib.contextmanager
     def write(self, engine: Engine) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``), queued on the write lock."""
-        with self._write_lock, engine.connect() as conn, conn.begin():
+        """A write transaction (``BEGIN IMMEDIATE``), queued on the write lock, on the
+        lock's own connection (sqlite/writer.py)."""
+        with self._write_lock, self._writer.transaction(engine) as conn:
             yield conn
 
     @contextlib.contextmanager
@@ -141,6 +144,8 @@ class SqliteDriver(SharedTransitions):
             lock.release()
 
     def close(self) -> None:
+        with contextlib.suppress(OSError), self._write_lock:  # OSError: its folder is gone
+            self._writer.close()
         if self._cycle_lock is not None:
             self._cycle_lock.close()
 
