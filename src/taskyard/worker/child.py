@@ -110,19 +110,39 @@ class Capture:
         return _tail(1, limit), _tail(2, limit)
 
 
+class JobEnv:
+    """The child's environment, job after job: each job's ``env`` set, and the variables
+    only some jobs get (:data:`_OPTIONAL_ENV`) unset for the others. Which of those are
+    set is kept here: looking each one up in ``os.environ`` at every job (it encodes the
+    name) was 3-4 µs of a no-op job's 11."""
+
+    __slots__ = ("_optional",)
+
+    def __init__(self) -> None:
+        self._optional = [key for key in _OPTIONAL_ENV if key in os.environ]
+
+    def apply(self, env: dict[str, str]) -> None:
+        environ = os.environ
+        for key, value in env.items():  # most are the same job after job
+            if environ.get(key) != value:
+                environ[key] = value
+        if self._optional:  # what an earlier job had (or the child inherited) and this one has not
+            for key in self._optional:
+                if key not in env:
+                    environ.pop(key, None)
+            self._optional = []
+        for key in _OPTIONAL_ENV:
+            if key in env:
+                self._optional.append(key)
+
+
 def _run(cache: dict[str, Callable[..., Any]], msg: dict[str, Any], capture: Capture,
-         loop: EventLoop, conn: Pipe | None = None) -> dict[str, Any]:
+         loop: EventLoop, job_env: JobEnv, *, conn: Pipe | None = None) -> dict[str, Any]:
     """Run one job; the outcome carries the tails of what it printed. Stage reports
     go to the worker over ``conn`` while it runs."""
     capture.reset()
-    environ = os.environ
     env = msg["env"]
-    for key, value in env.items():  # most are the same job after job
-        if environ.get(key) != value:
-            environ[key] = value
-    for key in _OPTIONAL_ENV:  # what an earlier job had and this one has not
-        if key in environ and key not in env:
-            del environ[key]
+    job_env.apply(env)
     set_current(JobContext(msg.get("job_id", 0), msg.get("attempt", 0),
                            dict(msg.get("stages") or {}), conn))
     detach = None
@@ -283,6 +303,7 @@ def child_main(conn: Pipe, cwd: str, output: tuple[str, str] | None = None) -> N
     cache: dict[str, Callable[..., Any]] = {}
     capture = Capture(output)
     loop = EventLoop()
+    job_env = JobEnv()
     while True:
         try:
             msg = loads(conn.recv_bytes())
@@ -291,4 +312,4 @@ def child_main(conn: Pipe, cwd: str, output: tuple[str, str] | None = None) -> N
         # A list is a pipeline of short jobs: run them one after the other, each outcome
         # sent as it ends (the worker takes the next one's start from it).
         for one in msg if isinstance(msg, list) else (msg,):
-            conn.send_bytes(dumps(_run(cache, one, capture, loop, conn), -1))
+            conn.send_bytes(dumps(_run(cache, one, capture, loop, job_env, conn=conn), -1))
