@@ -48,7 +48,10 @@ def _statement_counter(store: Any) -> Counter[str] | None:
     def traced(dbapi: Any, _record: Any) -> None:
         dbapi.set_trace_callback(lambda sql: statements.update((sql[:60],)))
 
-    store.engine.dispose()  # connections opened from now on are traced
+    # Connections opened from now on are traced: the write lock's kept one
+    # (sqlite/writer.py) goes back to the pool first, and the pool is emptied.
+    store.driver.close()
+    store.engine.dispose()
     event.listen(store.engine, "connect", traced)
     return statements
 
