@@ -58,6 +58,14 @@ The cursor is used only by the unit of work that holds the connection."""
 
 
 
+def drop_result(cursor: Any) -> None:
+    """Free the rows a driver cursor holds (psycopg keeps a result until the cursor's
+    next statement); the cursor stays open."""
+    reset = getattr(cursor, "_reset", None)
+    if reset is not None:
+        reset()
+
+
 class Cursor:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
@@ -107,9 +115,7 @@ class Cursor:
             if not self._kept:
                 cursor.close()
             else:
-                reset = getattr(cursor, "_reset", None)
-                if reset is not None:
-                    reset()
+                drop_result(cursor)
 
     def sql(self, text: str) -> str:
         """``text`` as the driver takes it (see :func:`render`)."""

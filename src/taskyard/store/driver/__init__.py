@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     AgePending,
     Dispatch,
     EndAttempts,
+    EndedAttempts,
     EndUnit,
     Event,
     EventCursor,
@@ -149,7 +150,7 @@ class Driver(SharedTransitions, Protocol):
 
     # attempts
     def start_attempts(self, raw: Cursor, params: StartAttempts) -> list[tuple[Any, ...]]: ...
-    def end_attempts(self, raw: Cursor, params: EndAttempts) -> list[tuple[Any, ...]]: ...
+    def end_attempts(self, raw: Cursor, params: EndAttempts) -> EndedAttempts: ...
     def set_prefetch(self, raw: Cursor, worker_id: int, prefetch: int) -> None: ...
     def placed_here(self, raw: Cursor, worker_id: int,
                     known: Iterable[tuple[int, int]]) -> Placed: ...

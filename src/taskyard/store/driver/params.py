@@ -3,7 +3,7 @@ the same shapes on both backends (River's ``riverdriver`` params structs)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -167,6 +167,18 @@ class EndAttempts:
 
     worker_id: int
     ends: Sequence[AttemptEnd]
+
+
+@dataclass(frozen=True, slots=True)
+class EndedAttempts:
+    """What :class:`EndAttempts` ended: the jobs' rows (id, attempt, state, graph, routing,
+    schedule) and, where the driver read them with the ends, the dependency edges from
+    every job it was given (child, parent, condition; streamed, to be read before the
+    unit's next statement; the caller keeps those of the jobs that ended). None: the
+    caller reads the edges itself."""
+
+    rows: list[tuple[Any, ...]]
+    edges: Iterator[tuple[Any, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

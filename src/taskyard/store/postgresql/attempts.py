@@ -5,12 +5,12 @@ per step, whatever its batch."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from taskyard.store.cursor import Cursor, id_array, json_rows
-from taskyard.store.driver.params import EndAttempts, Placed, StartAttempts
-from taskyard.store.postgresql.rows import named, pg_row_set
+from taskyard.store.cursor import STREAM_ROWS, Cursor, drop_result, id_array, json_rows
+from taskyard.store.driver.params import EndAttempts, EndedAttempts, Placed, StartAttempts
+from taskyard.store.postgresql.rows import named, pg_row_set, pipelined_cursors
 
 _LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = %(w)s AND w.state = 'active' "
            "AND w.lease_expires_at >= {now})")
@@ -76,11 +76,31 @@ def start_attempts(raw: Cursor, params: StartAttempts) -> list[tuple[Any, ...]]:
                                "ids": id_array(s.job_id for s in params.starts)})
 
 
-def end_attempts(raw: Cursor, params: EndAttempts) -> list[tuple[Any, ...]]:
+def end_attempts(raw: Cursor, params: EndAttempts) -> EndedAttempts:
     """The jobs and their attempts, in one statement; the rows of the jobs that ended
-    (id, attempt, state, graph, routing, schedule)."""
-    return named(raw, _END, {"rows": json_rows(params.ends), "w": params.worker_id,
-                             "ids": id_array(e.job_id for e in params.ends)})
+    (id, attempt, state, graph, routing, schedule). In the same round trip, the edges
+    from all of them (what the dependents' release reads next): a statement of its own,
+    run once the ends' has finished, so that it sees an edge that a launch committed
+    while the end waited for the launch's lock on its prerequisite (submissions.py:
+    prior_runs). A report of jobs that have no dependents, the common case, then costs
+    one round trip less."""
+    ids = id_array(e.job_id for e in params.ends)
+    ended, edges = pipelined_cursors(raw, [
+        (_END, {"rows": json_rows(params.ends), "w": params.worker_id, "ids": ids}),
+        (_EDGES, {"ids": ids})])
+    return EndedAttempts(list(ended.fetchall()), _stream(edges))
+
+
+_EDGES = ("SELECT job_id, requires_id, condition FROM dependencies "
+          "WHERE requires_id = ANY(%(ids)s::bigint[])")
+
+
+def _stream(cursor: Any) -> Iterator[tuple[Any, ...]]:
+    """The rows of a pipelined statement, converted :data:`STREAM_ROWS` at a time (a
+    fan-out root's 100,000 edges are not all Python tuples at once)."""
+    while rows := cursor.fetchmany(STREAM_ROWS):
+        yield from rows
+    drop_result(cursor)  # a root's 100,000 edges are not kept for the rest of the unit
 
 
 def set_prefetch(raw: Cursor, worker_id: int, prefetch: int) -> None:

@@ -81,8 +81,16 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     pipeline is then the whole transaction: it runs with the connection in autocommit,
     where the statements up to the pipeline's one Sync are a single transaction of the
     server's, committed by that Sync — all or none, in one round trip."""
+    return [list(c.fetchall()) if c.rownumber is not None else []
+            for c in pipelined_cursors(raw, statements, commit=commit)]
+
+
+def pipelined_cursors(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
+                      commit: bool = False) -> list[Any]:
+    """:func:`pipelined`, with each statement's cursor instead of its rows: each one's
+    rows are to be read before the unit's next statement on that cursor."""
     whole = commit and not_begun(raw)
-    cursors = (raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements))))
+    cursors = [raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements)))]
     with autocommit(raw) if whole else contextlib.nullcontext(), raw.dbapi.pipeline():
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             text = _named(sql, raw.now_sql)
@@ -90,7 +98,7 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
                            if isinstance(params, dict) else params)
         if commit and not whole:
             raw.pipelined(len(statements)).execute("COMMIT")
-    return [list(c.fetchall()) if c.rownumber is not None else [] for c in cursors]
+    return cursors
 
 
 def copy(raw: Cursor, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import EndAttempts, Placed, StartAttempts
+from taskyard.store.driver.params import EndAttempts, EndedAttempts, Placed, StartAttempts
 from taskyard.store.sqlite.rows import member, row_set
 
 _LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = ? AND w.state = 'active' "
@@ -65,16 +65,17 @@ def start_attempts(raw: Cursor, params: StartAttempts) -> list[tuple[Any, ...]]:
     return rows
 
 
-def end_attempts(raw: Cursor, params: EndAttempts) -> list[tuple[Any, ...]]:
+def end_attempts(raw: Cursor, params: EndAttempts) -> EndedAttempts:
     """The jobs first, then the attempts of those that ended; their rows (id, attempt,
-    state, graph, routing, schedule)."""
+    state, graph, routing, schedule). The caller reads the edges: SQLite has no round
+    trips to save."""
     w = params.worker_id
     rows = row_set(raw, _END, [e[:8] for e in params.ends], (w, w))
     done = {(r[0], r[1]) for r in rows}
     row_set(raw, _ATTEMPT_END, [
         (e.job_id, e.attempt, e.state, e.started_ago or 0.0, e.exit_code, e.result, e.error,
          e.stdout_tail, e.stderr_tail) for e in params.ends if (e.job_id, e.attempt) in done])
-    return rows
+    return EndedAttempts(rows)
 
 
 def set_prefetch(raw: Cursor, worker_id: int, prefetch: int) -> None:

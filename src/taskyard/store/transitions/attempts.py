@@ -119,7 +119,8 @@ class Attempts:
                 o.job_id, o.attempt, ENDS[AttemptState(o.state)].value, o.exit_code,
                 None if o.result is None else dumps(o.result), o.error, delay,
                 ago.get((o.job_id, o.attempt)), o.stdout_tail, o.stderr_tail))
-        rows = self.tx.driver.end_attempts(self.tx.raw, EndAttempts(worker_id, ends))
+        result = self.tx.driver.end_attempts(self.tx.raw, EndAttempts(worker_id, ends))
+        rows = result.rows
         if not rows:
             return set()
         done = {(r[0], r[1]): r for r in rows}
@@ -138,7 +139,7 @@ class Attempts:
                 ended.append(Ended(o.job_id, ENDS[AttemptState(o.state)], graph, schedule or ""))
         self.tx.events.append(events)
         if ended:
-            self.tx.dependents.jobs_ended(ended)
+            self.tx.dependents.jobs_ended(ended, edges=result.edges)
         return set(done)
 
     def fetch(self, worker_id: int, known: Collection[Key] = (),

@@ -12,9 +12,9 @@ step (per 500 rows) — never a scan.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from taskyard.core.edges import EdgeOutcome, decide_dependent, edge_outcome, failure_is_handled
 from taskyard.core.states import TERMINAL, JobState
@@ -78,13 +78,16 @@ class Dependents:
         self._later: _GraphWork | None = None
         """Graph writes deferred to the end of the transaction (see defer_graph_writes)."""
 
-    def jobs_ended(self, ended: Sequence[Ended]) -> list[Ended]:
+    def jobs_ended(self, ended: Sequence[Ended],
+                   edges: Iterator[tuple[Any, ...]] | None = None) -> list[Ended]:
         """Resolve dependents of ``ended`` (transitively) and update their graphs.
+        ``edges``: the edges from ``ended`` (and maybe from other jobs), read already.
 
         Returns every job that ended, including dependents that ended as a result.
         """
         everything = list(ended)
-        frontier = list(ended)
+        frontier = self.propagate(ended, edges=edges)
+        everything.extend(frontier)
         while frontier:
             frontier = self.propagate(frontier)
             everything.extend(frontier)
@@ -121,10 +124,12 @@ class Dependents:
         self._graph_bookkeeping(later.ended)
         self.graph_progress(later.progressed - {e.graph_id for e in later.ended})
 
-    def propagate(self, parents: Sequence[Ended], only: set[int] | None = None) -> list[Ended]:
+    def propagate(self, parents: Sequence[Ended], only: set[int] | None = None, *,
+                  edges: Iterator[tuple[Any, ...]] | None = None) -> list[Ended]:
         """Apply the parents' outcomes to their waiting dependents; return those that ended
-    (a wait released may end at once: its signal was sent already)."""
-        tallies = self._tallies(parents, only)
+    (a wait released may end at once: its signal was sent already). ``edges``: see
+    :meth:`jobs_ended`."""
+        tallies = self._tallies(parents, only, edges)
         if not tallies:
             return []
         driver, raw = self.tx.driver, self.tx.raw
@@ -158,15 +163,19 @@ class Dependents:
                         self.tx.events.flush()  # a fan-out's events, not all in memory
         return ended
 
-    def _tallies(self, parents: Sequence[Ended], only: set[int] | None) -> dict[int, _Tally]:
+    def _tallies(self, parents: Sequence[Ended], only: set[int] | None,
+                 edges: Iterator[tuple[Any, ...]] | None = None) -> dict[int, _Tally]:
         """Per dependent (among ``only``, if given): its edges that the parents resolve."""
         state_of = {p.job_id: p.state for p in parents}
         tallies: dict[int, _Tally] = {}
         same: dict[_Tally, _Tally] = {}  # one object per distinct tally
-        for part in chunks(list(state_of)):
-            for child, parent, condition in self.tx.driver.read_edges_from(self.tx.raw, part):
-                if only is not None and child not in only:
-                    continue
+        driver, raw = self.tx.driver, self.tx.raw
+        reads = ((edges,) if edges is not None else
+                 (driver.read_edges_from(raw, part) for part in chunks(list(state_of))))
+        for read in reads:
+            for child, parent, condition in read:
+                if (only is not None and child not in only) or parent not in state_of:
+                    continue  # read with the ends: a job retried or fenced off
                 r, h, k, f = tallies.get(child, _NONE)
                 dr, dh, dk, df = _STEP.get(edge_outcome(state_of[parent], condition),
                                            (1, 0, 0, 0))
