@@ -1,7 +1,10 @@
 """PostgreSQL: a pipeline that is its unit's whole transaction (postgresql/rows.py:
 pipelined with ``commit`` on a unit not yet begun) goes to the server in one round trip
 — psycopg would otherwise send its ``BEGIN`` alone first and wait for the answer —
-and stays all or nothing. Seen on the wire through libpq's trace of the connection."""
+and stays all or nothing. Seen on the wire through libpq's trace of the connection.
+Likewise a lone submit while no worker is live: one statement in autocommit, whose
+switch (postgresql/rows.py:autocommit) sets psycopg's flag without its setter's check
+for an open transaction, which the switch makes itself."""
 
 from __future__ import annotations
 
@@ -12,12 +15,12 @@ from typing import Any
 import psycopg
 import pytest
 from tests.store.test_submit_shortcuts import idle_queue
-from tests.submitting import yard_with_type
+from tests.submitting import state, yard_with_type
 
 from taskyard.api.yard import Yard
 from taskyard.store.clock import MovableClock
 from taskyard.store.postgresql import jobs as pg_jobs
-from taskyard.store.postgresql.rows import pipelined
+from taskyard.store.postgresql.rows import autocommit, pipelined
 
 
 @pytest.fixture
@@ -111,3 +114,44 @@ def test_a_pipeline_in_a_begun_transaction_leaves_it_to_its_unit(yard: Yard) -> 
         pipelined(tx.raw, [("INSERT INTO probe VALUES (2)", {})], commit=True)
     with store.read() as tx:
         assert tx.raw.first("SELECT count(*) FROM probe") == (2,)
+
+
+def test_the_switch_is_psycopgs_own_autocommit(yard: Yard) -> None:
+    with yard.store.write() as tx:
+        dbapi = tx.raw.dbapi
+        assert dbapi.autocommit is False
+        with autocommit(tx.raw):
+            assert dbapi.autocommit is True  # psycopg's getter reads what the block set
+            tx.raw.all("SELECT 1")
+            assert dbapi.pgconn.transaction_status == 0  # IDLE: no transaction was begun
+        assert dbapi.autocommit is False
+        tx.raw.all("SELECT 1")
+        assert dbapi.pgconn.transaction_status == 2  # INTRANS: the unit's own again
+
+
+def test_the_switch_is_refused_once_the_unit_has_begun(yard: Yard) -> None:
+    with yard.store.write() as tx:
+        tx.raw.all("SELECT 1")
+        with pytest.raises(RuntimeError, match="has begun"), autocommit(tx.raw):
+            pass
+        assert tx.raw.dbapi.autocommit is False
+
+
+def test_a_lone_submit_with_no_worker_is_one_round_trip(
+        yard: Yard, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone: list[int | None] = []
+    original = pg_jobs._alone
+
+    def recorded(*args: Any) -> int | None:
+        alone.append(original(*args))
+        return alone[-1]
+
+    monkeypatch.setattr(pg_jobs, "_alone", recorded)
+    yard.submit("t")  # finds no live worker: the next goes alone
+    dbapi = lane_connection(yard)
+    job_id, trace = traced(dbapi, lambda: yard.submit("t", {"n": 2}))
+    assert alone == [job_id]
+    assert round_trips(trace) == 1, "\n".join(trace)
+    assert not any('"BEGIN"' in line or '"COMMIT"' in line for line in trace), trace
+    assert dbapi.autocommit is False
+    assert state(yard.store, job_id) == ("pending", 0, None)
