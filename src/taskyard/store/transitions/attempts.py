@@ -204,7 +204,7 @@ class Attempts:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per claimed job (1.4 -> 0.2 µs to build)
 class _Row:
     id: int
     attempt: int
