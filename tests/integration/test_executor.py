@@ -234,7 +234,7 @@ def test_a_handler_preempted_on_a_busy_machine_reports_the_time_it_ran() -> None
             proc.wait()
     assert outcome.state == "succeeded", outcome.error
     wall = float(outcome.result)
-    assert seconds >= 0.14  # it ran that long at least
+    assert seconds >= 0.14, (seconds, wall)  # it ran that long at least
     assert seconds < 0.75 * wall, (seconds, wall)  # not the time the hogs ran
 
 

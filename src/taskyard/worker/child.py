@@ -193,11 +193,13 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
                 "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
     # The handler's own time (not its import, not the round trips around it, which grow
     # on a loaded machine and shrink in a pipeline): the worker's pace, see core.prefetch.
-    waited = _queued()
+    # The clock brackets the run queue's two readings: a wait for a CPU between a
+    # reading and the clock (preempted there) is then inside the time it comes off.
     started = time.perf_counter()
+    waited = _queued()
     outcome = _invoke(func, msg["args"], loop)
-    took = time.perf_counter() - started
     now_waited = _queued()
+    took = time.perf_counter() - started
     if waited is not None and now_waited is not None:
         took = max(0.0, took - (now_waited - waited))  # not its waits for a CPU: RunQueue
     outcome["seconds"] = took
