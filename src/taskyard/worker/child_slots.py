@@ -41,10 +41,10 @@ class ChildSlots:
             child = self._children[index] = self._new()
         return child
 
-    def watch(self, index: int, key: Key) -> Callable[[], None] | None:
-        """Have the pump read what attempt ``key``, about to run in slot ``index``'s
-        child, writes; returns what to call once it ended (None: no live output)."""
-        child = self.get(index)
+    def watch(self, child: PythonChild, key: Key) -> Callable[[], None] | None:
+        """Have the pump read what attempt ``key``, about to run in ``child`` (a slot's,
+        from :meth:`get`), writes; returns what to call once it ended (None: no live
+        output)."""
         if self.logs is None or child.output is None:
             return None
         child.empty_output()

@@ -364,15 +364,15 @@ class ProcessExecutor:
         return on_stage
 
     def _message(self, job: ClaimedJob) -> dict[str, Any]:
-        """What the Python child needs to run ``job`` (its handler spec parses: see
-        :func:`is_python`)."""
+        """What the Python child needs to run ``job`` (its handler spec parses: is_python)."""
         return {"target": parse_handler(job.handler).target, "args": job.args,
                 "env": self._env(job), "tail": self.tail_bytes, "job_id": job.job_id,
                 "attempt": job.attempt, "stages": job.stages}
 
     def _run_python(self, index: int, job: ClaimedJob) -> dict[str, Any]:
-        ended = self._children.watch(index, (job.job_id, job.attempt))
-        self._children.get(index).send_pipeline([self._message(job)])
+        child = self._children.get(index)  # once: it looks whether the child is alive
+        ended = self._children.watch(child, (job.job_id, job.attempt))
+        child.send_pipeline([self._message(job)])
         return self._wait_python(index, job, ended=ended)
 
     def _wait_python(self, index: int, job: ClaimedJob, *, follower: bool = False,

@@ -70,6 +70,10 @@ class PythonChild:
         self.folder = tempfile.mkdtemp(prefix="taskyard-child-") if output else None
         self.output = None if self.folder is None else (
             os.path.join(self.folder, "stdout"), os.path.join(self.folder, "stderr"))
+        # Kept open (not inherited by the child): emptied by descriptor, and only when
+        # written to (see empty_output).
+        self._output_fds = [os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                            for path in self.output or ()]
         ours, theirs = socket.socketpair()
         with theirs:
             # A session (and process group) of its own from its first instruction, so
@@ -157,13 +161,21 @@ class PythonChild:
         self.discard()
 
     def empty_output(self) -> None:
-        """Empty its output files before a job (the child appends to them)."""
-        for path in self.output or ():
+        """Empty its output files before a job (the child appends to them), those the
+        last job wrote to: a truncate writes the file's times even when it was empty
+        already (4.0 µs by path, 2.9 by descriptor; a descriptor's fstat 0.9), twice
+        before each lone job, on the way from its placement to its start."""
+        for fd in self._output_fds:
             with contextlib.suppress(OSError):
-                os.truncate(path, 0)
+                if os.fstat(fd).st_size:
+                    os.ftruncate(fd, 0)
 
     def discard(self) -> None:
         """Remove its output files (once it ended and they were read)."""
+        fds, self._output_fds = self._output_fds, []
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
