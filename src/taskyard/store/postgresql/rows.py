@@ -66,13 +66,13 @@ def autocommit(raw: Cursor) -> contextlib.AbstractContextManager[None]:
 
 class _Autocommit:
     """psycopg's ``autocommit`` setter runs a generator through the connection's wait
-    loop to refuse a switch inside a transaction or to sync a pipeline: about 6 µs of
-    CPU a switch, two per lone submit while no worker is live (10-14 of its 150 µs,
-    measured against the flag alone). Our callers switch only where that check has
-    nothing to do — the unit has sent nothing (``not_begun``), outside any pipeline —
-    so the block sets the flag the setter sets, ``_autocommit`` (psycopg 3.1 to 3.3).
-    Should a psycopg rename it, the statements would run in a transaction that the
-    unit's end commits: slower, not wrong; tests/store/test_pg_autocommit.py says so."""
+    loop to refuse a switch inside a transaction or to sync a pipeline: the two
+    switches of a lone submit while no worker is live took 6-7 of its 135 µs of CPU.
+    Our callers switch only where that check has nothing to do — the unit has sent
+    nothing (``not_begun``, checked again here), outside any pipeline — so the block
+    sets the flag the setter sets, ``_autocommit`` (psycopg 3.1 to 3.3). Should a
+    psycopg rename it, the statements would run in a transaction that the unit's end
+    commits: slower, not wrong; tests/store/test_pipeline_whole.py would say so."""
 
     __slots__ = ("_dbapi",)
 
