@@ -70,10 +70,6 @@ class PythonChild:
         self.folder = tempfile.mkdtemp(prefix="taskyard-child-") if output else None
         self.output = None if self.folder is None else (
             os.path.join(self.folder, "stdout"), os.path.join(self.folder, "stderr"))
-        # Kept open (not inherited by the child): emptied by descriptor, and only when
-        # written to (see empty_output).
-        self._output_fds = [os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-                            for path in self.output or ()]
         ours, theirs = socket.socketpair()
         with theirs:
             # A session (and process group) of its own from its first instruction, so
@@ -83,6 +79,10 @@ class PythonChild:
                 [sys.executable, *_FLAGS(), "-c", _CHILD.format(
                     path=sys.path, fd=theirs.fileno(), cwd=os.getcwd(), output=self.output)],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
+        # Kept open (not inherited by the child), once it runs: a spawn that fails leaves
+        # none behind. Emptied by descriptor, and only when written to (see empty_output).
+        self._output_fds = [os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                            for path in self.output or ()]
         self._conn = Connection(ours.detach())
         # One poll object for the child's whole life (Connection.poll builds a selector
         # per call, which costs more than running a no-op job).
