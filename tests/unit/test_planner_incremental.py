@@ -112,6 +112,8 @@ def test_a_kept_planner_decides_as_a_fresh_one(initial, steps):
             kept.forget_ahead()
             fresh = Planner.from_snapshot(workers.values(), active.values(), limits)
             assert kept.exhausted() == fresh.exhausted()
+            assert kept.free() == fresh.free() == sum(
+                max(fresh.room(w), 1 if fresh.idle(w) else 0) for w in workers)
             for w in workers:
                 assert (kept.remaining(w), kept.room(w), kept.idle(w), kept.open(w)) == (
                     fresh.remaining(w), fresh.room(w), fresh.idle(w), fresh.open(w))

@@ -57,20 +57,33 @@ class AffinityIndex:
     def __init__(self) -> None:
         self._pools: dict[str, _PoolHeaps] = {}
         self._loads: dict[int, Load] = {}
+        self._pools_of: dict[int, tuple[str, ...]] = {}
+        """Per worker, the pools it serves (each once)."""
         self._heaps_of: dict[int, list[_PoolHeaps]] = {}
+        """The same as this index's heaps (found again after a copy)."""
         self._version: dict[int, int] = {}
         self._pushes = 0
         """Entries pushed since the last rebuild (most of them stale by now)."""
+        self._free_of: dict[int, int] = {}
+        self.free = 0
+        """Over the workers, what each may still take: its room (capacity and window
+        left), 1 when idle (what a cycle sizes its page of candidates by)."""
 
     def put(self, worker_id: int, pools: tuple[str, ...], load: Load) -> None:
         """Add the worker (``pools``: those it serves), or record its new load."""
         version = self._version[worker_id] = self._version.get(worker_id, 0) + 1
         self._loads[worker_id] = load
+        capacity, used, jobs, prefetch = load
+        free = max(capacity + prefetch - used, 0 if jobs else 1)
+        self.free += free - self._free_of.get(worker_id, 0)
+        self._free_of[worker_id] = free
         heaps_of = self._heaps_of.get(worker_id)
         if heaps_of is None:
+            names = self._pools_of.get(worker_id)
+            if names is None:
+                names = self._pools_of[worker_id] = tuple(dict.fromkeys(pools))
             heaps_of = self._heaps_of[worker_id] = [self._join(pool, worker_id)
-                                                    for pool in dict.fromkeys(pools)]
-        capacity, used, jobs, prefetch = load
+                                                    for pool in names]
         if capacity <= 0:
             return  # drained: takes no job, not even the one an idle worker may
         # This runs at every placement and release: one entry shared by the pools.
@@ -96,6 +109,16 @@ class AffinityIndex:
         if self._pushes > 4 * len(self._loads) + 64:
             self._rebuild()
 
+    def copy(self) -> AffinityIndex:
+        """An index with the same workers and loads, changed apart from this one."""
+        new = AffinityIndex()
+        pools = {name: _PoolHeaps(h.idle[:], h.fit[:], h.queue[:], h.soonest[:],
+                                  set(h.members)) for name, h in self._pools.items()}
+        new._pools, new._loads, new._version = pools, dict(self._loads), dict(self._version)
+        new._pools_of = dict(self._pools_of)  # the heaps of a worker: found at its next put
+        new._pushes, new._free_of, new.free = self._pushes, dict(self._free_of), self.free
+        return new
+
     def _join(self, pool: str, worker_id: int) -> _PoolHeaps:
         heaps = self._pools.get(pool)
         if heaps is None:
@@ -107,8 +130,10 @@ class AffinityIndex:
         """The worker left: it is no longer chosen."""
         self._version[worker_id] = self._version.get(worker_id, 0) + 1
         self._loads.pop(worker_id, None)
-        for heaps in self._heaps_of.pop(worker_id, ()):
-            heaps.members.discard(worker_id)
+        self.free -= self._free_of.pop(worker_id, 0)
+        self._heaps_of.pop(worker_id, None)
+        for pool in self._pools_of.pop(worker_id, ()):
+            self._pools[pool].members.discard(worker_id)
 
     def choose(self, pool: str, cost: int) -> int | None:
         """The worker of ``pool`` that takes a job of ``cost`` by node affinity, or None."""

@@ -15,10 +15,9 @@ Seed 000's task manager, as a pure function over values:
 
 Capacity is derived from the active jobs in the snapshot, so it cannot leak.
 
-The daemons build a :class:`Planner` per cycle from a snapshot. The simulator keeps one
-for a whole run and tells it what changes (:meth:`Planner.release`,
-:meth:`Planner.add_worker`, :meth:`Planner.remove_worker`, :meth:`Planner.forget_ahead`):
-the same decisions, without rebuilding the snapshot at every event.
+The daemons build a :class:`Planner` per cycle (copied from one of the same workers:
+:meth:`Planner.loaded`); the simulator keeps one for a whole run and tells it what changes
+(:meth:`Planner.release`, ``add_worker``, ``remove_worker``, ``forget_ahead``).
 
 A worker may also declare a *prefetch* window: jobs the cycle may place on it
 beyond its capacity. It queues them and starts each as soon as running ones leave
@@ -89,8 +88,7 @@ class Candidate:
 
 
 class Placement(NamedTuple):
-    """Place ``job_id`` on ``worker_id``. (Named tuples, as core.graph's Edge: one is
-    built for every candidate offered, and a frozen dataclass costs a few times more.)"""
+    """Place ``job_id`` on ``worker_id`` (a named tuple: one is built per candidate)."""
 
     job_id: int
     worker_id: int
@@ -151,6 +149,25 @@ class Planner:
             planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks, jobs=job.jobs,
                             touch=False)
         for worker_id in planner.workers:
+            planner._touch(worker_id)
+        return planner
+
+    def loaded(self, active: Iterable[ActiveJob], queue_limits: Mapping[str, int] | None = None,
+               rates: RateBook | None = None) -> Planner:
+        """A copy (this one unchanged) with ``active`` occupying their workers: what
+        ``from_snapshot(workers, active, …)`` is when this is ``from_snapshot(workers, [])``,
+        touching only the workers with active jobs (what costs per worker), not all."""
+        planner = Planner(
+            dict(self.workers), dict(queue_limits or {}), rates, Counter(self._used),
+            Counter(self._jobs_on), {key: held[:] for key, held in self._held.items()},
+            {key: ahead[:] for key, ahead in self._ahead.items()}, Counter(self._queued),
+            {pool: workers[:] for pool, workers in self._by_pool.items()},
+            self._affinity.copy(), set(self._open), dict(self._open_in))
+        jobs = list(active)
+        for job in jobs:
+            planner._occupy(job.id, job.type, job.worker_id, job.cost, job.locks, jobs=job.jobs,
+                            touch=False)
+        for worker_id in {job.worker_id for job in jobs} & planner.workers.keys():
             planner._touch(worker_id)
         return planner
 
@@ -259,6 +276,10 @@ class Planner:
         # map(), not a generator: this runs for every candidate read.
         return any(map(self._open_in.get, pools))
 
+    def free(self) -> int:
+        """Over the workers, what each may still take: its room, or 1 when it is idle."""
+        return self._affinity.free
+
     def exhausted(self) -> bool:
         """True when no worker can take any job: stop reading candidates."""
         return not self._open
@@ -356,13 +377,9 @@ def without_paused(workers: Iterable[WorkerSlot],
                        w.capacity, w.prefetch, w.unpaced) for w in workers]
 
 
-def place(
-    workers: Iterable[WorkerSlot],
-    active: Iterable[ActiveJob],
-    candidates: Iterable[Candidate],
-    queue_limits: Mapping[str, int] | None = None,
-    rates: RateBook | None = None,
-) -> tuple[list[Placement], list[Skip]]:
+def place(workers: Iterable[WorkerSlot], active: Iterable[ActiveJob],
+          candidates: Iterable[Candidate], queue_limits: Mapping[str, int] | None = None,
+          rates: RateBook | None = None) -> tuple[list[Placement], list[Skip]]:
     """Run one cycle's placement over ``candidates`` (already in placement order)."""
     planner = Planner.from_snapshot(workers, active, queue_limits, rates)
     placed: list[Placement] = []

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from taskyard.core.placement import Placement, Planner, Skip, WorkerSlot
 from taskyard.core.rate_limits import RateBook
 from taskyard.store import CycleTx, Store
+from taskyard.store.driver.planning import planner_of
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.transitions.cycle import SCAN_LIMIT
 from taskyard.store.transitions.watchdog import flag_stalled_graphs
@@ -127,7 +128,7 @@ def run_cycle(
         workers, active, limits = tx.snapshot()
     if workers:
         rates = tx.rate_book(limits)
-        planner = Planner.from_snapshot(workers, active, limits.queue, rates)
+        planner = planner_of(workers, active, limits.queue, rates)
         spent = (lambda: rates.spent) if rates is not None else frozenset
         _place(tx, planner, report, scan_limit, spent)
         _dispatch(tx, report, workers, rates, maintain)
@@ -147,7 +148,7 @@ def _place(tx: CycleTx, planner: Planner, report: CycleReport, scan_limit: int,
            spent: Callable[[], Collection[tuple[str, str]]]) -> None:
     """Offer the candidates in placement order until no worker can take more."""
     # A page a little larger than the room left: most candidates get placed.
-    free = _free_slots(planner)
+    free = planner.free()
     page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
     if planner.exhausted():
         return
@@ -201,8 +202,3 @@ def _maintenance_due(store: Store, every: float) -> bool:
     maintained(store)
     return True
 
-
-def _free_slots(planner: Planner) -> int:
-    return sum(
-        max(planner.room(w), 1 if planner.idle(w) else 0) for w in planner.workers
-    )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from taskyard.core.durations import iso
 from taskyard.core.explain import Reason, awaiting, explain_candidate, pool_paused
-from taskyard.core.placement import Planner
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
+from taskyard.store.driver.planning import planner_of
 from taskyard.store.reads.explain import OpenParent, job_place, open_parents
 from taskyard.store.transitions.cycle import SCAN_LIMIT
 
@@ -50,7 +50,7 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         held = [pool_paused(paused, every=False)] if paused else []
         limits = cycle.limits()
         rates = cycle.rate_book(limits)
-        planner = Planner.from_snapshot(workers, cycle.active_jobs(), limits.queue, rates)
+        planner = planner_of(workers, cycle.active_jobs(), limits.queue, rates)
         # Left out as the cycle leaves them out: jobs of keys out of budget, but this one's.
         own = {(job.type, job.rate_key or "")}
         spent = (lambda: rates.spent - own) if rates is not None else frozenset

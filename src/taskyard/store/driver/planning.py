@@ -6,14 +6,14 @@ cycle's snapshot (postgresql/jobs.py)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from taskyard.core.locks import decode_claim
-from taskyard.core.placement import ActiveJob, Candidate, WorkerSlot, without_paused
+from taskyard.core.placement import ActiveJob, Candidate, Planner, WorkerSlot, without_paused
 from taskyard.core.prefetch import provisional_windows
-from taskyard.core.rate_limits import RateLimit, parse_rate_limit
+from taskyard.core.rate_limits import RateBook, RateLimit, parse_rate_limit
 from taskyard.model.records import loads
 from taskyard.store.driver.cycle_params import Snapshot
 
@@ -37,15 +37,71 @@ _rate = functools.lru_cache(maxsize=256)(parse_rate_limit)
 
 def planner_values(snapshot: Snapshot) -> tuple[list[WorkerSlot], list[ActiveJob], TypeLimits]:
     """The snapshot's rows as the planner takes them (workers serving no paused pool, and
-    lent a window until they declare one)."""
-    workers = [WorkerSlot(w, name, pools_of(pools), capacity, prefetch, unpaced)
-               for w, name, pools, capacity, prefetch, unpaced in snapshot.workers]
-    if snapshot.paused:  # rare: the simulator, which pauses none, calls it never either
-        workers = without_paused(workers, frozenset(snapshot.paused))
-    return (provisional_windows(workers),
+    lent a window until they declare one). The workers' list is shared: not to be changed."""
+    return (_KEPT.workers(snapshot),
             [ActiveJob(holder, type_, worker, int(cost), claims(locks), int(count))
              for holder, type_, worker, cost, locks, count in snapshot.active],
             TypeLimits.of(snapshot.limits))
+
+
+def planner_of(workers: list[WorkerSlot], active: Sequence[ActiveJob],
+               queue_limits: Mapping[str, int], rates: RateBook | None) -> Planner:
+    """``Planner.from_snapshot(workers, active, queue_limits, rates)``: copied from the
+    planner kept for ``workers`` when they are the list :func:`planner_values` gave."""
+    return _KEPT.planner(workers, active, queue_limits, rates)
+
+
+class _Kept(NamedTuple):
+    rows: list[Any]
+    paused: list[Any]
+    workers: list[WorkerSlot]
+    base: Planner | None
+    """``Planner.from_snapshot(workers, [])``, once a cycle has asked for it: only
+    copied (Planner.loaded), never changed."""
+
+
+class _KeptWorkers:
+    """The live workers of the last snapshot, as the planner takes them, and a planner of
+    them alone: kept by the process from cycle to cycle while the snapshot's workers read
+    the same (they change when a worker joins, leaves or declares a new window).
+
+    Building both cost a cycle that places anything 0.9 ms of Python at 200 live workers
+    (5.5 ms at 1,000: a value and four heap entries per worker), and the cycle runs
+    inline in every submit and report. Each cycle still compares the rows it read with
+    the kept ones, so what is kept never decides anything on its own: a cycle whose rows
+    differ builds afresh. Threads share it: each reads one reference to a tuple whose
+    values nobody changes, and the last one built replaces it."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: _Kept | None = None
+
+    def workers(self, snapshot: Snapshot) -> list[WorkerSlot]:
+        last = self._last
+        if last is not None and last.rows == snapshot.workers and last.paused == snapshot.paused:
+            return last.workers
+        workers = [WorkerSlot(w, name, pools_of(pools), capacity, prefetch, unpaced)
+                   for w, name, pools, capacity, prefetch, unpaced in snapshot.workers]
+        if snapshot.paused:  # rare: the simulator, which pauses none, calls it never either
+            workers = without_paused(workers, frozenset(snapshot.paused))
+        workers = provisional_windows(workers)
+        self._last = _Kept(snapshot.workers, snapshot.paused, workers, None)
+        return workers
+
+    def planner(self, workers: list[WorkerSlot], active: Sequence[ActiveJob],
+                queue_limits: Mapping[str, int], rates: RateBook | None) -> Planner:
+        last = self._last
+        if last is None or last.workers is not workers:
+            return Planner.from_snapshot(workers, active, queue_limits, rates)
+        base = last.base
+        if base is None:
+            base = Planner.from_snapshot(workers, [])
+            self._last = last._replace(base=base)
+        return base.loaded(active, queue_limits, rates)
+
+
+_KEPT = _KeptWorkers()
 
 
 def to_candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:

@@ -44,7 +44,7 @@ from taskyard.store import schema as t
 from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
 from taskyard.store.driver.cycle_params import CycleReads, CycleStart, Snapshot
 from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
-from taskyard.store.driver.planning import planner_values, to_candidates
+from taskyard.store.driver.planning import planner_of, planner_values, to_candidates
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
 from taskyard.store.postgresql.listen import pg_channel
@@ -239,14 +239,14 @@ def _planned(basis: Basis, columns: tuple[str, ...],
     job = dict(zip(columns, row, strict=True))
     if job["run_after"] is not None or job["graph_id"] is not None:
         return None
-    from taskyard.core.placement import Placement, Planner  # noqa: PLC0415 - start-up time
+    from taskyard.core.placement import Placement  # noqa: PLC0415 - start-up time
 
     workers, active, limits = planner_values(basis.snapshot)
     if job["type"] in limits.rates:
         return None
     (candidate,) = to_candidates([(0, job["type"], job["priority"], job["pools"], job["cost"],
                                    job["locks"], job["rate_key"])])
-    decision = Planner.from_snapshot(workers, active, limits.queue).offer(candidate)
+    decision = planner_of(workers, active, limits.queue, None).offer(candidate)
     if not isinstance(decision, Placement):
         return None
     return next((w.id, w.name) for w in workers if w.id == decision.worker_id)
