@@ -125,3 +125,18 @@ def store(db_url: str, clock: MovableClock) -> Iterator[Store]:
     s = open_store(db_url, clock=clock)
     yield s
     s.close()
+
+
+# Started first: the tests that take a minute or more (daemons killed and restarted, the
+# docs' shell blocks, the benchmarks' smoke runs). xdist hands tests out in the order
+# they were collected, and one of these, collected in the middle, could start when the
+# others were nearly done and hold the run's end on one worker while the other waited.
+LONG_FIRST = ("tests/chaos/", "tests/acceptance/test_docs.py", "tests/bench/", "tests/fleet/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((n for n, prefix in enumerate(LONG_FIRST)
+                     if item.nodeid.startswith(prefix)), len(LONG_FIRST))
+
+    items.sort(key=rank)  # stable: the order within each rank stays as collected
