@@ -38,6 +38,12 @@ Load = tuple[int, int, int, int]
 window). A plain tuple: it is built at every placement and release."""
 
 
+def _free(load: Load) -> int:
+    """What a worker may still take: its room (capacity and window left), 1 when idle."""
+    capacity, used, jobs, prefetch = load
+    return max(capacity + prefetch - used, 0 if jobs else 1)
+
+
 @dataclass(slots=True)
 class _PoolHeaps:
     idle: list[_Entry] = field(default_factory=list)
@@ -64,7 +70,6 @@ class AffinityIndex:
         self._version: dict[int, int] = {}
         self._pushes = 0
         """Entries pushed since the last rebuild (most of them stale by now)."""
-        self._free_of: dict[int, int] = {}
         self.free = 0
         """Over the workers, what each may still take: its room (capacity and window
         left), 1 when idle (what a cycle sizes its page of candidates by)."""
@@ -72,11 +77,10 @@ class AffinityIndex:
     def put(self, worker_id: int, pools: tuple[str, ...], load: Load) -> None:
         """Add the worker (``pools``: those it serves), or record its new load."""
         version = self._version[worker_id] = self._version.get(worker_id, 0) + 1
+        old = self._loads.get(worker_id)
         self._loads[worker_id] = load
+        self.free += _free(load) - (0 if old is None else _free(old))
         capacity, used, jobs, prefetch = load
-        free = max(capacity + prefetch - used, 0 if jobs else 1)
-        self.free += free - self._free_of.get(worker_id, 0)
-        self._free_of[worker_id] = free
         heaps_of = self._heaps_of.get(worker_id)
         if heaps_of is None:
             names = self._pools_of.get(worker_id)
@@ -116,7 +120,7 @@ class AffinityIndex:
                                   set(h.members)) for name, h in self._pools.items()}
         new._pools, new._loads, new._version = pools, dict(self._loads), dict(self._version)
         new._pools_of = dict(self._pools_of)  # the heaps of a worker: found at its next put
-        new._pushes, new._free_of, new.free = self._pushes, dict(self._free_of), self.free
+        new._pushes, new.free = self._pushes, self.free
         return new
 
     def _join(self, pool: str, worker_id: int) -> _PoolHeaps:
@@ -129,8 +133,8 @@ class AffinityIndex:
     def remove(self, worker_id: int) -> None:
         """The worker left: it is no longer chosen."""
         self._version[worker_id] = self._version.get(worker_id, 0) + 1
-        self._loads.pop(worker_id, None)
-        self.free -= self._free_of.pop(worker_id, 0)
+        old = self._loads.pop(worker_id, None)
+        self.free -= 0 if old is None else _free(old)
         self._heaps_of.pop(worker_id, None)
         for pool in self._pools_of.pop(worker_id, ()):
             self._pools[pool].members.discard(worker_id)
