@@ -102,25 +102,32 @@ def test_a_cycle_leaves_the_planner_settings_as_it_found_them(store: Store) -> N
     for name in ("w1", "w2"):
         store.workers.register(name, ["default"], 300, lease_seconds=60)
     # A cycle that dispatches to both workers (a statement each: the scans stay off
-    # until the last), then one with nothing to place.
-    for placing in (True, False):
+    # until the last), then one with nothing to place (the scans are put back before
+    # the unit's next statement, by the unit's cursor or its connection alike).
+    for placing, route in ((True, "raw"), (False, "raw"), (False, "conn")):
         if placing:
             store.jobs.submit([JobSubmission("t", {"i": i}) for i in range(600)])
         with store.write() as tx:
-            conn = tx.conn
             with tx.cycle() as cycle:
                 assert cycle is not None
                 report = run_cycle(cycle, record=False)
             assert len(report.placed) == (600 if placing else 0)
-            if store.backend != "sqlite":
-                # Every statement of the cycle found the jobs through an index: a
-                # dispatch of half the table would otherwise be planned as a scan of
-                # all of it.
-                assert conn.execute(text(
-                    "SELECT seq_scan FROM pg_stat_xact_user_tables "
-                    "WHERE relid = 'jobs'::regclass")).scalar() == 0
-                for setting in ("enable_bitmapscan", "enable_seqscan"):
-                    assert conn.execute(text(f"SHOW {setting}")).scalar() == "on"
+            if store.backend == "sqlite":
+                continue
+
+            def read(sql: str, tx: Tx = tx, route: str = route) -> object:
+                if route == "raw":
+                    (value,) = tx.raw.first(sql) or (None,)
+                    return value
+                return tx.conn.execute(text(sql)).scalar()
+
+            # Every statement of the cycle found the jobs through an index: a
+            # dispatch of half the table would otherwise be planned as a scan of
+            # all of it.
+            assert read("SELECT seq_scan FROM pg_stat_xact_user_tables "
+                        "WHERE relid = 'jobs'::regclass") == 0
+            for setting in ("enable_bitmapscan", "enable_seqscan"):
+                assert read(f"SHOW {setting}") == "on"
 
 
 def test_a_workers_own_cycle_places_on_it_without_waking_it(store: Store) -> None:

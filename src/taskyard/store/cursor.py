@@ -70,7 +70,7 @@ class Cursor:
     """A cursor on ``conn``'s driver connection; its transaction is ``conn``'s."""
 
     __slots__ = ("_info", "_kept", "_percent", "_pipelined", "cursor", "dbapi", "driver",
-                 "now_sql", "row_lock")
+                 "now_sql", "restore", "row_lock")
 
     def __init__(self, conn: Connection, driver: Driver, now_sql: str, *,
                  keep: bool = False) -> None:
@@ -89,6 +89,11 @@ class Cursor:
         self._info: dict[Any, Any] | None = conn.connection.info if keep else None
         self.cursor: Any = self._cursor(_KEPT)
         self._pipelined: list[Any] = []
+        self.restore: str | None = None
+        """A statement the driver left to the unit's next one: run before any later
+        statement of the unit (:attr:`taskyard.store.unit.Tx.raw`), dropped when the
+        transaction ends first. It may only put back settings that change no result
+        (the cycle's planner settings: postgresql/cycle.py:finish)."""
 
     def _cursor(self, key: str) -> Any:
         """The cursor kept under ``key`` with the pooled connection (opened when

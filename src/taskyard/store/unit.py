@@ -70,7 +70,7 @@ class Tx:
 
     def __init__(self, store: Store, conn: Connection, *, joined: bool = False) -> None:
         self.store = store
-        self.conn = conn
+        self._conn = conn
         self.joined = joined
         """The transaction is a caller's own (see :meth:`Store.joined`): this unit of work
         never begins, commits or ends it."""
@@ -80,12 +80,31 @@ class Tx:
         self._channels: dict[str, None] = {}
 
     @property
+    def conn(self) -> Connection:
+        """The transaction's connection, for statements of SQLAlchemy Core (what the
+        driver left to the unit's next statement, :attr:`Cursor.restore`, run first)."""
+        raw = self._raw
+        if raw is not None and raw.restore is not None:
+            self._restore(raw)
+        return self._conn
+
+    @property
     def raw(self) -> Cursor:
-        """A cursor for the driver's statements, in this transaction."""
-        if self._raw is None:
-            self._raw = Cursor(self.conn, self.driver, self.store.now_sql,
-                               keep=self.driver.keeps_cursors and not self.joined)
-        return self._raw
+        """A cursor for the driver's statements, in this transaction (what the driver
+        left to the unit's next statement, :attr:`Cursor.restore`, run first)."""
+        raw = self._raw
+        if raw is None:
+            raw = self._raw = Cursor(self._conn, self.driver, self.store.now_sql,
+                                     keep=self.driver.keeps_cursors and not self.joined)
+        elif raw.restore is not None:
+            self._restore(raw)
+        return raw
+
+    @staticmethod
+    def _restore(raw: Cursor) -> None:
+        sql, raw.restore = raw.restore, None
+        assert sql is not None
+        raw.run(sql)
 
     def notify(self, *channels: str) -> None:
         """Wake the listeners of ``channels`` once this transaction commits."""
@@ -105,6 +124,12 @@ class Tx:
         events = self.events.take() if "events" in self.__dict__ else []
         channels = list(self._channels)
         self._channels.clear()
+        raw = self._raw
+        if raw is not None and raw.restore is not None:
+            if commit:  # the transaction ends: what was left to a next statement is moot
+                raw.restore = None
+            else:  # the caller's transaction goes on
+                self._restore(raw)
         if events or channels:
             self.driver.end_unit(self.raw, EndUnit(events, channels, commit=commit))
 
@@ -121,7 +146,7 @@ class Tx:
         misuse`` (issue 23)."""
         # An invalidated connection (a disconnect) has closed its driver connection, and
         # its cursors with it: closing again would raise over the error that ended the unit.
-        if self._raw is not None and not self.conn.invalidated:
+        if self._raw is not None and not self._conn.invalidated:
             self._raw.close()
 
     @contextlib.contextmanager

@@ -65,9 +65,8 @@ SCANS_OFF = ("set_config('enable_bitmapscan', 'off', true) IS NOT NULL "
 SCANS_ON = ("set_config('enable_bitmapscan', 'on', true) IS NOT NULL "
             "AND set_config('enable_seqscan', 'on', true) IS NOT NULL "
             "AND set_config('plan_cache_mode', 'auto', true) IS NOT NULL")
-_FINISH = (
-    f"SELECT {SCANS_ON}, "
-    "(SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c)")
+_NOTIFY_ALL = "SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c"
+_FINISH = f"SELECT {SCANS_ON}, ({_NOTIFY_ALL})"
 
 
 _LISTS_WITH = (
@@ -121,7 +120,8 @@ LOCK_AHEAD = (
     # jobs are pending and reads all of them (bitmap scan, then sort: 0.4 s at 1M
     # pending) instead of the first few in index order (0.1 ms). The settings must be
     # made by an earlier statement than the reads (a statement is planned before it
-    # runs); finish() or the last dispatch turns them back on.
+    # runs); the last dispatch or finish() turns them back on (or the commit, when
+    # nothing follows the cycle in its transaction).
     f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
     f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
     f"AND set_config('idle_in_transaction_session_timeout', '{CYCLE_IDLE_MS}', true) "
@@ -193,12 +193,15 @@ def take_lock(raw: Cursor) -> bool:
 
 def finish(raw: Cursor, params: FinishCycle) -> None:
     """Scans back on and the wake-ups, in one statement (a dispatch's wake-up, with the
-    jobs it carries, went with its statement)."""
-    if params.scans_off:
-        named(raw, _FINISH, {"channels": [pg_channel(c) for c in params.channels]})
-    elif params.channels:
-        named(raw, "SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c",
+    jobs it carries, went with its statement). With no wake-up to send, the scans are
+    put back only if the unit runs another statement (``Cursor.restore``): a cycle is
+    most often its unit's last step (a worker's report, a submit), whose commit ends
+    the settings anyway — a round trip less on a job's way."""
+    if params.channels:
+        named(raw, _FINISH if params.scans_off else _NOTIFY_ALL,
               {"channels": [pg_channel(c) for c in params.channels]})
+    elif params.scans_off:
+        raw.restore = f"SELECT {SCANS_ON}"
 
 
 # "IS TRUE": PostgreSQL would otherwise walk the partial index of pending jobs (all of

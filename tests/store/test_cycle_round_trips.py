@@ -1,0 +1,109 @@
+"""PostgreSQL: the cycle's round trips, seen on the wire through libpq's trace. With no
+wake-up to send, its planner settings are put back only when the unit runs another
+statement (``Cursor.restore``): a cycle that ends its unit leaves them to the commit.
+Either way, no later statement, in the unit or after it, runs with them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from tests.store.test_pipeline_whole import lane_connection, round_trips, traced
+from tests.submitting import yard_with_type
+
+from taskyard.api.yard import Yard
+from taskyard.model.records import Outcome, Started
+from taskyard.scheduler.cycle import run_cycle
+from taskyard.store.clock import MovableClock
+from taskyard.worker.reports import report_batch
+
+SCANS_ON = "'enable_seqscan', 'on'"
+"""What the statement that puts the cycle's settings back says (postgresql/cycle.py)."""
+
+
+@pytest.fixture
+def yard(pg_url: str, clock: MovableClock) -> Iterator[Yard]:
+    with yard_with_type(pg_url, clock) as y:
+        yield y
+
+
+def _settings(yard: Yard) -> tuple[Any, ...]:
+    with yard.store.read() as tx:
+        return tuple(tx.conn.execute(text(f"SHOW {name}")).scalar()
+                     for name in ("enable_seqscan", "enable_bitmapscan", "plan_cache_mode"))
+
+
+DEFAULTS = ("on", "on", "auto")
+
+
+HOUR = 3600.0
+"""Maintenance at most this often: the traced cycles, after a first one, do none."""
+
+
+def test_a_cycle_with_nothing_to_place_is_four_round_trips(yard: Yard) -> None:
+    store = yard.store
+    store.workers.register("w", ["default"], 2, lease_seconds=300)
+    dbapi = lane_connection(yard)
+
+    def cycle() -> Any:
+        with store.cycle() as tx:
+            assert tx is not None
+            return run_cycle(tx, record=False, maintenance_every=HOUR)
+
+    cycle()  # its maintenance is due
+    report, trace = traced(dbapi, cycle)
+    assert report.placed == []
+    # BEGIN; the lock; the reads; COMMIT (the settings end with it).
+    assert round_trips(trace) == 4, "\n".join(trace)
+    assert not any(SCANS_ON in line for line in trace), "\n".join(trace)
+    assert _settings(yard) == DEFAULTS
+
+
+def test_a_report_that_places_nothing_is_five_round_trips(yard: Yard) -> None:
+    store = yard.store
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=300).id
+    job_id = yard.submit("t")  # placed on the worker by its submit
+    dbapi = lane_connection(yard)
+    with store.cycle() as cycle:  # its maintenance is due
+        assert cycle is not None
+        run_cycle(cycle, record=False, maintenance_every=HOUR)
+
+    def report() -> Any:
+        return report_batch(store, worker, [Started(job_id, 1, 0.0)],
+                            [Outcome(job_id, 1, "succeeded", 0)],
+                            place=lambda tx: run_cycle(tx, record=False,
+                                                       maintenance_every=HOUR))
+
+    done, trace = traced(dbapi, report)
+    assert done.accepted == [True]
+    assert done.cycle is not None and done.cycle.placed == []
+    # BEGIN; the start, the end and its edges; the lock; the reads; the events with
+    # the COMMIT.
+    assert round_trips(trace) == 5, "\n".join(trace)
+    assert not any(SCANS_ON in line for line in trace), "\n".join(trace)
+    assert store.jobs.get(job_id).state == "succeeded"  # type: ignore[union-attr]
+    assert _settings(yard) == DEFAULTS
+
+
+def test_a_statement_after_the_cycle_runs_with_the_settings_put_back(yard: Yard) -> None:
+    store = yard.store
+    store.workers.register("w", ["default"], 1, lease_seconds=300)
+    for route in ("raw", "conn"):
+        with store.write() as tx:
+            with tx.cycle() as cycle:
+                assert cycle is not None
+                assert run_cycle(cycle, record=False, maintenance_every=HOUR).placed == []
+            if route == "raw":
+                found = tx.raw.all("SELECT current_setting('enable_seqscan'), "
+                                   "current_setting('enable_bitmapscan')")
+            else:
+                found = [tuple(tx.conn.execute(text(
+                    "SELECT current_setting('enable_seqscan'), "
+                    "current_setting('enable_bitmapscan')")).one())]
+        assert found == [("on", "on")], route
+    # The cycle's reads ahead were its own: a job submitted now is placed as ever.
+    job_id = yard.submit("t")
+    assert store.jobs.get(job_id).state == "dispatched"  # type: ignore[union-attr]
+    assert store.jobs.get(job_id).worker == "w"  # type: ignore[union-attr]
