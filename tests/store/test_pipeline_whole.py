@@ -18,6 +18,7 @@ from tests.store.test_submit_shortcuts import idle_queue
 from tests.submitting import state, yard_with_type
 
 from taskyard.api.yard import Yard
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.postgresql import jobs as pg_jobs
 from taskyard.store.postgresql.rows import autocommit, pipelined
@@ -155,3 +156,31 @@ def test_a_lone_submit_with_no_worker_is_one_round_trip(
     assert not any('"BEGIN"' in line or '"COMMIT"' in line for line in trace), trace
     assert dbapi.autocommit is False
     assert state(yard.store, job_id) == ("pending", 0, None)
+
+
+def test_a_first_submit_of_a_type_with_no_worker_reads_the_type_and_goes_alone(
+        yard: Yard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The type is read in autocommit too (its insert is guarded by the version read):
+    two round trips, not a ``BEGIN``, the read, the insert and a ``COMMIT``."""
+    alone: list[int | None] = []
+    original = pg_jobs._alone
+
+    def recorded(*args: Any) -> int | None:
+        alone.append(original(*args))
+        return alone[-1]
+
+    monkeypatch.setattr(pg_jobs, "_alone", recorded)
+    yard.submit("t")  # finds no live worker: the next goes alone
+    yard.store.task_types.put(TaskTypeSpec("u", "shell:true"))  # not yet read by a submit
+    dbapi = lane_connection(yard)
+    job_id, trace = traced(dbapi, lambda: yard.submit("u"))
+    assert alone == [job_id]
+    assert round_trips(trace) == 2, "\n".join(trace)
+    assert not any('"BEGIN"' in line or '"COMMIT"' in line for line in trace), trace
+    assert dbapi.autocommit is False
+    assert state(yard.store, job_id) == ("pending", 0, None)
+    # A type changed after it was read: the insert writes nothing, the type is read
+    # again in the unit's transaction, and the job is made as the new type says.
+    yard.store.task_types.put(TaskTypeSpec("u", "shell:false", cost=2))
+    changed = yard.submit("u")
+    assert yard.store.jobs.get(changed).cost == 2  # type: ignore[union-attr]

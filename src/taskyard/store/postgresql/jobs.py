@@ -34,6 +34,7 @@ costs time and never a wrong write:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +76,15 @@ _WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
                     "WHERE id = (SELECT currval(pg_get_serial_sequence('jobs', 'id'))) "
                     "AND state = 'pending'")
 """The scheduler's wake-up, after a placing pipeline that left its job pending."""
+_IDS = ("SELECT (SELECT array_agg(nextval(s.seq)) FROM (SELECT pg_get_serial_sequence("
+        "'jobs', 'id')::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)), {now}, NULL")
+"""The ids of a batch's jobs, from the sequence (sorted, they give the order of
+creation), and one reading of the clock for a bulk's rows (COPY takes values)."""
+_IDS_LIVE = _IDS.removesuffix("NULL") + f"NOT ({cycle.NO_WORKER})"
+""":data:`_IDS`, and whether a live worker may take the jobs, through the worker gate
+(see cycle.NO_WORKER): naming the gate, the statement holds back a registration until
+this transaction ends, as a later check would — one round trip for the three, where
+they took three."""
 _PLACED_EVENT = ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
                  "created_at) SELECT %s, %s, '{\"job_id\":' || j.id || "
                  "%s, j.id, j.graph_id, {now} FROM j) ")
@@ -141,8 +151,13 @@ class Shortcuts:
 
 
 def read_task_type(raw: Cursor, name: str) -> tuple[str, TaskTypeSpec] | None:
-    """Type ``name``'s row version (``xmin``) and spec; None if there is no such type."""
-    found = raw.first(_READ_TYPE, (name,))
+    """Type ``name``'s row version (``xmin``) and spec; None if there is no such type.
+    Read in autocommit when the unit has sent nothing yet: the insert built from it is
+    guarded by that version whenever it was read (:data:`_AS_BUILT`), and the unit may
+    then still be one statement in autocommit (a process's first submit of a type while
+    no worker is live: two round trips, not four with a ``BEGIN`` and a ``COMMIT``)."""
+    with autocommit(raw) if not_begun(raw) else contextlib.nullcontext():
+        found = raw.first(_READ_TYPE, (name,))
     return None if found is None else (found[0], cached_spec(tuple(found[1:])))
 
 
@@ -152,22 +167,20 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
     if params.count == 1 and params.as_built is not None:
         return _insert_one(raw, params, page, shortcuts)
     columns = params.columns
-    ids = [int(i) for (i,) in raw.all(
-        "SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('jobs', 'id')"
-        "::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)", (params.count,))]
-    ids.sort()
+    found = raw.first(_IDS_LIVE if params.placing else _IDS, (params.count,))
+    assert found is not None
+    ids, now, live = sorted(found[0]), found[1], bool(found[2])
     rows = ((job_id, *row) for job_id, row in zip(ids, params.rows, strict=True))
     written: Sequence[int | None] = ids
     if params.count >= BULK_MIN_ROWS and not params.skip_taken_keys:
         # One clock reading for the bulk (COPY takes values, not expressions).
-        (now,) = raw.first("SELECT {now}") or (None,)
         copy(raw, "jobs", ["id", *columns, "created_at"], ((*r, now) for r in rows))
     else:
         went_in = {int(i) for i, _ in named(raw, insert_sql(
             columns, many=True, skip_taken_keys=params.skip_taken_keys),
             {"rows": json_rows(list(rows))})}
         written = [i if i in went_in else None for i in ids]
-    return InsertedJobs(list(written), params.placing and live_worker(raw))
+    return InsertedJobs(list(written), params.placing and live)
 
 
 def _insert_one(raw: Cursor, params: InsertJobs, page: int,

@@ -109,9 +109,8 @@ class Jobs:
                 raise InvalidInput(f"unknown task type {sub.type!r}")
         plan = tx.prerequisites.plan(subs, specs)
         if not plan.spawn and not plan.waits:
-            ids = self._insert_submitted(subs, specs)
-        else:
-            ids = self.insert_with_prerequisites(self._rows(subs, specs), plan, specs)
+            return self._insert_submitted(subs, specs, placing)
+        ids = self.insert_with_prerequisites(self._rows(subs, specs), plan, specs)
         return Added(ids, placing and tx.driver.live_worker(tx.raw), None)
 
     def _rows(self, subs: Sequence[JobSubmission],
@@ -120,12 +119,14 @@ class Jobs:
         return [job_row(sub, specs[sub.type], index if many else None, limits=limits)
                 for index, sub in enumerate(subs)]
 
-    def _insert_submitted(self, subs: Sequence[JobSubmission],
-                          specs: dict[str, TaskTypeSpec]) -> list[int]:
+    def _insert_submitted(self, subs: Sequence[JobSubmission], specs: dict[str, TaskTypeSpec],
+                          placing: bool) -> Added:
         """Jobs of no prerequisites, pending: each row is built as the driver writes it
         (a bulk's ``COPY`` streams them: the server inserts the first rows while the
         next are built, and no list of the batch's rows is kept), and announced from
-        its submission. A row refused midway stops the insert: nothing is written."""
+        its submission. A row refused midway stops the insert: nothing is written.
+        ``placing``: the driver says whether a live worker may take them (PostgreSQL:
+        with the batch's ids, in one round trip)."""
         limits, many = self.tx.store.limits, len(subs) > 1
         first = job_row(subs[0], specs[subs[0].type], 0 if many else None, limits=limits)
         columns = tuple(first)
@@ -144,10 +145,12 @@ class Jobs:
                     row.setdefault("trace_context", None)
                 yield values(row)
 
-        ids = self.insert_rows(columns, rows(), len(subs), announce=False)
+        found = self.tx.driver.insert_jobs(self.tx.raw, InsertJobs(
+            columns, rows(), len(subs), placing=placing))
+        ids = [int(i) for i in found.ids if i is not None]
         self.tx.events.append(job_pending(job_id, sub.graph_id, sub.routing, type=sub.type)
                               for job_id, sub in zip(ids, subs, strict=True))
-        return ids
+        return Added(ids, placing and found.live_worker, None)
 
     def _add_one(self, sub: JobSubmission, placing: bool) -> Added | None:
         """One job, its type from the driver's cache, inserted only while the type is as
