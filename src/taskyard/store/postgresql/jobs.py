@@ -169,7 +169,7 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
     columns = params.columns
     found = raw.first(_IDS_LIVE if params.placing else _IDS, (params.count,))
     assert found is not None
-    ids, now, live = sorted(found[0]), found[1], bool(found[2])
+    ids, now, live = sorted(found[0] or ()), found[1], bool(found[2])  # none: no rows
     rows = ((job_id, *row) for job_id, row in zip(ids, params.rows, strict=True))
     written: Sequence[int | None] = ids
     if params.count >= BULK_MIN_ROWS and not params.skip_taken_keys:
