@@ -138,16 +138,22 @@ def test_the_switch_is_refused_once_the_unit_has_begun(yard: Yard) -> None:
         assert tx.raw.dbapi.autocommit is False
 
 
-def test_a_lone_submit_with_no_worker_is_one_round_trip(
-        yard: Yard, monkeypatch: pytest.MonkeyPatch) -> None:
-    alone: list[int | None] = []
+@pytest.fixture
+def alone(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """What each lone insert in autocommit (postgresql/jobs.py:_alone) gave."""
+    found: list[int | None] = []
     original = pg_jobs._alone
 
     def recorded(*args: Any) -> int | None:
-        alone.append(original(*args))
-        return alone[-1]
+        found.append(original(*args))
+        return found[-1]
 
     monkeypatch.setattr(pg_jobs, "_alone", recorded)
+    return found
+
+
+def test_a_lone_submit_with_no_worker_is_one_round_trip(
+        yard: Yard, alone: list[int | None]) -> None:
     yard.submit("t")  # finds no live worker: the next goes alone
     dbapi = lane_connection(yard)
     job_id, trace = traced(dbapi, lambda: yard.submit("t", {"n": 2}))
@@ -159,17 +165,9 @@ def test_a_lone_submit_with_no_worker_is_one_round_trip(
 
 
 def test_a_first_submit_of_a_type_with_no_worker_reads_the_type_and_goes_alone(
-        yard: Yard, monkeypatch: pytest.MonkeyPatch) -> None:
+        yard: Yard, alone: list[int | None]) -> None:
     """The type is read in autocommit too (its insert is guarded by the version read):
     two round trips, not a ``BEGIN``, the read, the insert and a ``COMMIT``."""
-    alone: list[int | None] = []
-    original = pg_jobs._alone
-
-    def recorded(*args: Any) -> int | None:
-        alone.append(original(*args))
-        return alone[-1]
-
-    monkeypatch.setattr(pg_jobs, "_alone", recorded)
     yard.submit("t")  # finds no live worker: the next goes alone
     yard.store.task_types.put(TaskTypeSpec("u", "shell:true"))  # not yet read by a submit
     dbapi = lane_connection(yard)
