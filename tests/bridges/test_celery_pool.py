@@ -142,7 +142,7 @@ def test_a_worker_refuses_a_celery_job_in_one_line() -> None:
     outcomes: list[Outcome] = []
     done = threading.Event()
 
-    def on_done(outcome: Outcome, _seconds: float) -> None:
+    def on_done(outcome: Outcome, _seconds: float | None) -> None:
         outcomes.append(outcome)
         done.set()
 

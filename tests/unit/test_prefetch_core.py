@@ -78,7 +78,11 @@ def test_longer_jobs_never_open_the_window_wider(
 def test_the_pace_starts_at_the_first_duration_then_moves_by_alpha() -> None:
     pace = PaceTracker()
     assert pace.mean is None
+    pace.observe(None)  # a handler's first run in its child: no pace (worker/child.py)
+    assert pace.mean is None
     pace.observe(2.0)
+    pace.observe(None)
+    assert pace.mean == 2.0
     assert pace.mean == 2.0
     pace.observe(1.0)
     assert pace.mean == pytest.approx(2.0 - ALPHA)

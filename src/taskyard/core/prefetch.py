@@ -9,7 +9,10 @@ be idle. So a worker opens the window only as wide as the work it will start wit
 The pace is the handlers' own time (a Python job's is measured in the child that runs it),
 not the round trips around them: those grow on a loaded machine and shrink in a pipeline,
 so a pace that counted them kept shut the windows of the workers that happened to run
-jobs one by one, which then got little of a burst (bench.fleet; see core.affinity).
+jobs one by one, which then got little of a burst (bench.fleet; see core.affinity). A
+handler's first run in its child is no pace either: it carries what the handler does once
+(first touches of its code, lazy imports and connections, an async handler's event loop),
+and as the first duration it would weigh most in the average (worker/child.py).
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ def provisional_windows(workers: list[WorkerSlot]) -> list[WorkerSlot]:
     the workers that had run jobs queued the rest: 73 of 200 workers got 1 job of 20,000
     where the others got 157 (bench.fleet, run 51). Its pool's windows are the best guess
     of how long the pool's jobs take, and one closed by long jobs stays closed for it too;
-    its own window replaces the guess as soon as its first job ends."""
+    its own window replaces the guess as soon as its first paced job ends (a handler's
+    first run in a child is not one)."""
     if all(w.unpaced is None for w in workers):
         return workers  # the usual case: one pass, nothing built
     declared: dict[str, list[int]] = {}
@@ -97,6 +101,10 @@ class PaceTracker:
 
     mean: float | None = None
 
-    def observe(self, seconds: float) -> None:
+    def observe(self, seconds: float | None) -> None:
+        """A job's duration; None: a run that is no pace (a handler's first in its
+        child, see the module docstring), left out."""
+        if seconds is None:
+            return
         seconds = max(0.0, seconds)
         self.mean = seconds if self.mean is None else self.mean + ALPHA * (seconds - self.mean)

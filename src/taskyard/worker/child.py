@@ -186,6 +186,7 @@ class EventLoop:
 
 def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
           loop: EventLoop) -> dict[str, Any]:
+    cold = msg["target"] not in cache
     try:
         func = _resolve(cache, msg["target"])
     except Exception as exc:
@@ -193,16 +194,22 @@ def _call(cache: dict[str, Callable[..., Any]], msg: dict[str, Any],
                 "error": f"cannot load handler {msg['target']}: {type(exc).__name__}: {exc}"}
     # The handler's own time (not its import, not the round trips around it, which grow
     # on a loaded machine and shrink in a pipeline): the worker's pace, see core.prefetch.
-    # The clock brackets the run queue's two readings: a wait for a CPU between a
-    # reading and the clock (preempted there) is then inside the time it comes off.
+    # Each run queue reading follows a clock reading: a reading's system call returns
+    # where a preempted thread resumes, so the wait it comes back from is in the next
+    # reading — the first's inside the clock's span, the second's outside it.
     started = time.perf_counter()
     waited = _queued()
     outcome = _invoke(func, msg["args"], loop)
-    now_waited = _queued()
     took = time.perf_counter() - started
+    now_waited = _queued()
     if waited is not None and now_waited is not None:
         took = max(0.0, took - (now_waited - waited))  # not its waits for a CPU: RunQueue
     outcome["seconds"] = took
+    if cold:
+        # The handler's first run here carries its one-time costs (first touches of its
+        # code and data, lazy imports and connections, an async handler's event loop):
+        # not its pace (see core.prefetch).
+        outcome["cold"] = True
     return outcome
 
 

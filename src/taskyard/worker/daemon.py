@@ -189,7 +189,7 @@ class WorkerDaemon:
         return (not self._woken.is_set() and self._unreported.ends() < GATHER_BATCH
                 and self.executor.queued() >= max(1, self.capacity))
 
-    def _on_done(self, outcome: Outcome, seconds: float) -> None:
+    def _on_done(self, outcome: Outcome, seconds: float | None) -> None:
         if outcome.state == ABANDONED:  # see ABANDONED: not ours to report any more
             log.warning("event=abandoned worker=%s job=%s attempt=%s (requeued once the "
                         "lease runs out)", self.name, outcome.job_id, outcome.attempt)

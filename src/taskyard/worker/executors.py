@@ -53,8 +53,9 @@ StageSink = Callable[[int, int, StageReport], bool]
 class Hooks:
     """How an executor tells the loop what happened (called from the executor's threads)."""
 
-    on_done: Callable[[Outcome, float], None]
-    """An attempt ended: its outcome, and how many seconds it ran."""
+    on_done: Callable[[Outcome, float | None], None]
+    """An attempt ended: its outcome, and how many seconds it ran (None: a handler's
+    first run in its child, whose time is not its pace: see core.prefetch)."""
     on_start: Callable[[], None]
     """An attempt started (the loop collects it with :meth:`Executor.take_started`)."""
     on_stage: StageSink

@@ -52,7 +52,7 @@ class ProcessExecutor:
     """Handlers in child processes: ``python:`` ones in a warm interpreter per slot,
     ``shell:`` ones through ``/bin/sh`` (see the module docstring)."""
 
-    def __init__(self, capacity: int, *, on_done: Callable[[Outcome, float], None],
+    def __init__(self, capacity: int, *, on_done: Callable[[Outcome, float | None], None],
                  on_start: Callable[[], None] = lambda: None,
                  on_stage: StageSink = lambda _j, _a, _r: True, tail_bytes: int = 8192,
                  kill_grace: float = 5.0, prewarm: bool = True,
@@ -82,14 +82,13 @@ class ProcessExecutor:
         # Queued jobs in placement order (priority, then oldest): urgent ones go first.
         self._queue: list[tuple[int, int, ClaimedJob]] = []
         self._held: dict[Key, str | None] = {}
-        """Every attempt handed to us and not yet released: → None, or the state to
-        report once it is stopped."""
+        """Every attempt handed to us and not yet released: → None, or its state to report."""
         self._used = 0
         self._executing = 0
         self._piped = 0
         """Jobs sent to a child behind the one it runs: not started yet."""
         self._pace = PaceTracker()  # job durations: the pipeline depth
-        self._ran: list[float | None] = [None] * self.slots  # see _finish
+        self._ran: list[tuple[float, float | None] | None] = [None] * self.slots  # _finish
         self._started: list[tuple[int, int, float]] = []
         self._closing = False
         self._refusing = False
@@ -254,19 +253,19 @@ class ProcessExecutor:
     def _finish(self, index: int, job: ClaimedJob, outcome: Outcome, elapsed: float,
                 then: ClaimedJob | None = None) -> None:
         """Hand ``outcome`` in, then free its room — or pass the room to ``then``, the
-        next job of a pipeline, which the child started as it sent this outcome. The
-        time it ran: its Python handler's own, as slot ``index``'s child said (not the
-        round trip to the child: see core.prefetch), else ``elapsed`` here (0 is a time)."""
+        next job of a pipeline, which the child started as it sent this outcome. Its time:
+        its Python handler's own, as slot ``index``'s child said (not the round trip: see
+        core.prefetch; None for its first run there), else ``elapsed`` here (0 is a time)."""
         ran, self._ran[index] = self._ran[index], None
-        seconds = elapsed if ran is None else ran
+        seconds, pace = (elapsed, elapsed) if ran is None else ran
         jobs_log.info("event=job-ended job=%s attempt=%s type=%s state=%s ms=%.1f",
                       job.job_id, job.attempt, job.type, outcome.state, seconds * 1000)
         # Hand the outcome in before freeing the room: whoever reads the starts, then the
         # ends (the worker's report) never sees a job take this one's room without also
         # seeing this one end — the database never shows more running than the capacity.
-        self.on_done(outcome, seconds)
+        self.on_done(outcome, pace)
         with self._cond:
-            self._pace.observe(seconds)
+            self._pace.observe(pace)
             if then is None:
                 self._used -= job.cost
                 self._executing -= 1
@@ -396,5 +395,6 @@ class ProcessExecutor:
             raise
         if ended is not None:
             ended()
-        self._ran[index] = outcome.get("seconds")
+        took = outcome.get("seconds")  # a handler's first run in its child: no pace
+        self._ran[index] = None if took is None else (took, None if "cold" in outcome else took)
         return outcome

@@ -123,10 +123,10 @@ class AttemptSpans:
                                          outcome.error or outcome.state))
         span.end()
 
-    def ending(self, on_done: Callable[[Outcome, float], None]
-               ) -> Callable[[Outcome, float], None]:
+    def ending(self, on_done: Callable[[Outcome, float | None], None]
+               ) -> Callable[[Outcome, float | None], None]:
         """``on_done``, ending the attempt's span first."""
-        def done(outcome: Outcome, seconds: float) -> None:
+        def done(outcome: Outcome, seconds: float | None) -> None:
             self.end(outcome)
             on_done(outcome, seconds)
         return done
