@@ -187,8 +187,11 @@ def _snapshot(text: str) -> Snapshot:
 
 def take_lock(raw: Cursor) -> bool:
     """Try the global lock for this transaction (:data:`LOCK_AHEAD`)."""
-    row = raw.first(f"SELECT {LOCK_AHEAD}")
-    return bool(row and row[0])
+    rows = named(raw, _TAKE_LOCK, ())  # with the unit's BEGIN, when it is the first
+    return bool(rows and rows[0][0])
+
+
+_TAKE_LOCK = f"SELECT {LOCK_AHEAD}"
 
 
 def finish(raw: Cursor, params: FinishCycle) -> None:

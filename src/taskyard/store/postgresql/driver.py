@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -209,6 +209,8 @@ class PostgresDriver(SharedTransitions):
 
     live_worker = staticmethod(jobs.live_worker)
     insert_edges = staticmethod(jobs.insert_edges)
+    task_types: Callable[[Cursor, Sequence[str]], list[tuple[Any, ...]]] = staticmethod(
+        jobs.task_types)
 
     # -- attempts ------------------------------------------------------------------------
 

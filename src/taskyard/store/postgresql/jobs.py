@@ -59,10 +59,11 @@ from taskyard.store.postgresql.rows import (
     pg_row_set,
     pipelined,
 )
-from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
+from taskyard.store.schema.task_type_rows import COLUMNS, SELECT_SPECS, cached_spec
 
 EDGE_TYPES = ("bigint", "bigint", "text")
 _READ_TYPE = f"SELECT xmin::text, {', '.join(COLUMNS)} FROM task_types WHERE name = ?"
+_SPECS = SELECT_SPECS.replace("{which}", "name = ANY(%s)")
 _AS_BUILT = "EXISTS (SELECT 1 FROM task_types WHERE name = %s AND xmin = %s::xid"
 _TAKEN_KEYS = " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING"
 _CHECKED = f" FOR KEY SHARE) AND set_config('{CHECKED_SETTING}', 'on', true) IS NOT NULL"
@@ -77,7 +78,7 @@ _WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
                     "AND state = 'pending'")
 """The scheduler's wake-up, after a placing pipeline that left its job pending."""
 _IDS = ("SELECT (SELECT array_agg(nextval(s.seq)) FROM (SELECT pg_get_serial_sequence("
-        "'jobs', 'id')::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)), {now}, NULL")
+        "'jobs', 'id')::regclass AS seq OFFSET 0) AS s, generate_series(1, %s)), {now}, NULL")
 """The ids of a batch's jobs, from the sequence (sorted, they give the order of
 creation), and one reading of the clock for a bulk's rows (COPY takes values)."""
 _IDS_LIVE = _IDS.removesuffix("NULL") + f"NOT ({cycle.NO_WORKER})"
@@ -150,6 +151,12 @@ class Shortcuts:
                       if idle and text is not None and reads.snapshot is not None else None)
 
 
+def task_types(raw: Cursor, names: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The rows of the task types among ``names``, as the portable read: a batch's first
+    statement as a rule, which then carries the unit's BEGIN (``rows.named``)."""
+    return named(raw, _SPECS, (list(names),))
+
+
 def read_task_type(raw: Cursor, name: str) -> tuple[str, TaskTypeSpec] | None:
     """Type ``name``'s row version (``xmin``) and spec; None if there is no such type.
     Read in autocommit when the unit has sent nothing yet: the insert built from it is
@@ -167,8 +174,8 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
     if params.count == 1 and params.as_built is not None:
         return _insert_one(raw, params, page, shortcuts)
     columns = params.columns
-    found = raw.first(_IDS_LIVE if params.placing else _IDS, (params.count,))
-    assert found is not None
+    # The batch's first statement, as a rule: it carries the unit's BEGIN (rows.named).
+    (found,) = named(raw, _IDS_LIVE if params.placing else _IDS, (params.count,))
     ids, now, live = sorted(found[0] or ()), found[1], bool(found[2])  # none: no rows
     rows = ((job_id, *row) for job_id, row in zip(ids, params.rows, strict=True))
     written: Sequence[int | None] = ids

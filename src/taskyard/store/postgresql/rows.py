@@ -46,7 +46,10 @@ statement whose values come in order (a one-row insert: no dict of names to buil
 def named(raw: Cursor, sql: str, params: Parameters) -> list[tuple[Any, ...]]:
     """``sql`` with ``%(name)s`` parameters (a parameter may be used several times), or
     ``%s`` ones given in order, and ``{now}``; rows are passed as
-    :func:`taskyard.store.cursor.json_rows`."""
+    :func:`taskyard.store.cursor.json_rows`. The unit's first statement carries its
+    ``BEGIN`` (see :func:`pipelined_cursors`)."""
+    if opens(raw):
+        return pipelined(raw, [(sql, params)])[0]
     cursor = raw.cursor
     cursor.execute(_named(sql, raw.now_sql), params)
     # rownumber, not description: whether rows came, without building their columns.
@@ -56,6 +59,14 @@ def named(raw: Cursor, sql: str, params: Parameters) -> list[tuple[Any, ...]]:
 def not_begun(raw: Cursor) -> bool:
     """The unit's transaction has not begun (nothing was sent in it yet)."""
     return bool(raw.dbapi.pgconn.transaction_status == TransactionStatus.IDLE)
+
+
+def opens(raw: Cursor) -> bool:
+    """The next statement begins the unit's transaction: psycopg would send a ``BEGIN``
+    first and wait for its answer, a round trip of its own."""
+    dbapi = raw.dbapi
+    return bool(dbapi.pgconn.transaction_status == TransactionStatus.IDLE
+                and not dbapi.autocommit)
 
 
 def autocommit(raw: Cursor) -> contextlib.AbstractContextManager[None]:
@@ -100,7 +111,11 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     for the answer (a round trip of its own, before the pipeline). With ``commit`` the
     pipeline is then the whole transaction: it runs with the connection in autocommit,
     where the statements up to the pipeline's one Sync are a single transaction of the
-    server's, committed by that Sync — all or none, in one round trip."""
+    server's, committed by that Sync — all or none, in one round trip. Without, the
+    pipeline sends the ``BEGIN`` itself, first, with the connection in autocommit while
+    it does (psycopg then sends none): the transaction it opens goes on after the
+    pipeline, as psycopg's own would (the connection is in it: psycopg begins none and
+    commits or rolls back that one), a round trip sooner."""
     return [list(c.fetchall()) if c.rownumber is not None else []
             for c in pipelined_cursors(raw, statements, commit=commit)]
 
@@ -109,9 +124,14 @@ def pipelined_cursors(raw: Cursor, statements: Sequence[tuple[str, Parameters]],
                       commit: bool = False) -> list[Any]:
     """:func:`pipelined`, with each statement's cursor instead of its rows: each one's
     rows are to be read before the unit's next statement on that cursor."""
-    whole = commit and not_begun(raw)
+    idle = not_begun(raw)
+    whole = commit and idle
+    begin = idle and not whole and not raw.dbapi.autocommit
     cursors = [raw.cursor, *(raw.pipelined(n) for n in range(1, len(statements)))]
-    with autocommit(raw) if whole else contextlib.nullcontext(), raw.dbapi.pipeline():
+    with autocommit(raw) if whole or begin else contextlib.nullcontext(), \
+            raw.dbapi.pipeline():
+        if begin:
+            raw.pipelined(len(statements)).execute("BEGIN")
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
             text = _named(sql, raw.now_sql)
             cursor.execute(text, {name: params[name] for name in _uses(text)}
