@@ -13,6 +13,8 @@ stored context is then passed on as it is.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +39,18 @@ def _otel() -> Any:
     return trace
 
 
+def _loaded() -> Any:
+    """``opentelemetry.trace`` when this process can have a tracer provider: the module is
+    loaded (whoever sets a provider imports it first: the application, or OTel's launcher
+    ``opentelemetry-instrument``), or ``OTEL_PYTHON_TRACER_PROVIDER`` names one (the API
+    loads that on first use). Else None, and nothing is imported: OTel adds ~4.6 MiB to
+    the RSS of a worker daemon that traces nothing (issue 38)."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None and os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"):
+        trace = _otel()
+    return trace
+
+
 def span_context_of(stored: str) -> Any:
     """The remote ``SpanContext`` of a stored context (OTel must be importable)."""
     from opentelemetry.trace import SpanContext, TraceFlags, TraceState  # noqa: PLC0415
@@ -56,15 +70,18 @@ class AttemptSpans:
     def __init__(self, worker_name: Callable[[], str] = str) -> None:
         """``worker_name``: the name of the worker now (a daemon renames its executor)."""
         self.worker_name = worker_name
-        self._trace = _otel()
+        self._trace: Any = None
+        """``opentelemetry.trace`` once a tracer was found (see :func:`_loaded`)."""
         self._open: dict[tuple[int, int], tuple[Any, dict[str, str]]] = {}
         self._lock = threading.Lock()
 
     def _tracer(self) -> Any:
-        """taskyard's tracer, or None when no tracer provider is set (or no OTel)."""
-        trace = self._trace
+        """taskyard's tracer, or None when no tracer provider is set (or no OTel). Looked
+        up per attempt: a provider set after the worker started counts from then on."""
+        trace = _loaded()
         if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             return None
+        self._trace = trace
         return trace.get_tracer(SYSTEM)
 
     def start(self, job: ClaimedJob) -> dict[str, str]:
