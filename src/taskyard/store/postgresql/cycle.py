@@ -19,7 +19,7 @@ from taskyard.store.driver.cycle_params import (
 )
 from taskyard.store.driver.params import EVENT_TYPES, Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
-from taskyard.store.portable.cycle import maintenance_checks
+from taskyard.store.portable.cycle import ONCE, maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_IDLE_MS, CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.rows import Parameters, named, pg_row_set, pipelined
@@ -35,7 +35,7 @@ SNAPSHOT_TEXT = (
     "json_build_array("
     "(SELECT json_agg(json_build_array(id, name, pools, capacity, prefetch, unpaced_prefetch) "
     "ORDER BY id) "
-    "FROM workers WHERE state = 'active' AND lease_expires_at >= {now}), "
+    f"FROM workers WHERE state = 'active' AND lease_expires_at >= {ONCE}), "
     "(SELECT json_agg(json_build_array(holder, type, worker_id, cost, locks, n) "
     "ORDER BY worker_id, type, locks, holder) FROM ("
     f"SELECT {_ACTIVE} AS holder, type, worker_id, SUM(cost) AS cost, locks, COUNT(*) AS n "
