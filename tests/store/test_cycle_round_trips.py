@@ -39,14 +39,25 @@ DEFAULTS = ("on", "on", "auto")
 
 
 def _began_with_the_first_statement(trace: list[str]) -> bool:
-    """The unit's first round trip sent its BEGIN and a statement after it."""
+    """The unit's first round trip sent its BEGIN and a statement after it (in one
+    pipeline, or as one simple-protocol message)."""
     first: list[str] = []
     for line in trace:
         if line.startswith("B"):
             break
         if "\tParse\t" in line or "\tQuery\t" in line:
             first.append(line)
-    return len(first) >= 2 and '"BEGIN"' in first[0]
+    return (len(first) >= 2 and '"BEGIN"' in first[0]) or (
+        len(first) == 1 and '\tQuery\t "BEGIN; ' in first[0])
+
+
+def _lock_sent_with_its_sync(trace: list[str]) -> bool:
+    """Every statement that tries the cycle's lock is a simple-protocol Query: one message
+    the server ends as a Sync, never a pipeline's statement that waits for one (a client
+    frozen there would keep the lock: postgresql/cycle.py:take_lock)."""
+    tries = [line for line in trace
+             if line.startswith("F") and "pg_try_advisory_xact_lock" in line]
+    return bool(tries) and all("\tQuery\t" in line for line in tries)
 
 
 HOUR = 3600.0
@@ -70,6 +81,7 @@ def test_a_cycle_with_nothing_to_place_is_three_round_trips(yard: Yard) -> None:
     # reads; COMMIT (the settings end with it).
     assert round_trips(trace) == 3, "\n".join(trace)
     assert _began_with_the_first_statement(trace), "\n".join(trace)
+    assert _lock_sent_with_its_sync(trace), "\n".join(trace)
     assert not any(SCANS_ON in line for line in trace), "\n".join(trace)
     assert _settings(yard) == DEFAULTS
 

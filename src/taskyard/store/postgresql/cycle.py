@@ -22,7 +22,14 @@ from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEU
 from taskyard.store.portable.cycle import ONCE, maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_IDLE_MS, CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
-from taskyard.store.postgresql.rows import Parameters, named, pg_row_set, pipelined
+from taskyard.store.postgresql.rows import (
+    Parameters,
+    autocommit,
+    named,
+    opens,
+    pg_row_set,
+    pipelined,
+)
 
 ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
@@ -186,12 +193,29 @@ def _snapshot(text: str) -> Snapshot:
 
 
 def take_lock(raw: Cursor) -> bool:
-    """Try the global lock for this transaction (:data:`LOCK_AHEAD`)."""
-    rows = named(raw, _TAKE_LOCK, ())  # with the unit's BEGIN, when it is the first
-    return bool(rows and rows[0][0])
+    """Try the global lock for this transaction (:data:`LOCK_AHEAD`); when the statement
+    opens the unit, its ``BEGIN`` goes in the same message.
+
+    Not in a pipeline: there each statement reaches the server before the pipeline's
+    Sync, and a backend waiting for a Sync is "active", never idle in its transaction,
+    so its CYCLE_IDLE_MS limit is not armed. A scheduler frozen (SIGSTOP, a paused VM)
+    after the lock statement had gone and before the Sync kept the lock until it thawed,
+    and no other scheduler placed anything (tests/fleet/test_scheduler_failover.py, once
+    in a loaded `make test`). One simple-protocol message, ``BEGIN; SELECT …`` (no
+    parameters), ends with the server's own Sync: still one round trip."""
+    if not opens(raw):
+        row = raw.first(_TAKE_LOCK)
+        return bool(row and row[0])
+    cursor = raw.cursor
+    with autocommit(raw):  # the BEGIN is ours: psycopg must not send one first
+        cursor.execute(_BEGIN_AND_TAKE_LOCK)
+    cursor.nextset()  # past BEGIN's result, to the lock's
+    row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 _TAKE_LOCK = f"SELECT {LOCK_AHEAD}"
+_BEGIN_AND_TAKE_LOCK = f"BEGIN; {_TAKE_LOCK}"
 
 
 def finish(raw: Cursor, params: FinishCycle) -> None:
