@@ -1,0 +1,101 @@
+"""PostgreSQL checks a dispatched job's foreign keys to its worker (``jobs.worker_id``,
+``attempts.worker_id``) with a query per row, run as the dispatch statement ends. The
+cycle's transaction keeps generic plans to its end (postgresql/cycle.py:SCANS_OFF), so
+that query is planned once per connection.
+
+When the cycle's last dispatch statement put ``plan_cache_mode`` back to ``auto`` with
+the scans, the checks it ran (after that) were planned afresh at each row. In ``auto``,
+PostgreSQL takes a statement's generic plan only while it is cheaper than its custom
+plans. That plan had been made by a dispatch statement before the last, with the scans
+off (an index scan); a custom plan with the scans on is a sequential scan of the one page
+of ``workers``, cheaper. In W1's drain that was 14,000 plans for 20,000 checks, and the
+dispatch's server time per job went from 32 to 40 µs (issue 37, item 7). Counted in
+``pg_stat_statements``: plans, not timings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from tests.submitting import yard_with_type
+
+from taskyard.api.yard import Yard
+from taskyard.model.records import Outcome, Started
+from taskyard.scheduler.cycle import run_cycle
+from taskyard.store.clock import MovableClock
+from taskyard.worker.reports import report_batch
+
+JOBS = 240
+SLOTS = 40
+"""Each worker's slots."""
+
+CHECKS = "SELECT % FROM ONLY \"public\".\"workers\" x WHERE \"id\" OPERATOR(pg_catalog.=) %"
+
+
+@pytest.fixture
+def counted(pg_url: str) -> str:
+    """``pg_url`` with pg_stat_statements counting nested statements and their plans
+    for its connections (set on the database: the cluster's other tests are not
+    counted, and it ends with the database)."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        loaded = conn.execute("SHOW shared_preload_libraries").fetchone()
+        if loaded is None or "pg_stat_statements" not in loaded[0]:
+            pytest.skip("pg_stat_statements is not loaded (scripts/pg-cluster loads it)")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        database = conn.execute("SELECT current_database()").fetchone()
+        assert database is not None
+        for setting, value in (("track", "all"), ("track_planning", "on")):
+            conn.execute(f"ALTER DATABASE {database[0]} SET pg_stat_statements.{setting} "
+                         f"= '{value}'")
+    return pg_url
+
+
+@pytest.fixture
+def yard(counted: str, clock: MovableClock) -> Iterator[Yard]:
+    with yard_with_type(counted, clock) as y:
+        yield y
+
+
+def _checks(url: str) -> tuple[int, int]:
+    """(runs, plans) of the foreign-key checks against ``workers`` in this database."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT COALESCE(sum(calls), 0), COALESCE(sum(plans), 0) FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND query LIKE %s", (CHECKS,)).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_a_dispatchs_worker_checks_are_planned_once(yard: Yard, counted: str) -> None:
+    store = yard.store
+    ours, other = (store.workers.register(name, ["default"], SLOTS, lease_seconds=300).id
+                   for name in ("ours", "other"))
+    with psycopg.connect(counted, autocommit=True) as conn:
+        # As autovacuum soon would: the planner then knows workers for the one page it
+        # is, where a sequential scan is the cheapest custom plan of a check.
+        conn.execute("ANALYZE workers")
+    # Placed on both workers by the submit's cycle: two dispatch statements, the first
+    # with the cycle's settings (its checks get their generic plan then), the second
+    # putting the scans back.
+    yard.submit_many("t", [{"n": n} for n in range(JOBS)])
+    assert store.attempts.fetch(other).jobs
+    done = 0
+    for _ in range(JOBS):
+        jobs = store.attempts.fetch(ours).jobs
+        if not jobs:
+            break
+        # As the worker daemon reports: the starts and ends of a batch, and the cycle,
+        # placing on this worker (its last dispatch statement), in one transaction.
+        report_batch(store, ours, [Started(j.job_id, j.attempt) for j in jobs],
+                     [Outcome(j.job_id, j.attempt, "succeeded", 0) for j in jobs],
+                     place=lambda tx: run_cycle(tx, record=False))
+        done += len(jobs)
+    assert done >= JOBS // 2
+    runs, plans = _checks(counted)
+    # Two checks per dispatched job (its row, its attempt), each query planned once per
+    # connection that ran a cycle. Before, 402 plans in 480 checks: each check after the
+    # scans went back on was planned afresh.
+    assert runs >= 2 * done, (runs, plans)
+    assert plans <= 20, f"the worker's foreign-key checks were planned {plans} times in {runs}"
