@@ -1,7 +1,7 @@
 """Where a PostgreSQL drain's time goes: W1's completion phase (N no-op jobs queued,
 then ``taskyard scheduler`` and one ``taskyard worker`` with their defaults), with the
-CPU each process spent per job (from ``/proc``: the worker with its children, every
-process named ``postgres`` on the machine together). With ``--statements``, also
+CPU each process spent per job (from ``/proc``, through ``bench.fleet_probe.tree_cpu``:
+the worker with its children, the server with every backend). With ``--statements``, also
 ``pg_stat_statements`` per statement: server time per job, runs and plans, nested
 statements included, such as foreign-key checks (``track = all`` and ``track_planning``
 on that database for the run). Counting costs the server CPU: the CPU figures of such a
@@ -10,14 +10,13 @@ run are higher than those of a run without it.
     python -m bench.drain_cost --pg postgresql://…/bench [--jobs 10000] [--runs 3]
                                [--statements] [--json]
 
-Linux only (``/proc``). The database is dropped and made afresh (as W1's runs do): give
-it one of its own, never one that holds data."""
+Linux only (``/proc``), with the server on this machine. The database is dropped and
+made afresh (as W1's runs do): give it one of its own, never one that holds data."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -26,35 +25,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.fleet_probe import tree_cpu
 from bench.peers.common import pg_url
 from bench.throughput import daemons, fresh, settle, wait_file
 
-TICK = os.sysconf("SC_CLK_TCK")
 STATEMENTS = 10
 
 
-def _cpu(pid: int) -> float:
-    """Seconds of CPU of ``pid`` and, recursively, of its live children."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total = (int(fields[11]) + int(fields[12])) / TICK
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return 0.0
-    return total + sum(_cpu(int(child)) for child in children)
-
-
-def _backends() -> float:
-    """Seconds of CPU of every process named ``postgres`` on this machine."""
-    total = 0.0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "comm").read_text().startswith("postgres"):
-                    total += _cpu(int(entry.name))
-            except OSError:
-                continue
-    return total
+def _postmaster(admin: Any) -> int:
+    """The pid of the server ``admin`` is connected to (the parent of its backend): the
+    server must run on this machine."""
+    backend = admin.execute("SELECT pg_backend_pid()").fetchone()[0]
+    return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 @contextmanager
@@ -101,9 +83,11 @@ def drain(url: str, jobs: int, *, statements: bool = False) -> dict[str, Any]:
             if statements:
                 admin.execute("SELECT pg_stat_statements_reset(0, (SELECT oid FROM "
                               "pg_database WHERE datname = %s), 0)", (database,))
-            before = (_cpu(scheduler.pid), _cpu(worker.pid), _backends(), time.monotonic())
+            server = _postmaster(admin)
+            trees = ([scheduler.pid], [worker.pid], [server])
+            before = (*(tree_cpu(t) for t in trees), time.monotonic())
             wait_file(stamps[1], 300)
-            after = (_cpu(scheduler.pid), _cpu(worker.pid), _backends(), time.monotonic())
+            after = (*(tree_cpu(t) for t in trees), time.monotonic())
         if statements:
             top = admin.execute(
                 "SELECT calls, plans, total_exec_time, total_plan_time, query FROM "
