@@ -10,7 +10,9 @@ Per worker count (10, 50, 200 by default), on a fresh throwaway cluster:
   ``schedule()`` the daemons run: it reads every live worker);
 - **latency**: after a warm-up (two jobs per worker run to their end), jobs submitted at
   a steady rate (200/s), submit → handler start, the handler's own ``time.time()``
-  against the time taken just before ``submit``; also without the first second;
+  against the time taken just before ``submit``; also without the first second; the
+  kernel threads' CPU meanwhile (the machine's own work, see
+  :func:`bench.fleet_probe.kernel_threads`);
 - **throughput**: 20,000 no-op jobs due at one instant, completion rate from the first
   start to the last end (database clock), and each worker's share of them (fair share
   = jobs / workers), the schedulers' cycles meanwhile (their DEBUG lines);
@@ -26,6 +28,7 @@ shared machine: the load average is recorded with each case.
 
 Usage: python -m bench.fleet [--workers 10,50,200] [--jobs 20000] [--rate 200]
        [--seconds 10] [--idle 20] [--pooler [--listen-db]] [--out FILE]
+       [--samples FILE]
 """
 
 from __future__ import annotations
@@ -181,9 +184,10 @@ def warm_up(url: str, direct: str, workers: int) -> float:
 
 
 def latency(url: str, direct: str, rate: float, seconds: float,
-            window: probe.Window) -> dict[str, Any]:
+            window: probe.Window, *, samples: Path | None = None) -> dict[str, Any]:
     """Jobs submitted at ``rate`` per second for ``seconds`` by :data:`SUBMITTERS`
-    processes; submit → handler start."""
+    processes; submit → handler start. With ``samples``, each job's times go to that
+    file (JSON lines: id, sent, created, dispatched, started, handler start, worker)."""
     total = int(rate * seconds)
     procs = [subprocess.Popen(
         [sys.executable, "-m", "bench.fleet", "--submit", url, repr(rate), str(total), str(k)],
@@ -196,6 +200,7 @@ def latency(url: str, direct: str, rate: float, seconds: float,
     start = time.time() + 0.5
     window.reset()
     first = window.read()
+    kernel = probe.kernel_threads()
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write(f"{start!r}\n".encode())
@@ -220,13 +225,22 @@ def latency(url: str, direct: str, rate: float, seconds: float,
 
     rows = wait_for("the latency jobs to end", finished, timeout=120 + seconds, every=0.25)
     busy = window.rates(first, window.read())
-    samples = [(float(r[1]) - sent[r[0]]) * 1000 for r in rows if r[0] in sent]
+    after = probe.kernel_threads()
+    kernel_s = {name: after[name] - kernel.get(name, 0.0) for name in after}
+    if samples is not None:
+        with samples.open("a") as fh:
+            for r in sorted(rows, key=lambda r: r[0]):
+                if r[0] in sent:
+                    fh.write(json.dumps([r[0], sent[r[0]], *(None if v is None else float(v)
+                                                              for v in (r[3], r[4], r[5], r[1])),
+                                         r[2]]) + "\n")
+    times = [(float(r[1]) - sent[r[0]]) * 1000 for r in rows if r[0] in sent]
     steady = [(float(r[1]) - sent[r[0]]) * 1000 for r in rows
               if r[0] in sent and sent[r[0]] >= start + WARMUP]
     spread = sorted(collections.Counter(r[2] for r in rows).values())
-    return {"jobs": total, "p50_ms": round(probe.percentile(samples, 0.5), 2),
-            "p99_ms": round(probe.percentile(samples, 0.99), 2),
-            "max_ms": round(max(samples), 2),
+    return {"jobs": total, "p50_ms": round(probe.percentile(times, 0.5), 2),
+            "p99_ms": round(probe.percentile(times, 0.99), 2),
+            "max_ms": round(max(times), 2),
             "steady_p50_ms": round(probe.percentile(steady, 0.5), 2),
             "steady_p99_ms": round(probe.percentile(steady, 0.99), 2),
             "steady_max_ms": round(max(steady), 2),
@@ -235,6 +249,8 @@ def latency(url: str, direct: str, rate: float, seconds: float,
             "db_cpu_percent": busy["db_cpu_percent"],
             "statements_per_s": busy["statements_per_s"],
             "daemons_cpu_percent": busy["daemons_cpu_percent"],
+            "kernel_threads_cpu_s": round(sum(kernel_s.values()), 2),
+            "kernel_thread_busiest": max(kernel_s, key=kernel_s.__getitem__, default=None),
             "phases_ms": _phases(rows, sent),
             "top": window.top(limit=12, order="total_exec_time")}
 
@@ -415,7 +431,8 @@ def run_case(workers: int, args: argparse.Namespace, folder: Path) -> dict[str, 
         row["idle"] = idle(window, args.idle)
         row["cycle_idle"] = cycles(url, args.cycles)
         row["warm_up_s"] = warm_up(url, direct, workers)
-        row["latency"] = latency(url, direct, args.rate, args.seconds, window)
+        row["latency"] = latency(url, direct, args.rate, args.seconds, window,
+                                 samples=args.samples)
         mark = log.stat().st_size
         row["drain"] = drain(url, direct, args.jobs, workers, window)
         row["cycle_busy"] = logged_cycles(log, mark)
@@ -434,7 +451,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     head = ("| workers | conns at rest (most per worker) | idle stmts/s | idle xacts/s "
             "| idle DB CPU % | idle daemons CPU % | cycle idle p50/p99 ms "
             "| submit→start p50/p99 ms (after the 1st s) | DB CPU % at 200 jobs/s | drain jobs/s "
-            "| DB CPU ms/job (drain) | share min-max (fair) | scheduler RSS MiB | load |")
+            "| DB CPU ms/job (drain) | share min-max (fair) | scheduler RSS MiB | load "
+            "| kernel threads' CPU s in the latency phase (busiest) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         if "error" in r:
@@ -455,7 +473,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"{lat.get('steady_p99_ms', '')}) | {lat.get('db_cpu_percent', '')} "
             f"| {d['jobs_per_s']} | {1000 * d.get('db_cpu_s', 0) / d['jobs']:.2f} "
             f"| {d['share_min']}-{d['share_max']} ({d['fair_share']}) "
-            f"| {r['scheduler_rss_mib']} | {r['load_before'][0]} |")
+            f"| {r['scheduler_rss_mib']} | {r['load_before'][0]} "
+            f"| {lat.get('kernel_threads_cpu_s', '')} ({lat.get('kernel_thread_busiest', '')}) |")
     return "\n".join(lines)
 
 
@@ -516,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedulers", type=int, default=2,
                         help="scheduler daemons (the report's rows assume 2)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--samples", type=Path,
+                        help="append each latency job's times to this file (JSON lines)")
     args = parser.parse_args(argv)
     rows = []
     for n in [int(x) for x in args.workers.split(",")]:
