@@ -3,7 +3,15 @@ succeeded: three events) folded into the rollups, as a scheduler's keeper does e
 10 seconds (``scheduler/history.py``) — CPU and wall time of this process per round.
 
 Usage: python -m bench.history --db URL [--jobs 20000] [--rounds 3] [--profile]
+       [--beside-cycles]
 PostgreSQL: the database in URL must exist (it is emptied first).
+
+``--beside-cycles``: each round is instead a round of the scheduler's keeper
+(``HistoryKeeper``, its slices and rests) and, the same round again, one ``roll_up`` of
+everything at once, each with a thread beside it running the cycle (``schedule`` on an
+empty queue, 2 ms apart) as a scheduler's cycle thread does: the cycles' durations
+during the round against those before it. The fold holds the GIL, and the cycle waits
+for it after each of its round trips.
 
 The jobs run through the transitions a worker calls (``report_batch``: their starts,
 then their ends, a batch at a time), in this process and untimed; then each round
@@ -22,13 +30,16 @@ import json
 import pstats
 import statistics
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench.throughput import fresh
 from taskyard.api.yard import Yard
 from taskyard.model.records import Outcome, Started
 from taskyard.scheduler.cycle import schedule
+from taskyard.scheduler.history import HistoryKeeper
 from taskyard.store import Store
 from taskyard.store.transitions.history import FOLLOWER, roll_up
 from taskyard.worker.reports import report_batch
@@ -91,16 +102,60 @@ def one_round(store: Store, profile: cProfile.Profile | None,
             "wall_s": time.perf_counter() - wall}
 
 
+def beside_cycles(store: Store, keeper: Callable[[], object]) -> dict[str, float]:
+    """The cycle's durations (ms) in a thread beside ``keeper()``, and before it."""
+    forget(store)
+    times: list[float] = []
+    stop = threading.Event()
+
+    def cycles() -> None:
+        while not stop.is_set():
+            began = time.perf_counter()
+            schedule(store)
+            times.append((time.perf_counter() - began) * 1000)
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=cycles)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        before = len(times)
+        wall = time.perf_counter()
+        keeper()
+        wall = time.perf_counter() - wall
+        while len(times) <= before and thread.is_alive():  # one cycle that overlapped it
+            time.sleep(0.001)
+    finally:
+        stop.set()
+        thread.join()
+    quiet, during = sorted(times[:before]), sorted(times[before:])
+    return {"round_ms": round(wall * 1000), "cycles": len(during),
+            "p50_ms": round(statistics.median(during), 2), "max_ms": round(during[-1], 2),
+            "before_p50_ms": round(statistics.median(quiet), 2),
+            "before_max_ms": round(quiet[-1], 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--db", required=True)
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="print the top of cProfile")
+    parser.add_argument("--beside-cycles", action="store_true",
+                        help="the cycle's durations beside a round (see the module)")
     args = parser.parse_args(argv)
     yard = fresh(args.db)
     store = yard.store
     run_jobs(yard, args.jobs)
+    if args.beside_cycles:
+        for _ in range(args.rounds):
+            for name, keeper in (
+                    ("keeper", lambda: HistoryKeeper(store).round(threading.Event())),
+                    ("at_once", lambda: roll_up(store, batch=max(5000, 3 * args.jobs)))):
+                print(json.dumps({"backend": store.backend, "jobs": args.jobs, "round": name,
+                                  **beside_cycles(store, keeper)}), flush=True)
+        yard.close()
+        return 0
     profile = cProfile.Profile() if args.profile else None
     expected = event_count(store)
     rounds = [one_round(store, profile, expected) for _ in range(args.rounds)]

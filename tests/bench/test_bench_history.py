@@ -25,3 +25,14 @@ def test_the_history_bench_rolls_up_every_event(db_url: str,
     finally:
         store.close()
     assert counted == [(60, 60, 60, 60)]
+
+
+def test_the_cycles_beside_a_round_are_timed_for_both_ways_of_rolling_up(
+        db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert history.main(["--db", db_url, "--jobs", "30", "--rounds", "1",
+                         "--beside-cycles"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [r["round"] for r in rows] == ["keeper", "at_once"]
+    for r in rows:
+        assert r["cycles"] >= 1 and 0 < r["p50_ms"] <= r["max_ms"]
+        assert 0 < r["before_p50_ms"] <= r["before_max_ms"]

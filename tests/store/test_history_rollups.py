@@ -150,8 +150,9 @@ class _Rests(threading.Event):
 def test_the_keeper_folds_a_slice_per_transaction_and_rests_between_slices(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The scheduler's keeper folds :data:`SLICE` events per transaction and rests
-    after each (as long as it took): 6,000 events folded at once held the GIL for 130 ms
-    and the cycle thread beside it took 13-23 ms a cycle instead of 0.5."""
+    after each (as long as it took): 6,000 events folded at once held the GIL for 55-110
+    ms, and the cycles beside it took up to 13-37 ms instead of 0.5 (bench.history
+    --beside-cycles)."""
     store.task_types.put(TaskTypeSpec("a", "shell:true"))
     store.jobs.submit([JobSubmission("a") for _ in range(7)])
     drive(store)
