@@ -73,9 +73,11 @@ SNAPSHOT_TEXT = (
 # in W1's drain, 8 us a job of server time: tests/store/test_dispatch_checks.py). The
 # few statements after a cycle in its unit (the placed jobs, read by id; the search for
 # stalled graphs) are planned alike either way.
+GENERIC_PLANS = "set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL"
+"""SQL: prepared statements keep their generic plans until the transaction ends."""
 SCANS_OFF = ("set_config('enable_bitmapscan', 'off', true) IS NOT NULL "
              "AND set_config('enable_seqscan', 'off', true) IS NOT NULL "
-             "AND set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL "
+             f"AND {GENERIC_PLANS} "
              "AND set_config('jit', 'off', true) IS NOT NULL")
 SCANS_ON = ("set_config('enable_bitmapscan', 'on', true) IS NOT NULL "
             "AND set_config('enable_seqscan', 'on', true) IS NOT NULL")
