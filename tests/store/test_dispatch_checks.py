@@ -61,13 +61,13 @@ def yard(counted: str, clock: MovableClock) -> Iterator[Yard]:
         yield y
 
 
-def _checks(url: str) -> tuple[int, int]:
-    """(runs, plans) of the foreign-key checks against ``workers`` in this database."""
+def _plans(url: str, like: str) -> tuple[int, int]:
+    """(runs, plans) of the statements like ``like`` in this database."""
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT COALESCE(sum(calls), 0), COALESCE(sum(plans), 0) FROM pg_stat_statements "
             "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND query LIKE %s", (CHECKS,)).fetchone()
+            "AND query LIKE %s", (like,)).fetchone()
     assert row is not None
     return int(row[0]), int(row[1])
 
@@ -97,7 +97,7 @@ def test_a_dispatchs_worker_checks_are_planned_once(yard: Yard, counted: str) ->
                      place=lambda tx: run_cycle(tx, record=False))
         done += len(jobs)
     assert done >= JOBS // 2
-    runs, plans = _checks(counted)
+    runs, plans = _plans(counted, CHECKS)
     # Two checks per dispatched job (its row, its attempt), each query planned once per
     # connection that ran a cycle. Before, 402 plans in 480 checks: each check after the
     # scans went back on was planned afresh.
@@ -112,16 +112,6 @@ RELEASE = ("SELECT job_id, requires_id, condition FROM dependencies%",
 """The statements of a report that release an ended job's dependents (its edges, the
 dependents' rows, their update)."""
 
-
-def _plans(url: str, like: str) -> tuple[int, int]:
-    """(runs, plans) of the statements like ``like`` in this database."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT COALESCE(sum(calls), 0), COALESCE(sum(plans), 0) FROM pg_stat_statements "
-            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND query LIKE %s", (like,)).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
 
 
 def test_a_reports_release_of_dependents_keeps_its_generic_plans(
