@@ -22,13 +22,14 @@ CYCLE_DURATIONS = "cycle_duration"
 """Its name among the shared histograms."""
 SLICE = 250
 """Events folded per transaction. The fold is Python (about 20 µs of CPU an event):
-10 seconds of 200 jobs/s folded at once held the GIL for 130 ms, and the cycle
-thread beside it, which needs the GIL back after each of its round trips, waited up
-to the switch interval (5 ms) each time — its cycles took 40-60 ms instead of 2, and
-those jobs made submit → start's p99 at 200 workers (bench.fleet)."""
-MOST_SLICES = 400
+10 seconds of 200 jobs/s (6,000 events) folded at once held the GIL for 55-110 ms,
+and the cycle thread beside it, which needs the GIL back after each of its round
+trips, waited up to the switch interval (5 ms) each time: its cycles took up to
+18-23 ms instead of 0.5 (bench.history --beside-cycles), 43-58 ms in a fleet of 200
+workers (bench.fleet)."""
 REST = 1.0
 """After each slice the keeper rests this many times as long as the slice took."""
+MOST_SLICES = 400
 """Slices per round at most (100,000 events); the rest waits for the next round."""
 
 
