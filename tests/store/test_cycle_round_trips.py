@@ -1,7 +1,9 @@
 """PostgreSQL: the cycle's round trips, seen on the wire through libpq's trace. With no
 wake-up to send, its planner settings are put back only when the unit runs another
 statement (``Cursor.restore``): a cycle that ends its unit leaves them to the commit.
-Either way, no later statement, in the unit or after it, runs with them."""
+Either way, no later statement, in the unit or after it, runs with them. A scheduler's
+cycle asks whether maintenance has work and makes its first reads in one round trip,
+and dispatches to every worker and counts itself in one more."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from tests.store.test_pipeline_whole import lane_connection, round_trips, traced
 from tests.submitting import yard_with_type
 
 from taskyard.api.yard import Yard
-from taskyard.model.records import Outcome, Started
+from taskyard.model.records import JobSubmission, Outcome, Started
 from taskyard.scheduler.cycle import run_cycle
 from taskyard.store.clock import MovableClock
+from taskyard.store.transitions.cycle import cycles_run
 from taskyard.worker.reports import report_batch
 
 SCANS_ON = "'enable_seqscan', 'on'"
@@ -145,3 +148,33 @@ def test_a_batch_with_no_worker_is_five_round_trips(yard: Yard) -> None:
     assert _began_with_the_first_statement(trace), "\n".join(trace)
     assert len(ids) == 1000
     assert {yard.store.jobs.get(i).state for i in ids[::250]} == {"pending"}  # type: ignore[union-attr]
+
+
+def test_a_schedulers_cycle_that_maintains_and_places_on_three_workers_is_four_round_trips(
+        yard: Yard) -> None:
+    store = yard.store
+    for name in ("a", "b", "c"):
+        store.workers.register(name, ["default"], 2, lease_seconds=300)
+    store.jobs.submit([JobSubmission("t", {"n": n}) for n in range(6)])  # pending
+    dbapi = lane_connection(yard)
+    counted = cycles_run(store)
+
+    def cycle() -> Any:
+        with store.cycle() as tx:
+            assert tx is not None
+            return run_cycle(tx, holder="s", maintenance_every=0.0)
+
+    report, trace = traced(dbapi, cycle)
+    assert len(report.placed) == 6
+    assert {p.worker_id for p in report.placed} == {w.id for w in store.workers.list()}
+    # BEGIN and the lock (one message); the maintenance's question and the reads (one
+    # pipeline); the dispatch to the three workers and the cycle's count (one
+    # statement, one more in its pipeline); COMMIT. Each of the three used to take a
+    # round trip of its own, and each worker's dispatch a statement.
+    assert round_trips(trace) == 4, "\n".join(trace)
+    assert _lock_sent_with_its_sync(trace), "\n".join(trace)
+    assert sum("pg_try_advisory_xact_lock" in line for line in trace if line.startswith("F")) == 1
+    assert sum("UPDATE jobs SET state = 'dispatched'" in line for line in trace
+               if line.startswith("F") and "\tParse\t" in line) <= 1
+    assert cycles_run(store) == counted + 1
+    assert _settings(yard) == DEFAULTS

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 FIRST_PAGE = 16
 """The smallest page of candidates, and the first one a PostgreSQL cycle reads with its
@@ -14,13 +14,15 @@ snapshot, before it knows its room (then: the page its last cycle wanted). Here,
 transitions/candidates.py, so that a submit need not import the placement code."""
 
 
+T = TypeVar("T")
+
 DISPATCH_SLICE = 500
 """Most jobs one dispatch statement places."""
 
 
-def slices(ids: Sequence[int], size: int = DISPATCH_SLICE) -> list[Sequence[int]]:
-    """``ids`` cut into consecutive slices of at most ``size``."""
-    return [ids[i:i + size] for i in range(0, len(ids), size)]
+def slices(items: Sequence[T], size: int = DISPATCH_SLICE) -> list[Sequence[T]]:
+    """``items`` cut into consecutive slices of at most ``size``."""
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,25 @@ class CycleReads:
     lists: list[str] | None = None
     first: list[Any] | None = None
     page: int = FIRST_PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceWork:
+    """Ask which maintenance steps have work (``grace``: the timeouts' grace past an
+    attempt's deadline); ``read_ahead``: the cycle has not made its first reads yet
+    (PostgreSQL then makes them in the same round trip)."""
+
+    grace: float
+    read_ahead: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceFound:
+    """Which maintenance steps have work (see portable/cycle.py, in its order) and, when
+    none has and they were read ahead, the cycle's first reads."""
+
+    work: tuple[bool, ...]
+    reads: CycleReads | None = None
 
 
 @dataclass(frozen=True, slots=True)

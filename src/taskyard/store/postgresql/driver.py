@@ -26,7 +26,13 @@ from taskyard.store import schema
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver import Connections, Listener
-from taskyard.store.driver.cycle_params import FIRST_PAGE, CycleReads, FinishCycle
+from taskyard.store.driver.cycle_params import (
+    FIRST_PAGE,
+    CycleReads,
+    FinishCycle,
+    MaintenanceFound,
+    MaintenanceWork,
+)
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
@@ -225,7 +231,10 @@ class PostgresDriver(SharedTransitions):
     def read_cycle(self, raw: Cursor, *, snapshot: bool = False) -> CycleReads:
         """The first reads; the snapshot when a job is pending, when ``snapshot``, or
         when this process places lone submits (the next one's basis)."""
-        row = cycle.read_cycle(raw, self._page, snapshot or self._shortcuts.submits)
+        return self._reads_of(cycle.read_cycle(raw, self._page,
+                                               snapshot or self._shortcuts.submits))
+
+    def _reads_of(self, row: Sequence[Any]) -> CycleReads:
         reads = cycle.reads_of_row(row, self._page)
         if row[-1]:  # read under the cycle's lock: a basis for a submit's decision
             self._shortcuts.learn(reads, row[0])
@@ -247,10 +256,20 @@ class PostgresDriver(SharedTransitions):
     def restore_planner(self, raw: Cursor) -> None:
         raw.run(f"SELECT {cycle.SCANS_ON}")
 
-    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, ...]:
-        """Which maintenance steps have work (see portable/cycle.py), in one statement."""
-        return tuple(
-            bool(v) for v in rows.named(raw, cycle.MAINTENANCE_WORK, {"grace": grace})[0])
+    def maintenance_work(self, raw: Cursor, params: MaintenanceWork) -> MaintenanceFound:
+        """Which maintenance steps have work (see portable/cycle.py), in one statement;
+        with ``read_ahead``, the cycle's first reads in the same round trip (as
+        :meth:`read_cycle` makes them), kept only when no step has work — a step that
+        runs makes them stale. A scheduler's cycle that maintains (its first reads not
+        made yet) then takes one round trip less."""
+        maintenance = (cycle.MAINTENANCE_WORK, {"grace": params.grace})
+        if not params.read_ahead:
+            return MaintenanceFound(tuple(bool(v) for v in rows.named(raw, *maintenance)[0]))
+        # With the snapshot: a cycle that maintains builds its planner whatever is pending.
+        work, ahead = rows.pipelined(raw, [maintenance, cycle.read_cycle_statement(
+            self._page, True)])
+        found = tuple(bool(v) for v in work[0])
+        return MaintenanceFound(found, None if any(found) else self._reads_of(ahead[0]))
 
     read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
 

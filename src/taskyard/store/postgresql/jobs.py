@@ -48,7 +48,6 @@ from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.driver.planning import planner_of, planner_values, to_candidates
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
-from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CHECKED_SETTING
 from taskyard.store.postgresql.rows import (
     Parameters,
@@ -214,7 +213,7 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
     if basis is not None and chosen is not None:
         worker_id, name = chosen
         dispatch = cycle.dispatch_params(
-            None, worker_id, name, [pg_channel(f"worker.{worker_id}")], [], last=True,
+            [(None, worker_id)], {worker_id: name}, {worker_id}, [], last=True,
             basis=basis.text, grace=TIMEOUT_GRACE)
         whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
         if whole:  # (_planned placed it: a job outside any graph)

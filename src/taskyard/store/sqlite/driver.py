@@ -24,7 +24,13 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.cycle_params import CycleReads, FinishCycle, Snapshot
+from taskyard.store.driver.cycle_params import (
+    CycleReads,
+    FinishCycle,
+    MaintenanceFound,
+    MaintenanceWork,
+    Snapshot,
+)
 from taskyard.store.driver.params import (
     AgePending,
     EndUnit,
@@ -225,11 +231,12 @@ class SqliteDriver(SharedTransitions):
     def restore_planner(self, raw: Cursor) -> None:
         """Nothing was changed (see :meth:`scans_off`)."""
 
-    def maintenance_work(self, raw: Cursor, grace: float) -> tuple[bool, ...]:
-        """Which maintenance steps have work (see portable/cycle.py), in one statement."""
-        row = raw.first(cycle.MAINTENANCE_WORK, (grace,))
+    def maintenance_work(self, raw: Cursor, params: MaintenanceWork) -> MaintenanceFound:
+        """Which maintenance steps have work (see portable/cycle.py), in one statement;
+        no reads ahead (they cost no round trip here)."""
+        row = raw.first(cycle.MAINTENANCE_WORK, (params.grace,))
         assert row is not None
-        return tuple(bool(v) for v in row)
+        return MaintenanceFound(tuple(bool(v) for v in row))
 
     def read_due_awaiting(self, raw: Cursor, limit: int) -> list[tuple[Any, ...]]:
         """See portable/waits.py, through the timer index (SQLite must be told)."""

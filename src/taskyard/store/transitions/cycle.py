@@ -20,6 +20,7 @@ from taskyard.store.driver.cycle_params import (
     FIRST_PAGE,
     CycleReads,
     FinishCycle,
+    MaintenanceWork,
     ReadCandidates,
     Snapshot,
 )
@@ -65,6 +66,8 @@ class CycleTx:
         self._woken: set[str] = set()
         """Channels the dispatch statements woke already."""
         self._page = FIRST_PAGE
+        self._counted = False
+        """This cycle was counted already (with its dispatch)."""
 
     def serve(self, worker_id: int) -> None:
         """The caller takes what this cycle places on ``worker_id`` itself (a worker's own
@@ -80,7 +83,11 @@ class CycleTx:
     def maintenance_work(self, grace: float = TIMEOUT_GRACE) -> Maintenance:
         """Which maintenance steps have something to do, in one statement: an idle
         queue's maintenance then costs one read instead of one per step."""
-        return Maintenance(*self.tx.driver.maintenance_work(self.tx.raw, grace))
+        found = self.tx.driver.maintenance_work(self.tx.raw, MaintenanceWork(
+            grace, read_ahead=self._reads is None))
+        if found.reads is not None:
+            self._reads = found.reads
+        return Maintenance(*found.work)
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
@@ -249,14 +256,18 @@ class CycleTx:
             streams(self, lists, first, first_page=first_page, page=page, skip=skip),
             room, per_list, wanted=lambda job: (job.type, job.rate_key or "") not in skip())
 
-    def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
-        """Write placements: pending → dispatched with a new attempt number (guarded)."""
+    def dispatch(self, placements: Sequence[Placement], names: dict[int, str], *,
+                 count_as: str | None = None) -> list[int]:
+        """Write placements: pending → dispatched with a new attempt number (guarded).
+        ``count_as``: the cycle is counted too (see :meth:`record_cycle`), under that
+        holder, with the dispatch."""
         by_worker: dict[int, list[int]] = {}
         for p in placements:
             by_worker.setdefault(p.worker_id, []).append(p.job_id)
         done = self.tx.driver.dispatch(self.tx.raw, Dispatch(
             by_worker, names, frozenset(self._unwoken), self.tx.events.buffer,
-            self._scans_off))
+            self._scans_off, count_as))
+        self._counted = self._counted or count_as is not None
         for worker_id, ids in done.per_worker.items():
             self.dispatched.setdefault(worker_id, []).extend(ids)
             self.notify.add(f"worker.{worker_id}")
@@ -267,7 +278,11 @@ class CycleTx:
         return done.placed
 
     def record_cycle(self, holder: str) -> None:
-        self.tx.driver.record_cycle(self.tx.raw, holder)
+        """Count this cycle (one that changed something), once: not again when its
+        dispatch counted it."""
+        if not self._counted:
+            self.tx.driver.record_cycle(self.tx.raw, holder)
+            self._counted = True
 
 
 def cycles_run(store: Store) -> int:
