@@ -33,7 +33,7 @@ def test_a_drain_is_costed_per_process_and_statement(url: str) -> None:
     assert row["complete_per_s"] > 0
     assert row["cpu_us_per_job"]["worker"] > 0 and row["cpu_us_per_job"]["postgresql"] > 0
     queries = {s["query"]: s for s in row["statements"]}
-    dispatch = [s for q, s in queries.items() if q.startswith("WITH d AS (UPDATE jobs")]
+    dispatch = [s for q, s in queries.items() if q.startswith("WITH v(job, w, name, chan, carry)")]
     assert dispatch and dispatch[0]["calls"] >= 1, queries
     with psycopg.connect(pg_url(url, "postgres"), autocommit=True) as admin:
         left = admin.execute(

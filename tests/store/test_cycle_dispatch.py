@@ -1,7 +1,7 @@
 """A scheduler's cycle that places on several workers, on both stores: each worker is
 woken with its own jobs (PostgreSQL writes them all in one dispatch statement) and the
-cycle is counted once (with its dispatch). A cycle that maintains makes its first reads
-with the question whether maintenance has work (PostgreSQL, one round trip), and reads
+cycle is counted once. A cycle that maintains makes its first reads
+with the question whether maintenance has work (PostgreSQL, one statement), and reads
 again when it had. The round trips themselves: test_cycle_round_trips.py."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_a_cycle_placing_on_several_workers_wakes_each_with_its_own_jobs(
     finally:
         for listener in listeners.values():
             listener.close()
-    assert cycles_run(store) == counted + 1  # counted once, with its dispatch
+    assert cycles_run(store) == counted + 1
     names = {w: f"w{i}" for i, w in enumerate(workers)}
     for job_id in jobs:
         record = store.jobs.get(job_id)

@@ -2,8 +2,8 @@
 wake-up to send, its planner settings are put back only when the unit runs another
 statement (``Cursor.restore``): a cycle that ends its unit leaves them to the commit.
 Either way, no later statement, in the unit or after it, runs with them. A scheduler's
-cycle asks whether maintenance has work and makes its first reads in one round trip,
-and dispatches to every worker and counts itself in one more."""
+cycle asks whether maintenance has work and makes its first reads in one statement,
+and dispatches to every worker in one more, with no pipeline while it holds the lock."""
 
 from __future__ import annotations
 
@@ -61,6 +61,22 @@ def _lock_sent_with_its_sync(trace: list[str]) -> bool:
     tries = [line for line in trace
              if line.startswith("F") and "pg_try_advisory_xact_lock" in line]
     return bool(tries) and all("\tQuery\t" in line for line in tries)
+
+
+def _no_pipeline(trace: list[str]) -> bool:
+    """Every Execute the client sends is followed by its Sync before the next Parse,
+    Bind or Execute: no statement waits on the server for a later one's Sync."""
+    waiting = False
+    for line in trace:
+        if not line.startswith("F"):
+            continue
+        if "\tExecute\t" in line:
+            if waiting:
+                return False
+            waiting = True
+        elif "\tSync" in line:
+            waiting = False
+    return True
 
 
 HOUR = 3600.0
@@ -150,7 +166,7 @@ def test_a_batch_with_no_worker_is_five_round_trips(yard: Yard) -> None:
     assert {yard.store.jobs.get(i).state for i in ids[::250]} == {"pending"}  # type: ignore[union-attr]
 
 
-def test_a_schedulers_cycle_that_maintains_and_places_on_three_workers_is_four_round_trips(
+def test_a_schedulers_cycle_that_maintains_and_places_on_three_workers_is_five_round_trips(
         yard: Yard) -> None:
     store = yard.store
     for name in ("a", "b", "c"):
@@ -168,11 +184,14 @@ def test_a_schedulers_cycle_that_maintains_and_places_on_three_workers_is_four_r
     assert len(report.placed) == 6
     assert {p.worker_id for p in report.placed} == {w.id for w in store.workers.list()}
     # BEGIN and the lock (one message); the maintenance's question and the reads (one
-    # pipeline); the dispatch to the three workers and the cycle's count (one
-    # statement, one more in its pipeline); COMMIT. Each of the three used to take a
-    # round trip of its own, and each worker's dispatch a statement.
-    assert round_trips(trace) == 4, "\n".join(trace)
+    # statement); the dispatch to the three workers (one statement); the cycle's count;
+    # COMMIT. The question and the reads used to take a round trip each, and each
+    # worker's dispatch a statement of a pipeline.
+    assert round_trips(trace) == 5, "\n".join(trace)
     assert _lock_sent_with_its_sync(trace), "\n".join(trace)
+    # With the lock held, no pipeline whose statements reach the server before its Sync:
+    # frozen there, the scheduler would keep the lock (postgresql/cycle.py:take_lock).
+    assert _no_pipeline(trace), "\n".join(trace)
     assert sum("pg_try_advisory_xact_lock" in line for line in trace if line.startswith("F")) == 1
     assert sum("UPDATE jobs SET state = 'dispatched'" in line for line in trace
                if line.startswith("F") and "\tParse\t" in line) <= 1

@@ -131,7 +131,7 @@ def run_cycle(
         planner = planner_of(workers, active, limits.queue, rates)
         spent = (lambda: rates.spent) if rates is not None else frozenset
         _place(tx, planner, report, scan_limit, spent)
-        _dispatch(tx, report, workers, rates, maintain, count_as=holder if record else None)
+        _dispatch(tx, report, workers, rates, maintain)
         if stall_after is not None and maintain:
             tx.restore_planner()
             served = {p for w in workers for p in w.pools}
@@ -167,15 +167,14 @@ def _place(tx: CycleTx, planner: Planner, report: CycleReport, scan_limit: int,
 
 
 def _dispatch(tx: CycleTx, report: CycleReport, workers: list[WorkerSlot],
-              rates: RateBook | None, maintain: bool, *, count_as: str | None) -> None:
-    """Write the placements, and the starts of rate-limited jobs. ``count_as``: the
-    cycle is to be counted (it placed, so it changed something): with the dispatch."""
+              rates: RateBook | None, maintain: bool) -> None:
+    """Write the placements, and the starts of rate-limited jobs."""
     if rates is not None and maintain:
         # Before the dispatch turns the planner's scans back on (PostgreSQL): through
         # the index on the start times, whatever the table's statistics say.
         tx.tx.rate_starts.forget_old()
     if report.placed:
-        tx.dispatch(report.placed, {w.id: w.name for w in workers}, count_as=count_as)
+        tx.dispatch(report.placed, {w.id: w.name for w in workers})
     if rates is not None:
         if rates.soonest is not None:
             report.rate_wait = max(0.0, rates.soonest - rates.now)

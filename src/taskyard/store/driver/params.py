@@ -121,9 +121,6 @@ class Dispatch:
     out of the list when it does)."""
     scans_off: bool = False
     """PostgreSQL: the planner's scans are off; the last statement turns them on."""
-    count_as: str | None = None
-    """A scheduler's cycle, counted under this holder with the dispatch (as
-    ``record_cycle`` counts one): PostgreSQL sends it in the dispatch's round trip."""
 
 
 class AttemptStart(NamedTuple):

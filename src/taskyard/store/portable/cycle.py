@@ -109,14 +109,10 @@ def requeue_suspended(raw: Cursor, ids: Sequence[int]) -> int:
                    params)
 
 
-RECORD_CYCLE = ("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
-                "last_cycle_finished_at = {now} WHERE id = 1")
-"""SQL: count a cycle under its holder (one positional parameter)."""
-
-
 def record_cycle(raw: Cursor, holder: str) -> None:
     """A cycle that changed something is counted (idle cycles write nothing)."""
-    raw.run(RECORD_CYCLE, (holder,))
+    raw.run("UPDATE scheduler_state SET cycles = cycles + 1, holder = ?, "
+            "last_cycle_finished_at = {now} WHERE id = 1", (holder,))
 
 
 def cycles_run(raw: Cursor) -> int:

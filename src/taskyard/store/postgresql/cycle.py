@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from taskyard.model.records import loads
-from taskyard.store.cursor import Cursor, json_rows, render
+from taskyard.store.cursor import Cursor, json_rows
 from taskyard.store.driver.cycle_params import (
     CycleReads,
     Dispatched,
@@ -19,7 +19,7 @@ from taskyard.store.driver.cycle_params import (
 )
 from taskyard.store.driver.params import Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
-from taskyard.store.portable.cycle import ONCE, RECORD_CYCLE, maintenance_checks
+from taskyard.store.portable.cycle import ONCE, maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_IDLE_MS, CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.rows import (
@@ -183,8 +183,21 @@ def read_cycle(raw: Cursor, page: int, snapshot: bool) -> tuple[Any, ...]:
 
 
 def read_cycle_statement(page: int, snapshot: bool) -> tuple[str, Parameters]:
-    """:func:`read_cycle`'s statement, for a pipeline."""
+    """:func:`read_cycle`'s statement and parameters."""
     return _AHEAD_READS, {"n": page, "snapshot": snapshot}
+
+
+_MAINTAIN_AND_READ = f"SELECT * FROM ({MAINTENANCE_WORK}) AS m, ({_AHEAD_READS}) AS r"
+MAINTENANCE_STEPS = len(maintenance_checks("false", "%(grace)s"))
+"""How many flags :data:`MAINTENANCE_WORK` reads (one per maintenance step)."""
+
+
+def maintain_and_read(raw: Cursor, grace: float, page: int) -> tuple[Any, ...]:
+    """Which maintenance steps have work (:data:`MAINTENANCE_WORK`), then the row of the
+    cycle's first reads with the snapshot (:func:`read_cycle`), in one statement. Not
+    two in a pipeline: a scheduler frozen between a pipeline's statements and its Sync
+    holds the cycle's lock with its 10 s limit unarmed (see :func:`take_lock`)."""
+    return named(raw, _MAINTAIN_AND_READ, {"grace": grace, "n": page, "snapshot": True})[0]
 
 
 def read_snapshot(raw: Cursor) -> Snapshot:
@@ -311,8 +324,6 @@ DISPATCH = (
 the workers' wake-ups: the one statement that dispatches jobs."""
 
 
-_RECORD_CYCLE = render(RECORD_CYCLE, "{now}", percent=True)
-"""The count of a scheduler's cycle (portable/cycle.py), sent with its dispatch."""
 PIPELINE_MOST = 16
 """Dispatch statements sent in one pipeline at most (each one held by a cursor kept with
 the connection)."""
@@ -353,14 +364,12 @@ def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:
     statements: list[tuple[str, Parameters]] = [
         (DISPATCH, dispatch_params(part, params.names, wake, params.events, last=last))
         for part, last in zip(parts, lasts, strict=True)]
-    # Up to PIPELINE_MOST statements a round trip; the cycle's count in the last one.
-    chunks = [statements[i:i + PIPELINE_MOST] for i in range(0, len(statements), PIPELINE_MOST)]
-    if params.count_as is not None:
-        chunks[-1].append((_RECORD_CYCLE, (params.count_as,)))
+    # Up to PIPELINE_MOST statements a round trip (more than 500 jobs placed).
     results: list[list[tuple[Any, ...]]] = []
-    for chunk in chunks:
+    for start in range(0, len(statements), PIPELINE_MOST):
+        chunk = statements[start:start + PIPELINE_MOST]
         results += [named(raw, *chunk[0])] if len(chunk) == 1 else pipelined(raw, chunk)
-    for rows, last in zip(results[:len(parts)], lasts, strict=True):
+    for rows, last in zip(results, lasts, strict=True):
         carried: dict[int, str] = {}
         for job_id, _, worker_id, *_, body in rows:
             done.placed.append(job_id)

@@ -258,18 +258,18 @@ class PostgresDriver(SharedTransitions):
 
     def maintenance_work(self, raw: Cursor, params: MaintenanceWork) -> MaintenanceFound:
         """Which maintenance steps have work (see portable/cycle.py), in one statement;
-        with ``read_ahead``, the cycle's first reads in the same round trip (as
+        with ``read_ahead``, the cycle's first reads in the same statement (as
         :meth:`read_cycle` makes them), kept only when no step has work — a step that
         runs makes them stale. A scheduler's cycle that maintains (its first reads not
         made yet) then takes one round trip less."""
-        maintenance = (cycle.MAINTENANCE_WORK, {"grace": params.grace})
         if not params.read_ahead:
-            return MaintenanceFound(tuple(bool(v) for v in rows.named(raw, *maintenance)[0]))
+            return MaintenanceFound(tuple(bool(v) for v in rows.named(
+                raw, cycle.MAINTENANCE_WORK, {"grace": params.grace})[0]))
         # With the snapshot: a cycle that maintains builds its planner whatever is pending.
-        work, ahead = rows.pipelined(raw, [maintenance, cycle.read_cycle_statement(
-            self._page, True)])
-        found = tuple(bool(v) for v in work[0])
-        return MaintenanceFound(found, None if any(found) else self._reads_of(ahead[0]))
+        row = cycle.maintain_and_read(raw, params.grace, self._page)
+        found = tuple(bool(v) for v in row[:cycle.MAINTENANCE_STEPS])
+        ahead = row[cycle.MAINTENANCE_STEPS:]
+        return MaintenanceFound(found, None if any(found) else self._reads_of(ahead))
 
     read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
 

@@ -93,8 +93,6 @@ def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:
                 done.wakeups.setdefault(worker_id, []).append(carried(rows) if carry else "")
     insert_rows(raw, "INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
                 "dispatched_at)", "(?, ?, ?, ?, 'dispatched', {now})", attempt_rows)
-    if params.count_as is not None:
-        portable.record_cycle(raw, params.count_as)
     return done
 
 

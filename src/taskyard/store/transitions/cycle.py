@@ -66,8 +66,6 @@ class CycleTx:
         self._woken: set[str] = set()
         """Channels the dispatch statements woke already."""
         self._page = FIRST_PAGE
-        self._counted = False
-        """This cycle was counted already (with its dispatch)."""
 
     def serve(self, worker_id: int) -> None:
         """The caller takes what this cycle places on ``worker_id`` itself (a worker's own
@@ -256,18 +254,14 @@ class CycleTx:
             streams(self, lists, first, first_page=first_page, page=page, skip=skip),
             room, per_list, wanted=lambda job: (job.type, job.rate_key or "") not in skip())
 
-    def dispatch(self, placements: Sequence[Placement], names: dict[int, str], *,
-                 count_as: str | None = None) -> list[int]:
-        """Write placements: pending → dispatched with a new attempt number (guarded).
-        ``count_as``: the cycle is counted too (see :meth:`record_cycle`), under that
-        holder, with the dispatch."""
+    def dispatch(self, placements: Sequence[Placement], names: dict[int, str]) -> list[int]:
+        """Write placements: pending → dispatched with a new attempt number (guarded)."""
         by_worker: dict[int, list[int]] = {}
         for p in placements:
             by_worker.setdefault(p.worker_id, []).append(p.job_id)
         done = self.tx.driver.dispatch(self.tx.raw, Dispatch(
             by_worker, names, frozenset(self._unwoken), self.tx.events.buffer,
-            self._scans_off, count_as))
-        self._counted = self._counted or count_as is not None
+            self._scans_off))
         for worker_id, ids in done.per_worker.items():
             self.dispatched.setdefault(worker_id, []).extend(ids)
             self.notify.add(f"worker.{worker_id}")
@@ -278,11 +272,7 @@ class CycleTx:
         return done.placed
 
     def record_cycle(self, holder: str) -> None:
-        """Count this cycle (one that changed something), once: not again when its
-        dispatch counted it."""
-        if not self._counted:
-            self.tx.driver.record_cycle(self.tx.raw, holder)
-            self._counted = True
+        self.tx.driver.record_cycle(self.tx.raw, holder)
 
 
 def cycles_run(store: Store) -> int:
