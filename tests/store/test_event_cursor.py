@@ -11,6 +11,8 @@ from sqlalchemy import text
 
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store import MovableClock, Store
+from taskyard.store.cursor import BULK_MIN_ROWS
+from taskyard.store.driver.params import Event
 from taskyard.store.transitions.events import START, EventCursor, EventPage
 
 
@@ -78,14 +80,44 @@ def test_a_follower_starts_after_an_id_at_a_time_or_with_the_last_events(
     assert early[0] not in [e.payload["job_id"] for e in last.events]
 
 
-def test_the_events_channel_wakes_followers_on_commit(typed: Store) -> None:
+@pytest.mark.parametrize("n", [1, BULK_MIN_ROWS])
+def test_the_events_channel_wakes_followers_on_commit(typed: Store, n: int) -> None:
+    """A lone job's event and a bulk's (``COPY`` on PostgreSQL) alike: the followers are
+    woken, and read every event in order, each stamped with the database's clock."""
+    start = typed.events.committed().cursor
     listener = typed.listener("events")
     try:
         assert not listener.wait(0.05)
-        _submit(typed)
+        before = typed.now()
+        ids = _submit(typed, n)
         assert listener.wait(10.0)
     finally:
         listener.close()
+    page = _committed(typed, start, count=n, topic="job-pending")
+    assert [e.payload["job_id"] for e in page.events] == ids
+    assert [e.id for e in page.events] == sorted(e.id for e in page.events)
+    assert all(before <= e.created_at <= typed.now() for e in page.events)
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 300])
+def test_events_are_written_as_announced_in_order_whatever_their_number(
+        typed: Store, n: int) -> None:
+    """However many a unit announces (PostgreSQL writes many as arrays, few as a JSON
+    row set), each event keeps its topic, key, payload, job and graph, in order; a
+    column may be empty throughout."""
+    events = [Event(f"topic-{i % 3}", f"key.{i}", f'{{"i":{i},"s":"é\\"{i}"}}',
+                    None if n == 16 or i % 2 else 1000 + i, None if i % 3 else 7)
+              for i in range(n)]
+    start = typed.events.committed().cursor
+    with typed.write() as tx:
+        tx.events.append(events)
+    page = _committed(typed, start, count=n)
+    assert [(e.topic, e.routing_key, e.payload) for e in page.events] == [
+        (e.topic, e.routing_key, {"i": i, "s": f'é"{i}'}) for i, e in enumerate(events)]
+    with typed.engine.connect() as conn:
+        stored = conn.execute(text("SELECT job_id, graph_id FROM events WHERE id >= :first "
+                                   "ORDER BY id"), {"first": page.events[0].id}).all()
+    assert [tuple(row) for row in stored] == [(e.job_id, e.graph_id) for e in events]
 
 
 def test_pg_an_event_that_commits_late_is_not_passed(typed: Store) -> None:

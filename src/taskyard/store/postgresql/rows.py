@@ -34,8 +34,9 @@ def _uses(sql: str) -> tuple[str, ...]:
     """The named parameters ``sql`` uses. psycopg converts a statement with more than
     50 parameters (or longer than 4 KiB) anew at each execution, a regular expression
     over its whole text: a pipeline's statements sharing one dict would each take the
-    union of their parameters, and miss psycopg's cache."""
-    return tuple(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+    union of their parameters, and miss psycopg's cache. (``%(name)b``: a value sent in
+    binary.)"""
+    return tuple(dict.fromkeys(re.findall(r"%\((\w+)\)[sb]", sql)))
 
 
 Parameters = dict[str, Any] | Sequence[Any]
