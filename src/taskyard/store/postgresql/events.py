@@ -13,24 +13,24 @@ from typing import Any
 from taskyard.store.cursor import Cursor, json_rows
 from taskyard.store.driver.params import EVENT_TYPES, EndUnit, Event, EventCursor
 from taskyard.store.postgresql.listen import pg_channel
-from taskyard.store.postgresql.rows import named, pg_row_set, pipelined
+from taskyard.store.postgresql.rows import (
+    MANY_ROWS,
+    array_params,
+    named,
+    pg_array_set,
+    pg_row_set,
+    pipelined,
+)
 
 WRITE_EVENTS = (
     "WITH e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
     f"SELECT *, {{now}} FROM ({pg_row_set(EVENT_TYPES, 'events')}) AS r) "
     "SELECT pg_notify('taskyard_events', '')")
 """SQL: the unit's buffered events (``%(events)s``, JSON rows), waking their followers."""
-WRITE_MANY_EVENTS = (
-    "WITH e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
-    "SELECT *, {now} FROM unnest(%(topics)b::text[], %(keys)b::text[], %(payloads)b::text[], "
-    "%(jobs)b::bigint[], %(graphs)b::bigint[])) "
-    "SELECT pg_notify('taskyard_events', '')")
-"""SQL: :data:`WRITE_EVENTS` for many events, as one array per column in binary (a
-batch's or a large graph's): the server takes 1,000 events in 4.4-4.7 ms where their
-JSON row set took 6.3 ms, for the same round trip; from :data:`MANY_EVENTS`."""
-MANY_EVENTS = 16
-"""From this many events the arrays are cheaper than the JSON row set (20 events:
-221-224 against 231-242 µs a statement; 5: 141-147 against 131-132 µs)."""
+WRITE_MANY_EVENTS = WRITE_EVENTS.replace(pg_row_set(EVENT_TYPES, "events"),
+                                         pg_array_set(EVENT_TYPES, "events"))
+""":data:`WRITE_EVENTS` from arrays, for :data:`MANY_ROWS` events or more (a batch's, a
+large graph's, a worker's report of many jobs)."""
 _NOTIFY = "SELECT count(pg_notify(c, '')) FROM unnest(%(channels)s::text[]) AS c"
 _HORIZON = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 """Transactions older than this one have all ended: their events are all visible, and
@@ -46,11 +46,9 @@ def write_events(raw: Cursor, events: Sequence[Event]) -> None:
 
 def _write(events: Sequence[Event]) -> tuple[str, dict[str, Any]]:
     """The statement that writes ``events`` (in order: their ids follow it)."""
-    if len(events) < MANY_EVENTS:
+    if len(events) < MANY_ROWS:
         return WRITE_EVENTS, {"events": json_rows(events)}
-    topics, keys, payloads, jobs, graphs = (list(column) for column in zip(*events, strict=True))
-    return WRITE_MANY_EVENTS, {"topics": topics, "keys": keys, "payloads": payloads,
-                               "jobs": jobs, "graphs": graphs}
+    return WRITE_MANY_EVENTS, array_params(events, "events")
 
 
 def end_unit(raw: Cursor, params: EndUnit) -> None:

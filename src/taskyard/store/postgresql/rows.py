@@ -1,8 +1,10 @@
 """PostgreSQL: row sets, membership tests, named-parameter statements and ``COPY``.
 
 A row set travels as one JSON array of arrays (serialised in C on our side, parsed in
-C by the server); a membership test is ``= ANY(array)``: one statement text whatever
-the number of rows, which psycopg prepares once.
+C by the server) or, from :data:`MANY_ROWS` rows, as one array per column sent in
+binary (no text to parse: cheaper from there on, dearer below); a membership test is
+``= ANY(array)``: one statement text whatever the number of rows, which psycopg
+prepares once.
 """
 
 from __future__ import annotations
@@ -22,6 +24,24 @@ def pg_row_set(types: Sequence[str], param: str) -> str:
     """A row set from the JSON array of arrays in the named parameter ``param``."""
     fields = ", ".join(f"(e->>{i})::{kind}" for i, kind in enumerate(types))
     return f"SELECT {fields} FROM json_array_elements(%({param})s::json) AS e"
+
+
+MANY_ROWS = 16
+"""From this many rows a row set goes as arrays (:func:`pg_array_set`). The server
+wrote 1,000 events in 4.4-4.7 ms from arrays, in 6.3 ms from a JSON row set; 20 events
+in 221-224 against 231-242 µs a statement, 5 in 141-147 against 131-132 µs."""
+
+
+def pg_array_set(types: Sequence[str], param: str) -> str:
+    """:func:`pg_row_set` from one array per column, sent in binary: the named parameters
+    ``param0``, ``param1``… (:func:`array_params`)."""
+    arrays = ", ".join(f"%({param}{i})b::{kind}[]" for i, kind in enumerate(types))
+    return f"SELECT * FROM unnest({arrays})"
+
+
+def array_params(rows: Sequence[Sequence[Any]], param: str) -> dict[str, list[Any]]:
+    """The parameters of :func:`pg_array_set` for ``rows`` (at least one)."""
+    return {f"{param}{i}": list(column) for i, column in enumerate(zip(*rows, strict=True))}
 
 
 @functools.lru_cache(maxsize=128)
