@@ -64,7 +64,7 @@ def test_up_down_up(db_url: str) -> None:
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(engine)
     upgrade(engine)  # idempotent, like `taskyard init` run twice
-    assert current_revision(engine) == "0018"
+    assert current_revision(engine) == "0019"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT cycles FROM scheduler_state")).scalar_one() == 0
     engine.dispose()
@@ -121,7 +121,7 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
             "INSERT INTO jobs (type, state, pools, created_at, priority) "
             "VALUES ('old', 'pending', '[\"default\"]', 0, 7)"))
     upgrade(engine)
-    assert current_revision(engine) == "0018"
+    assert current_revision(engine) == "0019"
     with engine.connect() as conn:
         assert conn.execute(text(
             "SELECT max_worker_losses FROM task_types WHERE name = 'old'")).scalar_one() == 3

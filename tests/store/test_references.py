@@ -1,5 +1,6 @@
-"""References between jobs, edges, task types and graphs hold on both stores: foreign
-keys on SQLite, per-statement triggers on PostgreSQL (store/pg_references.py)."""
+"""References between jobs, edges, attempts, workers, task types and graphs hold on both
+stores: foreign keys on SQLite, per-statement triggers on PostgreSQL
+(store/postgresql/references.py)."""
 
 from __future__ import annotations
 
@@ -186,3 +187,96 @@ def test_pg_an_edge_to_a_job_deleted_meanwhile_is_refused(
         writer.execute(text(_EDGE), {"c": c, "a": a})
     writer.rollback()
     assert _edges(store) == {(c, b)}
+
+
+_ATTEMPT = ("INSERT INTO attempts (job_id, attempt, worker_id, state, dispatched_at) "
+            "VALUES (:job, 1, :worker, 'dispatched', 0)")
+
+
+@pytest.fixture
+def worker(chain: tuple[Store, int, int, int]) -> int:
+    return chain[0].workers.register("w", ["default"], 1, lease_seconds=300).id
+
+
+def test_an_attempt_names_a_job_and_a_worker_that_exist(
+        chain: tuple[Store, int, int, int], worker: int) -> None:
+    store, a, _, _ = chain
+    message = _refused(store, _ATTEMPT, {"job": 987654, "worker": worker})
+    if store.backend != "sqlite":
+        assert "attempts: no job 987654" in message
+    message = _refused(store, _ATTEMPT, {"job": a, "worker": 987654})
+    if store.backend != "sqlite":
+        assert "attempts: no worker 987654" in message
+    with store.engine.begin() as conn:  # both exist: accepted
+        conn.execute(text(_ATTEMPT), {"job": a, "worker": worker})
+    assert _count(store, "SELECT count(*) FROM attempts") == 1
+
+
+def test_deleting_a_job_deletes_its_attempts(
+        chain: tuple[Store, int, int, int], worker: int) -> None:
+    store, a, b, _ = chain
+    with store.engine.begin() as conn:
+        for job in (a, b):
+            conn.execute(text(_ATTEMPT), {"job": job, "worker": worker})
+        conn.execute(text("DELETE FROM jobs WHERE id = :a"), {"a": a})
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT job_id FROM attempts")).scalars().all() == [b]
+
+
+def test_a_worker_that_attempts_name_cannot_be_deleted(
+        chain: tuple[Store, int, int, int], worker: int) -> None:
+    store, a, _, _ = chain
+    with store.engine.begin() as conn:  # the job names no worker (it is not running)
+        conn.execute(text(_ATTEMPT), {"job": a, "worker": worker})
+    message = _refused(store, "DELETE FROM workers WHERE id = :w", {"w": worker})
+    if store.backend != "sqlite":
+        assert f"workers: attempts still name worker {worker}" in message
+    assert _count(store, "SELECT count(*) FROM workers") == 1
+    idle = store.workers.register("idle", ["default"], 1, lease_seconds=300).id
+    with store.engine.begin() as conn:  # no attempt names it: it goes
+        conn.execute(text("DELETE FROM workers WHERE id = :w"), {"w": idle})
+
+
+def test_pg_refuses_a_change_of_an_attempts_job_or_worker(
+        chain: tuple[Store, int, int, int], worker: int) -> None:
+    store, a, b, _ = chain
+    _pg_only(store)
+    with store.engine.begin() as conn:
+        conn.execute(text(_ATTEMPT), {"job": a, "worker": worker})
+    message = _refused(store, "UPDATE attempts SET job_id = :b", {"b": b})
+    assert "attempts: the columns that tie rows together cannot change" in message
+    _refused(store, "UPDATE attempts SET worker_id = NULL")
+
+
+def _explain_dispatch(store: Store, job: int, worker: int, *, lock_held: bool) -> str:
+    """EXPLAIN ANALYZE of the dispatch of ``job`` on ``worker``, rolled back."""
+    from taskyard.store.postgresql import cycle
+
+    sql = cycle.DISPATCH.replace("{now}", store.now_sql)
+    params = cycle.dispatch_params([(job, worker)], {worker: "w"}, {worker}, [], last=True)
+    conn = store.engine.raw_connection()  # the store's session settings (its clock)
+    try:
+        cursor = conn.cursor()
+        if lock_held:  # as the statement that takes the cycle's lock leaves it
+            cursor.execute(f"SELECT set_config('{cycle.HELD_SETTING}', 'on', true)")
+        cursor.execute(f"EXPLAIN ANALYZE {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        conn.rollback()
+    finally:
+        conn.close()
+    assert "Update on jobs" in plan
+    return plan
+
+
+def test_pg_a_dispatch_under_the_cycle_lock_checks_its_attempts_itself(
+        chain: tuple[Store, int, int, int], worker: int) -> None:
+    """Under the lock the attempts insert trigger is not called (its job is the row the
+    dispatch updated, its worker checked by jobs.worker_id's foreign key), and neither
+    are foreign keys of attempts; without the lock the trigger is."""
+    store, a, _, _ = chain
+    _pg_only(store)
+    checked = _explain_dispatch(store, a, worker, lock_held=True)
+    assert "taskyard_attempts_refer" not in checked and "fk_attempts" not in checked
+    assert "Trigger taskyard_attempts_refer" in _explain_dispatch(store, a, worker,
+                                                                   lock_held=False)
+    assert _count(store, "SELECT count(*) FROM attempts") == 0

@@ -22,6 +22,7 @@ from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEU
 from taskyard.store.portable.cycle import ONCE, maintenance_checks
 from taskyard.store.postgresql.engine import CYCLE_IDLE_MS, CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
+from taskyard.store.postgresql.references import CYCLE_HELD
 from taskyard.store.postgresql.rows import (
     Parameters,
     autocommit,
@@ -121,7 +122,7 @@ MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("false", "%(grace)s"
 """SQL: which maintenance steps have work (named parameter ``grace``)."""
 NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
 """SQL: no maintenance step has work."""
-HELD_SETTING = "taskyard.cycle_held"
+HELD_SETTING = CYCLE_HELD
 """Set ('on', until the transaction ends) by :data:`LOCK_AHEAD` once the lock is ours:
 a statement sent after it in one pipeline reads only then (:data:`AHEAD_IF_HELD`)."""
 LOCK_AHEAD = (
@@ -179,12 +180,7 @@ def read_cycle(raw: Cursor, page: int, snapshot: bool) -> tuple[Any, ...]:
     """The cycle's first reads in one statement (with the lock ours, scans are off): the
     row of :data:`_AHEAD_READS` (see :func:`reads_of_row`); the snapshot only when a job
     is pending, or ``snapshot``."""
-    return named(raw, *read_cycle_statement(page, snapshot))[0]
-
-
-def read_cycle_statement(page: int, snapshot: bool) -> tuple[str, Parameters]:
-    """:func:`read_cycle`'s statement and parameters."""
-    return _AHEAD_READS, {"n": page, "snapshot": snapshot}
+    return named(raw, _AHEAD_READS, {"n": page, "snapshot": snapshot})[0]
 
 
 _MAINTAIN_AND_READ = f"SELECT * FROM ({MAINTENANCE_WORK}) AS m, ({_AHEAD_READS}) AS r"
@@ -321,7 +317,9 @@ DISPATCH = (
     "WHERE chan IS NOT NULL) AS k LEFT JOIN q ON q.worker_id = k.w), COALESCE(q.body, '') "
     "FROM a LEFT JOIN q USING (worker_id)")
 """SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
-the workers' wake-ups: the one statement that dispatches jobs."""
+the workers' wake-ups: the one statement that dispatches jobs, and the only one that
+inserts attempts. Under the cycle's lock it checks their references itself (see
+postgresql/references.py): the attempts insert trigger is not called."""
 
 
 PIPELINE_MOST = 16

@@ -33,7 +33,6 @@ from sqlalchemy import (
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.core.waits import Kind
-from taskyard.store.postgresql import references as pg_references
 from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
 from taskyard.store.schema.operations import duration_totals, history, log_chunks
@@ -285,9 +284,9 @@ jobs = Table(
 attempts = Table(
     "attempts",
     metadata,
-    Column("job_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("job_id", Id, nullable=False),
     Column("attempt", Integer, nullable=False),
-    Column("worker_id", Id, ForeignKey("workers.id")),
+    Column("worker_id", Id),
     Column("worker_name", String(200)),
     Column("state", String(20), nullable=False),
     Column("dispatched_at", Time, nullable=False),
@@ -299,6 +298,9 @@ attempts = Table(
     Column("stdout_tail", Text),
     Column("stderr_tail", Text),
     PrimaryKeyConstraint("job_id", "attempt"),
+    # PostgreSQL: statement-level triggers instead (migration 0019, see pg_references).
+    ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE").ddl_if(dialect="sqlite"),
+    ForeignKeyConstraint(["worker_id"], ["workers.id"]).ddl_if(dialect="sqlite"),
     CheckConstraint(f"state IN ({_quoted(AttemptState)})", name="state_known"),
 )
 
@@ -390,11 +392,3 @@ EVENT_TX_DEFAULT = ("ALTER TABLE events ALTER COLUMN tx_id "
 """PostgreSQL: an event row records the transaction that wrote it."""
 event.listen(events, "after_create",
              DDL(EVENT_TX_DEFAULT).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]
-
-# PostgreSQL's per-statement reference checks (see pg_references), created with the
-# tables by ``metadata.create_all`` as migration 0004 creates them.
-for _event, _statements in (("after_create", pg_references.create_statements()),
-                            ("before_drop", pg_references.drop_statements())):
-    for _statement in _statements:
-        event.listen(metadata, _event,
-                     DDL(_statement).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]

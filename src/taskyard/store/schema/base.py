@@ -1,11 +1,14 @@
 """What every table of :mod:`taskyard.store.schema` shares: the metadata and its naming
-convention, the id and time types, and partial-index predicates for both backends."""
+convention, PostgreSQL's reference checks, the id and time types, and partial-index
+predicates for both backends."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, Integer, MetaData, text
+from sqlalchemy import DDL, BigInteger, Float, Integer, MetaData, event, text
+
+from taskyard.store.postgresql import references as pg_references
 
 metadata = MetaData(
     naming_convention={
@@ -16,6 +19,14 @@ metadata = MetaData(
         "pk": "pk_%(table_name)s",
     }
 )
+
+# PostgreSQL's per-statement reference checks (see pg_references), created with the
+# tables by ``metadata.create_all`` as migrations 0004 and 0019 create them.
+for _event, _statements in (("after_create", pg_references.all_statements()),
+                            ("before_drop", pg_references.all_drop_statements())):
+    for _statement in _statements:
+        event.listen(metadata, _event,
+                     DDL(_statement).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]
 
 # SQLite only aliases the rowid (fast inserts, monotonic ids) for INTEGER PRIMARY KEY.
 Id = BigInteger().with_variant(Integer(), "sqlite")
