@@ -82,3 +82,39 @@ def test_a_maintaining_cycle_reads_with_its_maintenance_and_again_when_it_had_wo
     report = schedule(store)  # nothing to maintain: the reads made with it are used
     assert report is not None and [p.job_id for p in report.placed] == [third]
     assert len(reads) == (0 if postgresql else 1)
+
+
+def test_pg_a_worker_whose_every_placement_was_refused_is_not_woken(store: Store) -> None:
+    """A dispatch whose guard refuses a worker's only job (cancelled since the cycle
+    read it) wakes that worker no more: it would read and find nothing."""
+    if store.backend == "sqlite":
+        pytest.skip("SQLite's listeners hear every commit: there is no wake-up to spare")
+    import time
+
+    from sqlalchemy import text
+
+    from taskyard.store.driver.params import Dispatch
+    from taskyard.store.postgresql.listen import pg_channel
+
+    given, refused = _workers(store)[:2]
+    kept, cancelled = store.jobs.submit([JobSubmission("t", {"n": n}) for n in range(2)])
+    store.jobs.cancel(cancelled)
+    listeners = {w: store.listener(f"worker.{w}") for w in (given, refused)}
+    try:
+        with store.write() as tx:
+            placed = tx.driver.dispatch(tx.raw, Dispatch(
+                {given: [kept], refused: [cancelled]}, {given: "w0", refused: "w1"}))
+        assert placed.placed == [kept]
+        assert listeners[given].wait(10.0)
+        with store.engine.begin() as conn:  # after the dispatch, on the same channel
+            conn.execute(text("SELECT pg_notify(:c, 'marker')"),
+                         {"c": pg_channel(f"worker.{refused}")})
+        heard: list[str] = []
+        deadline = time.monotonic() + 30
+        while "marker" not in heard and time.monotonic() < deadline:
+            if listeners[refused].wait(5.0):
+                heard += listeners[refused].payloads()
+        assert heard == ["marker"]
+    finally:
+        for listener in listeners.values():
+            listener.close()

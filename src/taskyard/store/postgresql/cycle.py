@@ -278,7 +278,7 @@ DISPATCH = (
     # placing 50 jobs on 5 workers: 2.16 ms of dispatch against 1.30 ms on 1 worker).
     "WITH v(job, w, name, chan, carry) AS (SELECT COALESCE((e->>0)::bigint, " + _NEW_JOB
     + "), (e->>1)::bigint, e->>2, e->>3, (e->>4)::boolean "
-    "FROM json_array_elements(%(rows)s::json) AS e), "
+    "FROM json_array_elements(%(rows)s::json) e), "
     "d AS (UPDATE jobs SET state = 'dispatched', worker_id = v.w, attempt = attempt + 1 "
     "FROM v WHERE id = v.job "
     f"AND (state = 'pending') IS TRUE {_AS_DECIDED}"
@@ -290,7 +290,7 @@ DISPATCH = (
     # a statement of their own at its end: a round trip less on a job's way.
     "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
     "SELECT *, {now} FROM (SELECT e->>0, e->>1, e->>2, (e->>3)::bigint, (e->>4)::bigint "
-    "FROM json_array_elements(%(events)s::json) AS e) AS e "
+    "FROM json_array_elements(%(events)s::json) e) e "
     # (The row set of EVENT_TYPES, its text columns as ->> gives them.) ... waking
     # their followers (per row: deduplicated by the server).
     "WHERE pg_notify('taskyard_events', '') IS NOT NULL), "
@@ -303,18 +303,19 @@ DISPATCH = (
     f"OR (graph_id IS NOT NULL AND strpos(args, '{RESULT_MARK}') > 0)) "
     "THEN json_agg(json_build_array(id, attempt, handler, type, args, d.timeout, "
     "graph_id, label, d.cost, priority, logical_time, trace_context))::text END "
-    "AS body FROM d JOIN v ON v.job = d.id LEFT JOIN task_types tt ON tt.name = d.type "
+    "body FROM d JOIN v ON v.job = d.id LEFT JOIN task_types tt ON tt.name = d.type "
     "WHERE v.carry GROUP BY worker_id), "
     "q AS (SELECT worker_id, CASE WHEN octet_length(body) <= %(most)s THEN body ELSE '' END "
-    "AS body FROM p) "
+    "body FROM p) "
     # Evaluated only when a job was dispatched (no row, no wake-up): the wake-ups of
-    # the workers given a job and, after the cycle's last dispatch (%(last)s), the scans
-    # back on, as finish() would do (an earlier one leaves them off for the dispatches
-    # that follow). The jobs carried come back too: a worker's own cycle takes them
-    # from there.
+    # the workers given a job (not one whose every job a guard refused) and, after the
+    # cycle's last dispatch (%(last)s), the scans back on, as finish() would do (an
+    # earlier one leaves them off for the dispatches that follow). The jobs carried come
+    # back too: a worker's own cycle takes them from there.
     f"SELECT job_id, attempt, worker_id, CASE WHEN %(last)s THEN {SCANS_ON} END, "
     "(SELECT count(pg_notify(chan, COALESCE(body, ''))) FROM (SELECT DISTINCT w, chan FROM v "
-    "WHERE chan IS NOT NULL) AS k LEFT JOIN q ON q.worker_id = k.w), COALESCE(q.body, '') "
+    "JOIN d ON d.id = v.job WHERE chan IS NOT NULL) k LEFT JOIN q ON q.worker_id = k.w), "
+    "COALESCE(q.body, '') "
     "FROM a LEFT JOIN q USING (worker_id)")
 """SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
 the workers' wake-ups: the one statement that dispatches jobs, and the only one that
