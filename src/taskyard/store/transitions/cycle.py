@@ -272,6 +272,7 @@ class CycleTx:
         return done.placed
 
     def record_cycle(self, holder: str) -> None:
+        """Count this cycle (one that changed something) under ``holder``."""
         self.tx.driver.record_cycle(self.tx.raw, holder)
 
 
