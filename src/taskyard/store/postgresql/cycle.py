@@ -258,6 +258,8 @@ def finish(raw: Cursor, params: FinishCycle) -> None:
 DISPATCHED_COLUMNS = ("id, attempt, type, args, timeout, graph_id, label, cost, priority, "
                       "logical_time, trace_context")
 """What the jobs statement ``d`` of :data:`DISPATCH` returns (and the worker)."""
+_NOW = "(SELECT t FROM k)"
+"""The time of :data:`DISPATCH`, read once (in its ``k``)."""
 _AS_DECIDED = (
     # A submit's own job, dispatched by the statement after its insert (its id NULL in
     # ``%(rows)s``: the id the insert took) only while the decision it was placed by
@@ -268,7 +270,7 @@ _AS_DECIDED = (
     f"AND (%(basis)s::text IS NULL OR (current_setting('{HELD_SETTING}', true) = 'on' "
     "AND jobs.xmin = pg_current_xact_id()::xid "
     "AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.id <> jobs.id) "
-    f"AND {NO_MAINTENANCE} AND {SNAPSHOT_TEXT} = %(basis)s)) ")
+    f"AND {NO_MAINTENANCE} AND {SNAPSHOT_TEXT} = %(basis)s)) ").replace("(SELECT {now})", _NOW)
 _NEW_JOB = "currval(pg_get_serial_sequence('jobs', 'id'))"
 DISPATCH = (
     # The placements (job, worker) in placement order, and per worker its name, the
@@ -279,17 +281,22 @@ DISPATCH = (
     "WITH v(job, w, name, chan, carry) AS (SELECT COALESCE((e->>0)::bigint, " + _NEW_JOB
     + "), (e->>1)::bigint, e->>2, e->>3, (e->>4)::boolean "
     "FROM json_array_elements(%(rows)s::json) e), "
-    "d AS (UPDATE jobs SET state = 'dispatched', worker_id = v.w, attempt = attempt + 1 "
-    "FROM v WHERE id = v.job "
+    # The jobs by id through the index whatever the plan: a join with v, planned once
+    # (the statement is prepared) while few jobs were pending, read every pending job
+    # per row of v when a burst came (4.6 s for 5,000 placements, against 0.14 s).
+    # The time once, too: 7 readings of the clock made the text exceed 4 KiB.
+    "k AS (SELECT array_agg(job) i, array_agg(w) w, {now} t FROM v), "
+    "d AS (UPDATE jobs SET state = 'dispatched', worker_id = (SELECT w[array_position(i, id)] "
+    "FROM k), attempt = attempt + 1 WHERE id = ANY((SELECT i FROM k)::int8[]) "
     f"AND (state = 'pending') IS TRUE {_AS_DECIDED}"
     f"RETURNING {DISPATCHED_COLUMNS}, worker_id), "
     "a AS (INSERT INTO attempts (job_id, attempt, worker_id, worker_name, state, "
-    "dispatched_at) SELECT id, attempt, worker_id, name, 'dispatched', {now} "
+    f"dispatched_at) SELECT id, attempt, worker_id, name, 'dispatched', {_NOW} "
     "FROM d JOIN v ON v.job = d.id RETURNING job_id, attempt, worker_id), "
     # The transaction's events so far (see Events.flush), written here rather than by
     # a statement of their own at its end: a round trip less on a job's way.
     "ev AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, created_at) "
-    "SELECT *, {now} FROM (SELECT e->>0, e->>1, e->>2, (e->>3)::bigint, (e->>4)::bigint "
+    f"SELECT *, {_NOW} FROM (SELECT e->>0, e->>1, e->>2, (e->>3)::bigint, (e->>4)::bigint "
     "FROM json_array_elements(%(events)s::json) e) e "
     # (The row set of EVENT_TYPES, its text columns as ->> gives them.) ... waking
     # their followers (per row: deduplicated by the server).
