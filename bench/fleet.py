@@ -28,7 +28,7 @@ shared machine: the load average is recorded with each case.
 
 Usage: python -m bench.fleet [--workers 10,50,200] [--jobs 20000] [--rate 200]
        [--seconds 10] [--idle 20] [--pooler [--listen-db]] [--out FILE]
-       [--samples FILE]
+       [--samples FILE] [--narrow N:W]
 """
 
 from __future__ import annotations
@@ -339,7 +339,11 @@ def drain(url: str, direct: str, jobs: int, workers: int,
     seconds = float(span[1]) - float(span[0])
     shares += [0] * (workers - len(shares))
     fair = jobs / workers
+    # From the instant the jobs came due (the server's clock is this machine's): the
+    # rate above starts at the first start, after the cycles that placed the burst.
     return {"jobs": jobs, "seconds": round(seconds, 2), "jobs_per_s": round(jobs / seconds),
+            "due_to_first_start_s": round(float(span[0]) - due, 2),
+            "due_to_last_end_s": round(float(span[1]) - due, 2),
             "not_succeeded": int(span[2]), "share_min": min(shares), "share_max": max(shares),
             "fair_share": round(fair, 1),
             "starved": sum(1 for n in shares if n < fair / 2 or n > fair * 2),
@@ -371,7 +375,8 @@ def run_case(workers: int, args: argparse.Namespace, folder: Path) -> dict[str, 
     row: dict[str, Any] = {"workers": workers, "pooler": args.pooler,
                            "shared_listener": args.shared_listener,
                            "max_db_connections": args.max_db_connections,
-                           "prefetch": args.prefetch, "schedulers": args.schedulers,
+                           "prefetch": args.prefetch, "narrow": args.narrow,
+                           "schedulers": args.schedulers,
                            "load_before": [round(x, 1) for x in os.getloadavg()]}
     max_conn = 50 if args.pooler else max(100, 3 * workers + 40)
     with ExitStack() as stack:
@@ -413,6 +418,7 @@ def run_case(workers: int, args: argparse.Namespace, folder: Path) -> dict[str, 
         fleet_cmd = [sys.executable, "-m", "bench.fleet_launch", url, str(workers),
                      *(["--listen-db", listen] if listen else []),
                      *(["--shared-listener"] if args.shared_listener else []),
+                     *(["--narrow", args.narrow] if args.narrow else []),
                      "--", "--capacity", "1",
                      *(["--max-db-connections", str(args.max_db_connections)]
                        if args.max_db_connections else []),
@@ -532,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-db-connections", type=int,
                         help="each worker's --max-db-connections")
     parser.add_argument("--prefetch", type=int, help="each worker's --prefetch")
+    parser.add_argument("--narrow", metavar="N:W",
+                        help="the first N workers with --prefetch W (see bench.fleet_launch)")
     parser.add_argument("--schedulers", type=int, default=2,
                         help="scheduler daemons (the report's rows assume 2)")
     parser.add_argument("--out", type=Path)

@@ -75,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds between two forks (spreads the registrations)")
     parser.add_argument("--listen-db")
     parser.add_argument("--shared-listener", action="store_true")
+    parser.add_argument("--narrow", metavar="N:W", help=(
+        "the first N workers with --prefetch W (windows that differ, as paces measured "
+        "on a loaded machine make them)"))
     opts = parser.parse_args(args)
+    narrow, window = (int(x) for x in opts.narrow.split(":")) if opts.narrow else (0, 0)
     root_args = (["--listen-db", opts.listen_db] if opts.listen_db else []) + \
         (["--shared-listener"] if opts.shared_listener else [])
 
@@ -96,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             break
         pid = os.fork()
         if pid == 0:
-            _child(opts.url, i, root_args, worker_args)
+            _child(opts.url, i, root_args, worker_args + (
+                ["--prefetch", str(window)] if i - opts.first < narrow else []))
         children.append(pid)
         time.sleep(opts.stagger)
     failed = 0

@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from taskyard.core.placement import Placement, Planner, Skip, WorkerSlot
+from taskyard.core.placement import Candidate, Placement, Planner, Skip, WorkerSlot
 from taskyard.core.rate_limits import RateBook
+from taskyard.core.spread import spread
 from taskyard.store import CycleTx, Store
 from taskyard.store.driver.planning import planner_of
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
@@ -43,6 +44,8 @@ class CycleReport:
     seconds: float = 0.0
     rate_wait: float | None = None
     """Seconds until a job this cycle left behind for a rate limit may start."""
+    held_back: int = 0
+    """Jobs placed, then taken back to spread a burst (core.spread): left pending."""
 
     @property
     def changed(self) -> bool:
@@ -152,6 +155,7 @@ def _place(tx: CycleTx, planner: Planner, report: CycleReport, scan_limit: int,
     page = min(PAGE_MAX, max(PAGE_MIN, free + free // 4))
     if planner.exhausted():
         return
+    placed: list[tuple[Candidate, int]] = []
     # closing(): the store may restore settings once the candidates are read.
     with contextlib.closing(tx.ordered_candidates(planner.has_room, page, scan_limit,
                                                   spent)) as candidates:
@@ -160,10 +164,16 @@ def _place(tx: CycleTx, planner: Planner, report: CycleReport, scan_limit: int,
             decision = planner.offer(job)
             if isinstance(decision, Placement):
                 report.placed.append(decision)
+                placed.append((job, decision.worker_id))
             else:
                 report.skipped.append(decision)
             if planner.exhausted():
                 break
+    taken = [] if planner.exhausted() else spread(planner, placed)
+    if taken:  # they stay pending, for workers whose windows are narrower
+        report.held_back = len(taken)
+        back = {p.job_id for p in taken}
+        report.placed = [p for p in report.placed if p.job_id not in back]
 
 
 def _dispatch(tx: CycleTx, report: CycleReport, workers: list[WorkerSlot],

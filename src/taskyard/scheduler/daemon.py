@@ -133,11 +133,11 @@ class SchedulerDaemon:
                     log.log(
                         logging.INFO if maintenance else logging.DEBUG,
                         "event=cycle placed=%d expelled=%d timed_out=%d requeued=%d "
-                        "scheduled=%d awaited=%d stalled=%d scanned=%d ms=%.2f",
+                        "scheduled=%d awaited=%d stalled=%d scanned=%d held_back=%d ms=%.2f",
                         len(report.placed), len(report.expelled), len(report.timed_out),
                         report.requeued, len(report.scheduled), len(report.awaited),
                         len(report.stalled),
-                        report.scanned, report.seconds * 1000,
+                        report.scanned, report.held_back, report.seconds * 1000,
                     )
                     # Something changed: look again at once (more may be placeable).
                     periodic = False

@@ -20,8 +20,9 @@ from typing import Any
 from taskyard.core.candidates import merged
 from taskyard.core.lifecycle import after_attempt, may_start
 from taskyard.core.locks import LockClaim, render_claims
-from taskyard.core.placement import Placement, Planner, SkipReason
+from taskyard.core.placement import Candidate, Placement, Planner, SkipReason
 from taskyard.core.retry import RetryPolicy
+from taskyard.core.spread import spread
 from taskyard.core.states import AttemptState, JobState
 from taskyard.sim.arrivals import Arrivals
 from taskyard.sim.dependents import Dependents
@@ -245,14 +246,15 @@ class Simulation:
         live, workers, metrics = self.live, self.workers, self.metrics
         skipped = False
         wanted = None if rates is None else rates.open(self.now)
+        placed: list[tuple[Candidate, int]] = []
         for cand in merged(streams, planner.has_room, self._scan_limit, wanted):
             decision = planner.offer(cand)
-            job = live[cand.id]
             if isinstance(decision, Placement):
-                self._dispatch(job, workers[decision.worker_id])
+                placed.append((cand, decision.worker_id))
                 if planner.exhausted():
                     break
                 continue
+            job = live[cand.id]
             skipped = True
             if decision.reason in _LOCKS:
                 metrics.blocked(job, decision.detail, self.now)
@@ -262,8 +264,14 @@ class Simulation:
                 self.note(f"skip:{decision.reason.value}", job.id)
             if planner.exhausted():
                 break
+        # Dispatched once the cycle has decided, as the daemons' cycle writes its
+        # placements: what it takes back to spread a burst stays pending (core.spread).
+        back = set() if planner.exhausted() else {p.job_id for p in spread(planner, placed)}
+        for cand, worker_id in placed:
+            if cand.id not in back:
+                self._dispatch(live[cand.id], workers[worker_id])
         for stream in streams:
-            stream.end_cycle(skipped)  # what the cycle read and left waits for the next
+            stream.end_cycle(skipped or bool(back))  # what it read and left waits
         if rates is not None:
             rates.close()
 
