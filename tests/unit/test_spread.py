@@ -19,10 +19,8 @@ def _fleet(count: int = 50) -> list[WorkerSlot]:
             for n in range(count)]
 
 
-def _cycle(planner: Planner, pending: list[Candidate], *,
-           spreading: bool = True) -> list[Placement]:
-    """One cycle as scheduler/cycle.py runs it: offer in order until the workers are
-    full, then spread; the placements kept."""
+def _offer(planner: Planner, pending: list[Candidate]) -> list[tuple[Candidate, int]]:
+    """Offer in order until the workers are full: what was placed where."""
     placed: list[tuple[Candidate, int]] = []
     for job in pending:
         decision = planner.offer(job)
@@ -30,6 +28,13 @@ def _cycle(planner: Planner, pending: list[Candidate], *,
             placed.append((job, decision.worker_id))
         if planner.exhausted():
             break
+    return placed
+
+
+def _cycle(planner: Planner, pending: list[Candidate], *,
+           spreading: bool = True) -> list[Placement]:
+    """One cycle as scheduler/cycle.py runs it: offer, then spread; the placements kept."""
+    placed = _offer(planner, pending)
     back = set()
     if spreading and not planner.exhausted():
         back = {p.job_id for p in spread(planner, placed)}
@@ -121,13 +126,7 @@ def test_what_is_taken_back_leaves_every_worker_at_its_fair_level(
         case: tuple[list[WorkerSlot], list[ActiveJob], list[Candidate]]) -> None:
     workers, active, jobs = case
     planner = Planner.from_snapshot(workers, active)
-    placed: list[tuple[Candidate, int]] = []
-    for job in jobs:
-        decision = planner.offer(job)
-        if isinstance(decision, Placement):
-            placed.append((job, decision.worker_id))
-        if planner.exhausted():
-            break
+    placed = _offer(planner, jobs)
     if planner.exhausted():
         return
     before = {w.id: w.capacity - planner.remaining(w.id) for w in workers}
