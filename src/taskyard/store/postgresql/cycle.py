@@ -321,7 +321,7 @@ DISPATCH = (
     # back too: a worker's own cycle takes them from there.
     f"SELECT job_id, attempt, worker_id, CASE WHEN %(last)s THEN {SCANS_ON} END, "
     "(SELECT count(pg_notify(chan, COALESCE(body, ''))) FROM (SELECT DISTINCT w, chan FROM v "
-    "JOIN d ON d.id = v.job WHERE chan IS NOT NULL) k LEFT JOIN q ON q.worker_id = k.w), "
+    "JOIN d ON d.id = v.job WHERE chan IS NOT NULL) c LEFT JOIN q ON q.worker_id = c.w), "
     "COALESCE(q.body, '') "
     "FROM a LEFT JOIN q USING (worker_id)")
 """SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
