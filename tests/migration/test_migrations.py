@@ -64,7 +64,7 @@ def test_up_down_up(db_url: str) -> None:
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(engine)
     upgrade(engine)  # idempotent, like `taskyard init` run twice
-    assert current_revision(engine) == "0019"
+    assert current_revision(engine) == "0020"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT cycles FROM scheduler_state")).scalar_one() == 0
     engine.dispose()
@@ -121,7 +121,7 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
             "INSERT INTO jobs (type, state, pools, created_at, priority) "
             "VALUES ('old', 'pending', '[\"default\"]', 0, 7)"))
     upgrade(engine)
-    assert current_revision(engine) == "0019"
+    assert current_revision(engine) == "0020"
     with engine.connect() as conn:
         assert conn.execute(text(
             "SELECT max_worker_losses FROM task_types WHERE name = 'old'")).scalar_one() == 3
@@ -160,5 +160,29 @@ def test_upgrading_a_0012_database_admits_waits_and_keeps_the_checks(db_url: str
     with pytest.raises(IntegrityError), engine.begin() as conn:
         conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
                           "VALUES (NULL, 'pending', '[]', 0)"))
+    upgrade(engine)
+    engine.dispose()
+
+
+def test_upgrading_a_0019_database_delays_its_jobs_for_later(db_url: str) -> None:
+    """0020: pending and waiting jobs with a ``run_after`` are delayed (out of the
+    placement index until the maintenance finds them due); the others are not."""
+    engine = _fresh_engine(db_url)
+    downgrade(engine, "0019")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO task_types (name, handler, created_at, updated_at) "
+                          "VALUES ('old', 'shell:true', 0, 0)"))
+        for state, run_after in (("pending", 5e9), ("pending", None), ("waiting", 5e9),
+                                 ("succeeded", 5e9)):
+            conn.execute(text(
+                "INSERT INTO jobs (type, state, pools, created_at, run_after, finished_at) "
+                "VALUES ('old', :s, '[]', 0, :r, :f)"),
+                {"s": state, "r": run_after, "f": 1 if state == "succeeded" else None})
+    upgrade(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT state, delayed_until FROM jobs ORDER BY id")).all()
+    assert [tuple(r) for r in rows] == [("pending", 5e9), ("pending", None),
+                                        ("waiting", 5e9), ("succeeded", None)]
+    downgrade(engine, "0019")
     upgrade(engine)
     engine.dispose()

@@ -46,12 +46,19 @@ class CycleReport:
     """Seconds until a job this cycle left behind for a rate limit may start."""
     held_back: int = 0
     """Jobs placed, then taken back to spread a burst (core.spread): left pending."""
+    staged: int = 0
+    """Delayed jobs that came due and became placeable."""
+    maintained: bool = False
+    """The maintenance steps ran (or found nothing to do) in this cycle."""
+    delayed_wait: float | None = None
+    """Seconds until the next delayed job comes due, as this cycle's maintenance read it
+    (None: none is delayed, or the cycle did not maintain: see ``maintained``)."""
 
     @property
     def changed(self) -> bool:
         return bool(
             self.expelled or self.timed_out or self.requeued or self.placed or self.stalled
-            or self.scheduled or self.awaited
+            or self.scheduled or self.awaited or self.staged
         )
 
 
@@ -107,8 +114,11 @@ def run_cycle(
     started = time.perf_counter()
     report = CycleReport()
     maintain = _maintenance_due(tx.tx.store, maintenance_every)
+    report.maintained = maintain
     if maintain:
         work = tx.maintenance_work(timeout_grace)
+        if work.next_delayed is not None and work.next_delayed > 0:
+            report.delayed_wait = work.next_delayed
         if work.expired:
             report.expelled = tx.expel_expired_workers()
         if work.overdue:
@@ -119,8 +129,10 @@ def run_cycle(
             report.scheduled = tx.tx.schedule_runs.create_due_jobs()  # step 3
         if work.timers:  # through the timer index: awaiting jobs cost nothing here
             report.awaited = tx.tx.waits.time_out()
+        if work.delayed:  # likewise: jobs for later are not in the placement index
+            report.staged = tx.stage_due_jobs()
         if (report.expelled or report.timed_out or report.requeued or report.scheduled
-                or report.awaited):
+                or report.awaited or report.staged):
             tx.reads_are_stale()
     if not maintain and tx.nothing_pending():
         # Nothing to place: neither the live workers' values nor the planner are built

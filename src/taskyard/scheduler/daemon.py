@@ -90,6 +90,7 @@ class SchedulerDaemon:
         log.info("event=scheduler-started holder=%s interval=%s retain=%s", self.holder,
                  self.interval, "off" if self.retain is None else duration_text(self.retain))
         failures = busy = 0
+        due_at: float | None = None  # when the next delayed job is due (monotonic clock)
         periodic = True  # the first cycle, and every timer tick, does all the steps
         keeper = None if self.history is None else threading.Thread(
             target=self.history.run, args=(stop,), name="history", daemon=True)
@@ -119,6 +120,9 @@ class SchedulerDaemon:
                     stop.wait(wait)
                     continue
                 busy = 0
+                if report.maintained:  # what it read of the delayed jobs is the latest
+                    due_at = None if report.delayed_wait is None \
+                        else time.monotonic() + report.delayed_wait
                 if self.on_cycle is not None:
                     self.on_cycle(report)
                 if self.history is not None:
@@ -133,21 +137,30 @@ class SchedulerDaemon:
                     log.log(
                         logging.INFO if maintenance else logging.DEBUG,
                         "event=cycle placed=%d expelled=%d timed_out=%d requeued=%d "
-                        "scheduled=%d awaited=%d stalled=%d scanned=%d held_back=%d ms=%.2f",
+                        "scheduled=%d awaited=%d stalled=%d staged=%d scanned=%d "
+                        "held_back=%d ms=%.2f",
                         len(report.placed), len(report.expelled), len(report.timed_out),
                         report.requeued, len(report.scheduled), len(report.awaited),
-                        len(report.stalled),
+                        len(report.stalled), report.staged,
                         report.scanned, report.held_back, report.seconds * 1000,
                     )
-                    # Something changed: look again at once (more may be placeable).
-                    periodic = False
+                    # Something changed: look again at once (more may be placeable) —
+                    # with the maintenance again after a staging, which is bounded
+                    # (more delayed jobs may be due).
+                    periodic = report.staged > 0
                     continue
                 # A job held by a rate limit may start before the next periodic cycle:
                 # the cycle then places it (the time-driven steps wait for their tick).
                 wait = self.interval if report.rate_wait is None \
                     else min(self.interval, report.rate_wait + RATE_SLACK)
+                # Nor does a delayed job wait for the tick: the cycle at its due time
+                # maintains, and so makes it placeable (and places it).
+                due = None if due_at is None else max(0.0, due_at - time.monotonic())
+                timed = due is not None and due + RATE_SLACK < wait
+                if due is not None and timed:
+                    wait = due + RATE_SLACK
                 woken = self._sleep(listener, stop, wait)
-                periodic = wait >= self.interval and not woken
+                periodic = (wait >= self.interval or timed) and not woken
         finally:
             if listener is not None:
                 listener.close()

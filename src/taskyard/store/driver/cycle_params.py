@@ -68,6 +68,8 @@ class MaintenanceFound:
 
     work: tuple[bool, ...]
     reads: CycleReads | None = None
+    next_delayed: float | None = None
+    """Seconds until the earliest delayed job is due (negative: due; None: none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from taskyard.store.cursor import Cursor
 from taskyard.store.driver.cycle_params import ReadCandidates
 from taskyard.store.driver.params import FailOverdue
 from taskyard.store.portable.waits import AWAITING
+from taskyard.store.schema.base import DELAYED, READY
 
 TIMEOUT_GRACE = 10.0
 """Seconds past an attempt's deadline before the scheduler fails it itself (the
@@ -25,8 +26,8 @@ read so in every statement a heartbeat (an update by id) took 0.26 ms of server 
 200 workers against 0.11 (docs/operations/postgresql.md)."""
 
 
-def maintenance_checks(false: str, grace: str,
-                       timers: str = "") -> tuple[str, str, str, str, str]:
+def maintenance_checks(false: str, grace: str, timers: str = "",
+                       delayed: str = "") -> tuple[str, str, str, str, str, str]:
     """SQL conditions, in CycleTx.maintenance_work's order: a live worker's lease ran
     out; an attempt is past its deadline and ``grace`` (a parameter marker); jobs are
     suspended; a schedule is due; an awaiting job's timeout passed (the earliest
@@ -34,7 +35,8 @@ def maintenance_checks(false: str, grace: str,
     an EXISTS over ``deadline <= now`` let PostgreSQL's planner, which cannot know how
     many are due, scan every job, 149 ms with 100,000 awaiting; MIN(deadline) scans the
     whole index on SQLite, 58 ms; see bench/awaiting.py); ``timers``: how a backend must
-    be told to use the index). ``false``: the backend's
+    be told to use the index); a delayed job is due (the first entry of ``ix_jobs_delayed``
+    likewise; ``delayed``: how a backend must be told to use it). ``false``: the backend's
     false, as the schedules' partial index is written (its planner must see it to use
     the index). A cycle reads them in one statement; a submit placing its job from the
     last cycle's snapshot checks that none has work, as a cycle would have found
@@ -50,7 +52,9 @@ def maintenance_checks(false: str, grace: str,
             f"EXISTS (SELECT 1 FROM schedules WHERE paused = {false} AND next_run <= {ONCE})",
             f"EXISTS (SELECT 1 FROM (SELECT deadline FROM jobs {timers} WHERE {AWAITING} "
             "AND deadline IS NOT NULL ORDER BY deadline LIMIT 1) AS t "
-            f"WHERE t.deadline <= {ONCE})")
+            f"WHERE t.deadline <= {ONCE})",
+            f"EXISTS (SELECT 1 FROM (SELECT delayed_until FROM jobs {delayed} WHERE {DELAYED} "
+            f"ORDER BY delayed_until LIMIT 1) AS d WHERE d.delayed_until <= {ONCE})")
 
 
 def expel_expired_workers(raw: Cursor) -> list[int]:
@@ -58,6 +62,31 @@ def expel_expired_workers(raw: Cursor) -> list[int]:
     return [int(i) for (i,) in raw.all(
         "UPDATE workers SET state = 'expelled', stopped_at = {now} "
         "WHERE state = 'active' AND lease_expires_at < {now} RETURNING id")]
+
+
+def next_delayed(delayed: str = "") -> str:
+    """SQL: seconds until the earliest delayed job is due on the database's clock
+    (negative: due; NULL: none), from the first entry of ``ix_jobs_delayed``
+    (``delayed``: how a backend must be told to use it). Read with the maintenance's
+    question: the scheduler sleeps no longer than that (scheduler/daemon.py)."""
+    return (f"(SELECT delayed_until FROM jobs {delayed} WHERE {DELAYED} "
+            f"ORDER BY delayed_until LIMIT 1) - {ONCE}")
+
+
+STAGE_LIMIT = 5_000
+"""Most delayed jobs one maintenance makes placeable: a cycle that stages the jobs of one
+instant (a million due at midnight) holds the lock for a bounded time, and places these
+before the next stages more (the scheduler maintains again after a staging)."""
+
+
+def stage_due_jobs(raw: Cursor, *, index: str = "") -> int:
+    """Delayed jobs due on the database's clock join the placement index (their
+    ``delayed_until`` cleared), through ``ix_jobs_delayed`` (``index``: how a backend
+    must be told to use it), the earliest first, at most :data:`STAGE_LIMIT`; how many."""
+    return raw.run(
+        "UPDATE jobs SET delayed_until = NULL WHERE state = 'pending' "
+        f"AND id IN (SELECT id FROM jobs {index} WHERE {DELAYED} AND delayed_until <= {{now}} "
+        "ORDER BY delayed_until LIMIT ?)", (STAGE_LIMIT,))
 
 
 def read_overdue(raw: Cursor, grace: float) -> list[tuple[Any, ...]]:
@@ -75,9 +104,11 @@ def fail_overdue(raw: Cursor, params: FailOverdue) -> bool:
     done = raw.run(
         "UPDATE jobs SET worker_id = NULL, deadline = NULL, exit_code = 130, error = ?, "
         "state = ?, run_after = CASE WHEN ? THEN {now} + ? ELSE run_after END, "
+        "delayed_until = {now} + ?, "
         "finished_at = CASE WHEN ? THEN finished_at ELSE {now} END "
         "WHERE id = ? AND attempt = ? AND state IN ('dispatched', 'running')",
-        (params.why, "pending" if retry else "failed", retry, params.retry_delay or 0.0, retry,
+        (params.why, "pending" if retry else "failed", retry, params.retry_delay or 0.0,
+         params.retry_delay if retry and params.retry_delay else None, retry,
          params.job_id, params.attempt))
     if not done:
         return False
@@ -130,7 +161,7 @@ def read_candidates(raw: Cursor, params: ReadCandidates, *, index: str = "") -> 
     out in SQL: the index is walked past them, but they are not returned (a backlog
     held by a rate limit costs a fraction, and the jobs behind it are reached)."""
     head = (f"SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs {index} "
-            "WHERE state = 'pending' AND pools = ? "
+            f"WHERE {READY} AND pools = ? "
             "AND (run_after IS NULL OR run_after <= {now}) ")
     values: list[Any] = [params.pools]
     if params.skip:

@@ -30,9 +30,9 @@ def reset_job(raw: Cursor, params: ReopenJob, failures: int) -> bool:
     """The job runs again (``retries``: the failures so far, so that one more attempt
     is left), guarded by the state it was read in; False: it moved on."""
     return raw.run(
-        "UPDATE jobs SET state = ?, retries = ?, run_after = NULL, finished_at = NULL, "
-        "result = NULL, exit_code = NULL, error = NULL, cancel_requested = ?, "
-        "unmet_deps = ?, dep_failures = 0 WHERE id = ? AND state = ?",
+        "UPDATE jobs SET state = ?, retries = ?, run_after = NULL, delayed_until = NULL, "
+        "finished_at = NULL, result = NULL, exit_code = NULL, error = NULL, "
+        "cancel_requested = ?, unmet_deps = ?, dep_failures = 0 WHERE id = ? AND state = ?",
         (params.state, failures, False, params.unmet, params.job_id, params.was)) == 1
 
 

@@ -19,7 +19,7 @@ from taskyard.store.driver.cycle_params import (
 )
 from taskyard.store.driver.params import Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, RESULT_MARK, WAKEUP_BYTES
-from taskyard.store.portable.cycle import ONCE, maintenance_checks
+from taskyard.store.portable.cycle import ONCE, maintenance_checks, next_delayed
 from taskyard.store.postgresql.engine import CYCLE_IDLE_MS, CYCLE_LOCK_TIMEOUT_MS
 from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CYCLE_HELD
@@ -30,6 +30,7 @@ from taskyard.store.postgresql.rows import (
     opens,
     pipelined,
 )
+from taskyard.store.schema.base import READY
 
 ADVISORY_KEY = 0x7461736B79617264 & 0x7FFFFFFFFFFFFFFF  # "taskyard"
 
@@ -87,13 +88,13 @@ _FINISH = f"SELECT {SCANS_ON}, ({_NOTIFY_ALL})"
 
 _LISTS_WITH = (
     "WITH RECURSIVE lists(p) AS ("
-    "SELECT MIN(pools) FROM jobs WHERE state = 'pending' "
-    "UNION ALL SELECT (SELECT MIN(pools) FROM jobs WHERE state = 'pending' AND pools > lists.p) "
+    f"SELECT MIN(pools) FROM jobs WHERE {READY} "
+    f"UNION ALL SELECT (SELECT MIN(pools) FROM jobs WHERE {READY} AND pools > lists.p) "
     "FROM lists WHERE lists.p IS NOT NULL), "
     # The first list's first page, as CycleTx.candidates reads it (through the
     # placement index, in placement order, stopped at the page size).
     "first AS (SELECT id, type, priority, pools, cost, locks, rate_key FROM jobs "
-    "WHERE state = 'pending' AND pools = (SELECT MIN(p) FROM lists) "
+    f"WHERE {READY} AND pools = (SELECT MIN(p) FROM lists) "
     "AND (run_after IS NULL OR run_after <= {now}) ORDER BY priority DESC, id LIMIT %(n)s) ")
 _LISTS_COLUMNS = (
     "(SELECT json_agg(p ORDER BY p) FROM lists WHERE p IS NOT NULL), "
@@ -118,8 +119,10 @@ _AHEAD_READS = (
     # Whether the cycle's lock is ours (see HELD_SETTING): what the snapshot read then is
     # a basis for a submit's decision (postgresql/jobs.py).
     "current_setting('taskyard.cycle_held', true) = 'on'")
-MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("false", "%(grace)s"))
-"""SQL: which maintenance steps have work (named parameter ``grace``)."""
+MAINTENANCE_WORK = "SELECT " + ", ".join((*maintenance_checks("false", "%(grace)s"),
+                                          next_delayed()))
+"""SQL: which maintenance steps have work (named parameter ``grace``), then the seconds
+until the next delayed job."""
 NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
 """SQL: no maintenance step has work."""
 HELD_SETTING = CYCLE_HELD
@@ -185,7 +188,8 @@ def read_cycle(raw: Cursor, page: int, snapshot: bool) -> tuple[Any, ...]:
 
 _MAINTAIN_AND_READ = f"SELECT * FROM ({MAINTENANCE_WORK}) AS m, ({_AHEAD_READS}) AS r"
 MAINTENANCE_STEPS = len(maintenance_checks("false", "%(grace)s"))
-"""How many flags :data:`MAINTENANCE_WORK` reads (one per maintenance step)."""
+"""How many flags :data:`MAINTENANCE_WORK` reads (one per maintenance step; the seconds
+until the next delayed job follow)."""
 
 
 def maintain_and_read(raw: Cursor, grace: float, page: int) -> tuple[Any, ...]:

@@ -262,16 +262,20 @@ class PostgresDriver(SharedTransitions):
         :meth:`read_cycle` makes them), kept only when no step has work — a step that
         runs makes them stale. A scheduler's cycle that maintains (its first reads not
         made yet) then takes one round trip less."""
+        steps = cycle.MAINTENANCE_STEPS
         if not params.read_ahead:
-            return MaintenanceFound(tuple(bool(v) for v in rows.named(
-                raw, cycle.MAINTENANCE_WORK, {"grace": params.grace})[0]))
+            row = rows.named(raw, cycle.MAINTENANCE_WORK, {"grace": params.grace})[0]
+            return MaintenanceFound(tuple(bool(v) for v in row[:steps]),
+                                    next_delayed=row[steps])
         # With the snapshot: a cycle that maintains builds its planner whatever is pending.
         row = cycle.maintain_and_read(raw, params.grace, self._page)
-        found = tuple(bool(v) for v in row[:cycle.MAINTENANCE_STEPS])
-        ahead = row[cycle.MAINTENANCE_STEPS:]
-        return MaintenanceFound(found, None if any(found) else self._reads_of(ahead))
+        found = tuple(bool(v) for v in row[:steps])
+        ahead = row[steps + 1:]
+        return MaintenanceFound(found, None if any(found) else self._reads_of(ahead),
+                                next_delayed=row[steps])
 
     read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
+    stage_due_jobs = staticmethod(portable_cycle.stage_due_jobs)
 
     def first_signals(self, raw: Cursor, params: FirstSignals) -> dict[int, tuple[Any, ...]]:
         """The stored signals of waits just made awaiting (portable/waits.py), read once

@@ -33,7 +33,7 @@ from sqlalchemy import (
 
 from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.core.waits import Kind
-from taskyard.store.schema.base import Id, Time, add_postgresql_predicates, metadata
+from taskyard.store.schema.base import DELAYED, READY, Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
 from taskyard.store.schema.operations import duration_totals, history, log_chunks
 from taskyard.store.schema.services import (
@@ -228,6 +228,7 @@ jobs = Table(
     Column("logical_time", Time),
     # Migration 0017: the W3C trace context at submit (core/trace_context.py), or NULL.
     Column("trace_context", Text),
+    Column("delayed_until", Time),  # migration 0020: see the placement index below
     # Foreign keys on SQLite; on PostgreSQL the same rules, checked per statement
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
@@ -248,13 +249,18 @@ jobs = Table(
     # placement order. The cycle reads each list whose pools have room, bounded, and
     # merges them: its cost follows the work placed, not the backlog, and jobs for an
     # idle pool are never stuck behind a backlog for a busy one.
+    # Jobs delayed to a time (a run_after ahead, a retry's delay: ``delayed_until`` set,
+    # migration 0020) wait by time in ix_jobs_delayed instead: a backlog of jobs for later
+    # cost each cycle a walk past all of it (tests/store/test_delayed_jobs.py); the
+    # maintenance clears ``delayed_until`` of the due ones (portable/cycle.py).
     Index(
         "ix_jobs_pending_pools",
         "pools",
         text("priority DESC"),
         "id",
-        **_partial("state = 'pending'"),
+        **_partial(READY),
     ),
+    Index("ix_jobs_delayed", "delayed_until", **_partial(DELAYED)),
     Index("ix_jobs_active_worker", "worker_id", **_partial(f"state IN ({_ACTIVE_SQL})")),
     Index("ix_jobs_suspended", "id", **_partial("state = 'suspended'")),
     Index("ix_jobs_type_state_id", "type", "state", "id"),

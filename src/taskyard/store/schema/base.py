@@ -28,6 +28,12 @@ for _event, _statements in (("after_create", pg_references.all_statements()),
         event.listen(metadata, _event,
                      DDL(_statement).execute_if(dialect="postgresql"))  # type: ignore[no-untyped-call]
 
+READY = "state = 'pending' AND delayed_until IS NULL"
+"""SQL: pending and not delayed to a time: the jobs of the placement index
+(``ix_jobs_pending_pools``, migration 0020), which the cycle reads."""
+DELAYED = "state = 'pending' AND delayed_until IS NOT NULL"
+"""SQL: pending and delayed to a time (``ix_jobs_delayed``)."""
+
 # SQLite only aliases the rowid (fast inserts, monotonic ids) for INTEGER PRIMARY KEY.
 Id = BigInteger().with_variant(Integer(), "sqlite")
 Time = Float(precision=53)

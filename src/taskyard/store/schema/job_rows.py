@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,16 @@ _A = t.attempts
 # Columns a job listing needs, with the worker of its current attempt.
 JOB_COLUMNS = (*_J.c, _A.c.worker_name)
 JOB_FROM = _J.outerjoin(_A, and_(_A.c.job_id == _J.c.id, _A.c.attempt == _J.c.attempt))
+
+
+def delayed_until(run_after: float | None) -> float | None:
+    """A new job's ``delayed_until``: its ``run_after`` when that is ahead (by this
+    host's clock; the database's decides when it is due). A marker, never a decision:
+    the cycle places a job only once its ``run_after`` has passed on the database's
+    clock, and the maintenance clears the marker of a job due on it, so a host whose
+    clock is off makes a job wait for that maintenance (ahead) or read in the placement
+    index until due (behind), as every job did before migration 0020."""
+    return run_after if run_after is not None and run_after > time.time() else None
 
 
 def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
@@ -84,6 +95,7 @@ def job_row(sub: JobSubmission, spec: TaskTypeSpec, index: int | None, *,
         "max_worker_losses": spec.max_worker_losses,
         "timeout": spec.timeout if sub.timeout is None else sub.timeout,
         "run_after": sub.run_after,
+        "delayed_until": delayed_until(sub.run_after),
         "label": sub.label,
         "graph_id": sub.graph_id,
         "routing": sub.routing,

@@ -32,6 +32,7 @@ _END = (
     "UPDATE jobs SET "
     "state = CASE WHEN v.delay IS NULL THEN v.state ELSE 'pending' END, "
     "run_after = CASE WHEN v.delay IS NULL THEN jobs.run_after ELSE {now} + v.delay END, "
+    "delayed_until = CASE WHEN v.delay > 0 THEN {now} + v.delay END, "
     "finished_at = CASE WHEN v.delay IS NULL THEN {now} ELSE NULL END, "
     "started_at = CASE WHEN v.ago IS NULL THEN jobs.started_at ELSE {now} - v.ago END, "
     "worker_id = NULL, deadline = NULL, exit_code = v.code, error = v.err, result = v.res "

@@ -22,13 +22,18 @@ from taskyard.store.driver.cycle_params import (
 from taskyard.store.driver.params import Dispatch
 from taskyard.store.driver.wakeup_payloads import CARRY_JOBS, carried
 from taskyard.store.portable import cycle as portable
-from taskyard.store.portable.cycle import maintenance_checks
+from taskyard.store.portable.cycle import maintenance_checks, next_delayed
+from taskyard.store.schema.base import READY
 from taskyard.store.sqlite.rows import insert_rows, member
 
 TIMERS = "INDEXED BY ix_jobs_awaiting_deadline"
 """SQLite must be told the timer index: without statistics it may read every awaiting
 job through the state index."""
-MAINTENANCE_WORK = "SELECT " + ", ".join(maintenance_checks("0", "?", TIMERS))
+DELAYED = "INDEXED BY ix_jobs_delayed"
+"""And the delayed jobs' index, likewise."""
+MAINTENANCE_WORK = "SELECT " + ", ".join((*maintenance_checks("0", "?", TIMERS, DELAYED),
+                                          next_delayed(DELAYED)))
+"""SQL: which maintenance steps have work, then the seconds until the next delayed job."""
 _HINT = "INDEXED BY ix_jobs_pending_pools"
 """SQLite must be told the placement index (and see the state as a literal)."""
 _WORKERS = ("SELECT id, name, pools, capacity, prefetch, unpaced_prefetch FROM workers "
@@ -60,9 +65,9 @@ def read_pools_lists(raw: Cursor) -> list[str]:
     loose index scan), however many jobs share them."""
     rows = raw.all(
         "WITH RECURSIVE lists(p) AS ("
-        f"SELECT MIN(pools) FROM jobs {_HINT} WHERE state = 'pending' "
+        f"SELECT MIN(pools) FROM jobs {_HINT} WHERE {READY} "
         "UNION ALL SELECT (SELECT MIN(pools) FROM jobs "
-        f"{_HINT} WHERE state = 'pending' AND pools > lists.p) "
+        f"{_HINT} WHERE {READY} AND pools > lists.p) "
         "FROM lists WHERE lists.p IS NOT NULL) SELECT p FROM lists WHERE p IS NOT NULL")
     return [p for (p,) in rows]
 

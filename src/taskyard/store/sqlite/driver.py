@@ -42,6 +42,7 @@ from taskyard.store.driver.params import (
 )
 from taskyard.store.driver.type_cache import TypeCache
 from taskyard.store.portable import SharedTransitions, submissions, upkeep, waits
+from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import schedules as portable_schedules
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.sqlite import attempts, cycle, events, jobs, rows
@@ -236,7 +237,11 @@ class SqliteDriver(SharedTransitions):
         no reads ahead (they cost no round trip here)."""
         row = raw.first(cycle.MAINTENANCE_WORK, (params.grace,))
         assert row is not None
-        return MaintenanceFound(tuple(bool(v) for v in row))
+        return MaintenanceFound(tuple(bool(v) for v in row[:-1]), next_delayed=row[-1])
+
+    def stage_due_jobs(self, raw: Cursor) -> int:
+        """See portable/cycle.py, through the delayed jobs' index (SQLite must be told)."""
+        return portable_cycle.stage_due_jobs(raw, index=cycle.DELAYED)
 
     def read_due_awaiting(self, raw: Cursor, limit: int) -> list[tuple[Any, ...]]:
         """See portable/waits.py, through the timer index (SQLite must be told)."""

@@ -85,7 +85,12 @@ class CycleTx:
             grace, read_ahead=self._reads is None))
         if found.reads is not None:
             self._reads = found.reads
-        return Maintenance(*found.work)
+        return replace(Maintenance(*found.work), next_delayed=found.next_delayed)
+
+    def stage_due_jobs(self) -> int:
+        """Delayed jobs now due become placeable (they join the placement index); how
+        many (a bounded number: portable/cycle.py)."""
+        return self.tx.driver.stage_due_jobs(self.tx.raw)
 
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
@@ -296,6 +301,10 @@ class Maintenance:
     """A schedule is due."""
     timers: bool = False
     """An awaiting job's timeout (a sleep's end) has passed."""
+    delayed: bool = False
+    """A delayed job (``run_after``, a retry's delay) is due."""
+    next_delayed: float | None = None
+    """Seconds until the earliest delayed job is due (negative: due; None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
