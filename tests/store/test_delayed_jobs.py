@@ -113,3 +113,57 @@ def test_a_maintenance_stages_a_bounded_number(store: Store, clock: MovableClock
         assert report.staged == staged
         placed += [p.job_id for p in report.placed]
     assert placed == ids
+
+
+def _woken(listener: Any) -> bool:
+    try:
+        return bool(listener.wait(30))
+    finally:
+        listener.close()
+
+
+def test_a_submit_for_later_wakes_the_scheduler_and_a_cycle_reads_when_it_is_due(
+        store: Store) -> None:
+    """A submit that runs the cycle itself (as ``Yard.submit`` does) still wakes the
+    scheduler for a job for later, and a scheduler's cycle that does not maintain reads
+    when the job is due (``read_delayed``): it sleeps no longer than that."""
+    store.task_types.put(TaskTypeSpec("t", "shell:true"))
+    store.workers.register("w", ["default"], 1, lease_seconds=600)
+    _cycle(store)  # maintains: the next one with a long period does not
+    listener = store.listener("scheduler")
+    with store.submit([JobSubmission("t", run_after=store.now() + 60)]) as submitted:
+        if submitted.cycle is not None:
+            assert run_cycle(submitted.cycle).placed == []
+    assert _woken(listener)
+    report = schedule(store, maintenance_every=3600, read_delayed=True)
+    assert report is not None and not report.maintained and report.delayed_read
+    assert report.delayed_wait == pytest.approx(60, abs=5)
+    asked = schedule(store, maintenance_every=3600)
+    assert asked is not None and not asked.delayed_read and asked.delayed_wait is None
+
+
+def test_a_delayed_retry_wakes_the_scheduler_from_a_report_and_a_timeout(
+        store: Store, clock: MovableClock) -> None:
+    """A failure reported by the worker and a time-out failed by the cycle both delay
+    the retry, and each wakes the scheduler to read when it is due."""
+    store.task_types.put(TaskTypeSpec("t", "shell:true", timeout=1.0, retries=2,
+                                      retry_delay=60))
+    (job_id,) = store.jobs.submit([JobSubmission("t")])
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=600).id
+    _cycle(store)
+    (claimed,) = claim(store, worker, 1)
+    listener = store.listener("scheduler")
+    assert complete(store, worker, [Outcome(job_id, claimed.attempt, "failed", 1)]) == [True]
+    assert _woken(listener)
+    clock.advance(61)
+    assert [p.job_id for p in _cycle(store).placed] == [job_id]
+    claim(store, worker, 1)
+    listener = store.listener("scheduler")
+    clock.advance(1.5)
+    report = schedule(store, timeout_grace=0.0, read_delayed=True)
+    assert report is not None and report.timed_out == [job_id]
+    assert _woken(listener)
+    # Read before the time-out delayed the retry; the next cycle reads it.
+    report = schedule(store, maintenance_every=3600, read_delayed=True)
+    assert report is not None and report.delayed_wait is not None
+    assert 29 <= report.delayed_wait <= 61  # jitter shortens a delay to half at most

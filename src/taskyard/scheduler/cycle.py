@@ -51,8 +51,11 @@ class CycleReport:
     maintained: bool = False
     """The maintenance steps ran (or found nothing to do) in this cycle."""
     delayed_wait: float | None = None
-    """Seconds until the next delayed job comes due, as this cycle's maintenance read it
-    (None: none is delayed, or the cycle did not maintain: see ``maintained``)."""
+    """Seconds until the next delayed job comes due, as this cycle read it (None: none
+    is delayed, or the cycle did not read it: see ``delayed_read``)."""
+    delayed_read: bool = False
+    """The cycle read when the next delayed job is due (it maintained, or was asked to:
+    ``read_delayed``)."""
 
     @property
     def changed(self) -> bool:
@@ -71,6 +74,7 @@ def schedule(
     cancel_stalled: bool = False,
     maintenance_every: float = 0.0,
     timeout_grace: float = TIMEOUT_GRACE,
+    read_delayed: bool = False,
 ) -> CycleReport | None:
     """Run one cycle; ``None`` when another caller holds the global lock.
 
@@ -81,7 +85,9 @@ def schedule(
     many seconds ago; 0 (the default) runs them every cycle. Cycles triggered by a
     submit or a completion pass a small value: they exist to place work.
     ``timeout_grace``: seconds past an attempt's deadline before the cycle fails it
-    (its worker normally does so at the deadline).
+    (its worker normally does so at the deadline). ``read_delayed``: a cycle that does
+    not maintain still reads when the next delayed job is due (the scheduler sleeps no
+    longer than that).
     """
     started = time.perf_counter()
     with store.cycle() as cycle:
@@ -89,7 +95,7 @@ def schedule(
             return None
         report = run_cycle(cycle, holder=holder, scan_limit=scan_limit,
                            stall_after=stall_after, maintenance_every=maintenance_every,
-                           timeout_grace=timeout_grace)
+                           timeout_grace=timeout_grace, read_delayed=read_delayed)
     report.seconds = time.perf_counter() - started
     if cancel_stalled:
         for graph_id in report.stalled:
@@ -106,19 +112,20 @@ def run_cycle(
     maintenance_every: float = 0.0,
     timeout_grace: float = TIMEOUT_GRACE,
     record: bool = True,
+    read_delayed: bool = False,
 ) -> CycleReport:
     """The cycle's steps inside ``tx`` (a unit of work whose caller holds the global lock:
     see :func:`schedule`; a worker runs this inside its batch of completions).
     ``record``: count it in ``scheduler_state`` (inline cycles, run on every submit
-    and report, do not: one row written by every process would serialise them)."""
+    and report, do not: one row written by every process would serialise them).
+    ``read_delayed``: see :func:`schedule`."""
     started = time.perf_counter()
     report = CycleReport()
     maintain = _maintenance_due(tx.tx.store, maintenance_every)
-    report.maintained = maintain
+    report.maintained = report.delayed_read = maintain
     if maintain:
         work = tx.maintenance_work(timeout_grace)
-        if work.next_delayed is not None and work.next_delayed > 0:
-            report.delayed_wait = work.next_delayed
+        report.delayed_wait = work.next_delayed
         if work.expired:
             report.expelled = tx.expel_expired_workers()
         if work.overdue:
@@ -134,6 +141,10 @@ def run_cycle(
         if (report.expelled or report.timed_out or report.requeued or report.scheduled
                 or report.awaited or report.staged):
             tx.reads_are_stale()
+    elif read_delayed:
+        report.delayed_read, report.delayed_wait = True, tx.next_delayed()
+    if report.delayed_wait is not None and report.delayed_wait <= 0:
+        report.delayed_wait = None if maintain else 0.0  # due: the next maintenance stages it
     if not maintain and tx.nothing_pending():
         # Nothing to place: neither the live workers' values nor the planner are built
         # (each grows with the fleet: at 200 workers building them cost a cycle that

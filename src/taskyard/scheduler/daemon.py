@@ -102,7 +102,8 @@ class SchedulerDaemon:
                     report = schedule(self.store, holder=self.holder,
                                       stall_after=self.stall_after,
                                       cancel_stalled=self.cancel_stalled,
-                                      maintenance_every=0.0 if periodic else 0.25)
+                                      maintenance_every=0.0 if periodic else 0.25,
+                                      read_delayed=True)
                     failures = 0
                 except Exception:  # the daemon must outlive a database hiccup
                     failures += 1
@@ -120,7 +121,7 @@ class SchedulerDaemon:
                     stop.wait(wait)
                     continue
                 busy = 0
-                if report.maintained:  # what it read of the delayed jobs is the latest
+                if report.delayed_read:  # what it read of the delayed jobs is the latest
                     due_at = None if report.delayed_wait is None \
                         else time.monotonic() + report.delayed_wait
                 if self.on_cycle is not None:

@@ -109,12 +109,15 @@ class Attempts:
         failing = [o.job_id for o in part if o.state != AttemptState.SUCCEEDED]
         policies = self.tx.retries.policies(failing) if failing else {}
         ends: list[AttemptEnd] = []
+        delays: dict[int, float] = {}
         for o in part:
             delay = None
             if o.job_id in policies:  # a failure: a retry may be due
                 policy, failed = policies[o.job_id]
                 then = after_attempt(AttemptState(o.state), policy, failed, random.random())
                 delay = then.delay if then.state is JobState.PENDING else None
+                if delay:
+                    delays[o.job_id] = delay
             ends.append(AttemptEnd(
                 o.job_id, o.attempt, ENDS[AttemptState(o.state)].value, o.exit_code,
                 None if o.result is None else dumps(o.result), o.error, delay,
@@ -133,6 +136,8 @@ class Attempts:
             if (o.job_id, o.attempt) in ago:
                 events.append(job_running(o.job_id, o.attempt, worker_id, graph, routing))
             retry = state == JobState.PENDING
+            if retry and delays.get(o.job_id):  # the scheduler learns when it is due
+                self.tx.notify("scheduler")
             events.append(attempt_ended(o.job_id, o.attempt, o.state, retry=retry, graph_id=graph,
                                         routing=routing))
             if not retry:

@@ -92,6 +92,11 @@ class CycleTx:
         many (a bounded number: portable/cycle.py)."""
         return self.tx.driver.stage_due_jobs(self.tx.raw)
 
+    def next_delayed(self) -> float | None:
+        """Seconds until the first delayed job is due (negative: due; None: none is
+        delayed): what the maintenance reads, alone (one index probe)."""
+        return self.tx.driver.next_delayed(self.tx.raw)
+
     def expel_expired_workers(self) -> list[int]:
         """Workers whose lease ran out (database clock) leave; their jobs are suspended."""
         expelled = self.tx.driver.expel_expired_workers(self.tx.raw)
@@ -119,6 +124,8 @@ class CycleTx:
             timed_out.append(r.id)
             # Its worker (if alive) learns at its next heartbeat and kills the child.
             self.notify.add(f"worker.{r.worker_id}")
+            if retry and then.delay:  # the scheduler learns when it is due
+                self.notify.add("scheduler")
             self.tx.events.append([attempt_ended(r.id, r.attempt, "failed", retry=retry,
                                                  graph_id=r.graph_id, routing=r.routing,
                                                  exit_code=130)])

@@ -135,18 +135,24 @@ class Jobs:
         if traced and "trace_context" not in columns:
             columns = (*columns, "trace_context")
         values = itemgetter(*columns)
+        delayed = False
 
         def rows() -> Iterator[tuple[Any, ...]]:
+            nonlocal delayed
             row = first
             for index, sub in enumerate(subs):
                 if index:
                     row = job_row(sub, specs[sub.type], index, limits=limits)
                 if traced:
                     row.setdefault("trace_context", None)
+                if row["delayed_until"] is not None:
+                    delayed = True
                 yield values(row)
 
         found = self.tx.driver.insert_jobs(self.tx.raw, InsertJobs(
             columns, rows(), len(subs), placing=placing))
+        if delayed:  # the scheduler learns when the first is due
+            self.tx.notify("scheduler")
         ids = [int(i) for i in found.ids if i is not None]
         self.tx.events.append(job_pending(job_id, sub.graph_id, sub.routing, type=sub.type)
                               for job_id, sub in zip(ids, subs, strict=True))
@@ -176,6 +182,10 @@ class Jobs:
             return None
         (job_id,) = inserted.ids
         assert job_id is not None
+        if row["delayed_until"] is not None and not inserted.committed:
+            # The scheduler learns when it is due. (A unit the insert committed had no
+            # live worker: a worker that registers wakes the scheduler.)
+            tx.notify("scheduler")
         return Added([job_id], inserted.live_worker and not inserted.placed, inserted.cycle,
                      inserted.committed)
 
@@ -250,6 +260,11 @@ class Jobs:
         if announce:
             state, graph, routing, type_ = (columns.index(c)
                                             for c in ("state", "graph_id", "routing", "type"))
+            if "delayed_until" in columns:
+                delayed = columns.index("delayed_until")
+                if any(row[delayed] is not None and row[state] == JobState.PENDING
+                       for row in values):  # the scheduler learns when the first is due
+                    self.tx.notify("scheduler")
             self.tx.events.append(
                 job_pending(job_id, row[graph], row[routing], type=row[type_])
                 for job_id, row in zip(ids, values, strict=True)
