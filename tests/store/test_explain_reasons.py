@@ -85,3 +85,27 @@ def test_a_placeable_job_still_names_its_worker(store: Store) -> None:
     store.workers.register("w", ["default"], 2, lease_seconds=300)
     job = submit(store, "migrate")
     assert why(store, job) == [("placeable", None, "can be placed on worker w at the next cycle")]
+
+
+def test_a_job_a_burst_spreads_is_told_it_stays_pending_and_the_cycle_agrees(
+        store: Store) -> None:
+    """A job the next cycle would place in a prefetch window and then take back to
+    spread the burst (core/spread.py) is not "placeable": explain replays the cycle past
+    it, to where the cycle decides what to take back. Each reason is then checked
+    against what the cycle does."""
+    store.task_types.put(TaskTypeSpec("t", "shell:true"))
+    cold = store.workers.register("cold", ["default"], 1, lease_seconds=300, prefetch=512).id
+    warm = store.workers.register("warm", ["default"], 1, lease_seconds=300, prefetch=512).id
+    with store.write() as tx:
+        tx.attempts.record(warm, prefetch=10)
+        tx.attempts.record(cold, prefetch=0)
+    burst = store.jobs.submit([JobSubmission("t") for _ in range(6)])
+    # The cycle: one on cold (full), five on warm (its window takes ten more); the fair
+    # level of 6 jobs on 2 slots is 3, so warm's last two are taken back.
+    reasons = {job_id: [r.code for r in explain_job(store, job_id)] for job_id in burst}
+    schedule(store)
+    states = {job_id: store.jobs.get(job_id).state for job_id in burst}  # type: ignore[union-attr]
+    assert [reasons[j] for j in burst] == [["placeable"]] * 4 + [["spread"]] * 2
+    assert [states[j] for j in burst] == ["dispatched"] * 4 + ["pending"] * 2
+    message = explain_job(store, burst[-1])
+    assert [r.code for r in message] == ["spread"] and message[0].detail == "warm"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from taskyard.core.explain import Reason, explain_candidate, from_decision
@@ -17,6 +17,7 @@ from taskyard.core.placement import (
     WorkerSlot,
 )
 from taskyard.core.rate_limits import RateBook, RateLimit
+from taskyard.core.spread import spread
 
 NAMES = {1: "alpha", 2: "beta"}
 
@@ -173,3 +174,54 @@ def test_a_spent_rate_limit_is_among_the_reasons() -> None:
     free = Planner.from_snapshot([], [], rates=RateBook({"mail": RateLimit(1, 60.0)}, 100.0,
                                                         lambda *_: []))
     assert [s.reason for s in free.obstacles(job)] == [SkipReason.NO_WORKER]
+
+
+@given(windows=st.lists(st.integers(0, 12), min_size=1, max_size=4),
+       burst=st.integers(1, 40), from_end=st.integers(0, 39))
+@example(windows=[0, 12], burst=6, from_end=0)  # the last two are taken back
+@example(windows=[0, 12], burst=6, from_end=2)  # kept
+def test_explain_says_what_the_cycle_does_with_a_burst_it_spreads(
+        windows: list[int], burst: int, from_end: int) -> None:
+    """For a burst over workers of unequal prefetch windows, a job explained "placeable"
+    is one the cycle places and keeps, and one explained "spread" one it places and takes
+    back (core.spread): the explanation replays the cycle past the job."""
+    workers = [WorkerSlot(n, f"w{n}", ("default",), 1, w) for n, w in enumerate(windows)]
+    jobs = [Candidate(n, "t", 0, ("default",)) for n in range(burst)]
+    target = max(0, burst - 1 - from_end)  # the last placed are those taken back
+
+    planner = Planner.from_snapshot(workers, [])
+    placed: list[tuple[Candidate, int]] = []
+    for job in jobs:  # the cycle (scheduler/cycle.py:_place)
+        decision = planner.offer(job)
+        if isinstance(decision, Placement):
+            placed.append((job, decision.worker_id))
+        if planner.exhausted():
+            break
+    back = set() if planner.exhausted() else {p.job_id for p in spread(planner, placed)}
+    kept = {job.id for job, _ in placed} - back
+
+    replay = Planner.from_snapshot(workers, [])
+    before: list[tuple[Candidate, int]] = []
+    for job in jobs[:target]:
+        decision = replay.offer(job)
+        if isinstance(decision, Placement):
+            before.append((job, decision.worker_id))
+    (reason,) = explain_candidate(replay, jobs[target], ahead=target, worker_names={},
+                                  placed=before, rest=iter(jobs[target + 1:]))
+    assert (reason.code == "placeable") == (target in kept)
+    assert (reason.code == "spread") == (target in back)
+
+
+def test_a_job_that_fits_no_worker_after_it_leaves_the_spread_as_it_is() -> None:
+    """The replay past the job offers what comes after it, placeable or not, as the
+    cycle does: a job of a pool no worker serves changes nothing."""
+    workers = [WorkerSlot(0, "narrow", ("default",), 1, 0),
+               WorkerSlot(1, "wide", ("default",), 1, 12)]
+    jobs = [Candidate(n, "t", 0, ("default",)) for n in range(6)]
+    planner = Planner.from_snapshot(workers, [])
+    before = [(job, planner.offer(job).worker_id) for job in jobs[:5]]  # type: ignore[union-attr]
+    (reason,) = explain_candidate(planner, jobs[5], ahead=5, worker_names={1: "wide"},
+                                  placed=before, rest=[Candidate(6, "t", 0, ("gpu",))])
+    assert reason == Reason("spread", "fits on worker wide, but only beyond that worker's "
+                            "fair share of a burst: it stays pending for a worker with room "
+                            "(the next cycles place it)", detail="wide")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from taskyard.core.durations import iso
 from taskyard.core.placement import Candidate, Placement, Planner, Skip, SkipReason
+from taskyard.core.spread import spread
 from taskyard.core.waits import Kind, awaits_text
 
 
@@ -81,17 +82,46 @@ def awaiting(job_id: int, kind: str, signal: str | None, key: str | None, *,
 
 def explain_candidate(planner: Planner, job: Candidate, *, ahead: int,
                       worker_names: dict[int, str], queue_limit: int | None = None,
-                      reached: bool = True) -> list[Reason]:
+                      reached: bool = True, placed: Sequence[tuple[Candidate, int]] = (),
+                      rest: Iterable[Candidate] = ()) -> list[Reason]:
     """Every reason the pending ``job`` is not placed by ``planner`` — replayed up to
     it: ``ahead`` jobs of its pools come before it in line — or where it would go.
     ``reached``: False when the replay stopped before ``job`` (its scan limit), so it
-    would not be offered this cycle even if nothing held it back."""
+    would not be offered this cycle even if nothing held it back. ``placed``: what the
+    replay placed before it (job, worker), in order; ``rest``: the candidates after it,
+    which the cycle offers too — with them, a job the cycle would place and then take
+    back to spread a burst (:func:`taskyard.core.spread.spread`) is said to stay pending."""
     found = [from_decision(skip, ahead=ahead, worker_names=worker_names,
                            queue_limit=queue_limit, at_least=not reached)
              for skip in planner.obstacles(job)]
     if not reached and not any(r.code in ("no_capacity", "no_worker") for r in found):
         found.append(Reason("far_in_line", f"more than {ahead} jobs are ahead of it in line"))
     if not found:
-        found.append(from_decision(planner.offer(job), ahead=ahead, worker_names=worker_names,
-                                   queue_limit=queue_limit))
+        decision = planner.offer(job)
+        if isinstance(decision, Placement) and _taken_back(planner, decision,
+                                                           [*placed, (job, decision.worker_id)],
+                                                           rest):
+            name = worker_names.get(decision.worker_id, str(decision.worker_id))
+            found.append(Reason(
+                "spread", f"fits on worker {name}, but only beyond that worker's fair share "
+                "of a burst: it stays pending for a worker with room (the next cycles place "
+                "it)", detail=name))
+        else:
+            found.append(from_decision(decision, ahead=ahead, worker_names=worker_names,
+                                       queue_limit=queue_limit))
     return found
+
+
+def _taken_back(planner: Planner, decision: Placement, placed: list[tuple[Candidate, int]],
+                rest: Iterable[Candidate]) -> bool:
+    """Whether the cycle, offering ``rest`` after ``placed`` as it does (until no worker
+    can take more), takes the placement ``decision`` back to spread a burst."""
+    if planner.exhausted():
+        return False
+    for other in rest:
+        offered = planner.offer(other)
+        if isinstance(offered, Placement):
+            placed.append((other, offered.worker_id))
+        if planner.exhausted():
+            return False
+    return any(p.job_id == decision.job_id for p in spread(planner, placed))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from taskyard.core.durations import iso
 from taskyard.core.explain import Reason, awaiting, explain_candidate, pool_paused
+from taskyard.core.placement import Candidate, Placement
 from taskyard.core.states import ACTIVE, TERMINAL, JobState
 from taskyard.store import CycleTx, Store
 from taskyard.store.driver.planning import planner_of
@@ -61,12 +62,17 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
             return planner.has_room(pools) or not mine.isdisjoint(pools)
 
         ahead = 0
-        for candidate in cycle.ordered_candidates(room, EXPLAIN_PAGE, SCAN_LIMIT, spent):
+        placed: list[tuple[Candidate, int]] = []
+        candidates = cycle.ordered_candidates(room, EXPLAIN_PAGE, SCAN_LIMIT, spent)
+        for candidate in candidates:
             if candidate.id == job_id:
                 return [*held, *explain_candidate(
                     planner, candidate, ahead=ahead, worker_names=names,
-                    queue_limit=limits.queue.get(candidate.type))]
-            planner.offer(candidate)
+                    queue_limit=limits.queue.get(candidate.type), placed=placed,
+                    rest=candidates)]
+            decision = planner.offer(candidate)
+            if isinstance(decision, Placement):
+                placed.append((candidate, decision.worker_id))
             if not mine.isdisjoint(candidate.pools):
                 ahead += 1
         # Not reached: past the scan limit of its pools' lists.
