@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.store.driver import claim, complete
 
-from taskyard.model.records import JobSubmission, Outcome, TaskTypeSpec
+from taskyard.model.records import JobSubmission, Outcome, Prerequisite, TaskTypeSpec
 from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
 from taskyard.store import MovableClock, Store
 from taskyard.store.portable import cycle as portable_cycle
@@ -167,3 +167,34 @@ def test_a_delayed_retry_wakes_the_scheduler_from_a_report_and_a_timeout(
     report = schedule(store, maintenance_every=3600, read_delayed=True)
     assert report is not None and report.delayed_wait is not None
     assert 29 <= report.delayed_wait <= 61  # jitter shortens a delay to half at most
+
+
+def test_a_job_for_later_released_by_its_prerequisite_waits_on_or_is_placed_if_due(
+        store: Store, clock: MovableClock) -> None:
+    """A job for later that waits on a prerequisite (update on launch) is released to
+    pending when the prerequisite ends: still for later, it stays delayed and the release
+    wakes the scheduler; due by then, it joins the placement index at once, and the cycle
+    of the report that released it places it (no maintenance needed)."""
+    store.task_types.put(TaskTypeSpec("update", "shell:true"))
+    store.task_types.put(TaskTypeSpec("run", "shell:true", prerequisites=(
+        Prerequisite("update", {"p": "{p}"}, 0),)))
+    worker = store.workers.register("w", ["default"], 4, lease_seconds=600).id
+    now = store.now()
+    soon, later = store.jobs.submit([JobSubmission("run", {"p": 1}, run_after=now + 30),
+                                     JobSubmission("run", {"p": 2}, run_after=now + 3600)])
+    assert {store.jobs.get(j).state for j in (soon, later)} == {"waiting"}  # type: ignore[union-attr]
+    _cycle(store)
+    updates = claim(store, worker, 4)
+    assert len(updates) == 2
+    clock.advance(60)  # soon is due, later is not
+    listener = store.listener("scheduler")
+    with store.write() as tx:
+        tx.attempts.record(worker, ended=[Outcome(u.job_id, u.attempt, "succeeded", 0)
+                                          for u in updates])
+        with tx.cycle() as cycle:
+            assert cycle is not None
+            report = run_cycle(cycle, maintenance_every=3600)
+    assert [p.job_id for p in report.placed] == [soon] and report.staged == 0
+    assert _delayed(store, soon) is None and _delayed(store, later) is not None
+    assert store.jobs.get(later).state == "pending"  # type: ignore[union-attr]
+    assert _woken(listener)

@@ -36,13 +36,18 @@ def lock_waiting(raw: Cursor, ids: Sequence[int]) -> list[tuple[Any, ...]]:
 
 
 def update_dependents(raw: Cursor, params: UpdateDependents) -> list[tuple[Any, ...]]:
-    """Counters and state in one write per child: (id, graph, routing) of the updated.
-    Released (pending, or awaiting) with edges still open (convergence 'any'): the
-    counter is cleared, as a waiting job has unmet edges and a released one none."""
+    """Counters and state in one write per child: (id, graph, routing, delayed) of the
+    updated. Released (pending, or awaiting) with edges still open (convergence 'any'):
+    the counter is cleared, as a waiting job has unmet edges and a released one none.
+    Released pending, a job for later (``delayed_until``) whose time has come joins the
+    placement index at once (the cycle that follows places it); ``delayed``: it waits on."""
     which, ids = raw.member("id", params.ids)
     released = params.state in ("pending", "awaiting")
     unmet = "0" if released else "unmet_deps - ?"
     state = "" if params.state is None else ", state = ?"
+    if params.state == "pending":
+        state += (", delayed_until = CASE WHEN delayed_until <= {now} THEN NULL "
+                  "ELSE delayed_until END")
     ended = params.state is not None and not released
     values: list[Any] = [] if released else [params.resolved]
     values.append(params.fails)
@@ -53,4 +58,5 @@ def update_dependents(raw: Cursor, params: UpdateDependents) -> list[tuple[Any, 
     return raw.all(
         f"UPDATE jobs SET unmet_deps = {unmet}, dep_failures = dep_failures + ?{state}"
         f"{', finished_at = {now}, error = ?' if ended else ''} "
-        f"WHERE {which} AND {STILL_WAITING} RETURNING id, graph_id, routing", (*values, *ids))
+        f"WHERE {which} AND {STILL_WAITING} "
+        "RETURNING id, graph_id, routing, delayed_until IS NOT NULL", (*values, *ids))

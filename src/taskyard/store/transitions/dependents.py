@@ -153,12 +153,14 @@ class Dependents:
                     part, resolved, fails, None if state is None else state.value,
                     _WHY.get(state) if state in TERMINAL else None))
                 if state in TERMINAL:
-                    ended.extend(Ended(job_id, state, graph_id) for job_id, graph_id, _ in rows)
+                    ended.extend(Ended(job_id, state, graph_id) for job_id, graph_id, _, _ in rows)
                 elif state is JobState.AWAITING:  # a wait may find its signal sent already
-                    ended.extend(self.tx.waits.started([job_id for job_id, _, _ in rows]))
+                    ended.extend(self.tx.waits.started([job_id for job_id, _, _, _ in rows]))
                 elif state is not None:
                     self.tx.events.append(job_pending(job_id, graph_id, routing)
-                                          for job_id, graph_id, routing in rows)
+                                          for job_id, graph_id, routing, _ in rows)
+                    if any(delayed for _, _, _, delayed in rows):
+                        self.tx.notify("scheduler")  # it learns when the first is due
                     if len(self.tx.events.buffer) >= FLUSH_AT:
                         self.tx.events.flush()  # a fan-out's events, not all in memory
         return ended
