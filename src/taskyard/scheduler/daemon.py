@@ -156,10 +156,11 @@ class SchedulerDaemon:
                     else min(self.interval, report.rate_wait + RATE_SLACK)
                 # Nor does a delayed job wait for the tick: the cycle at its due time
                 # maintains, and so makes it placeable (and places it).
-                due = None if due_at is None else max(0.0, due_at - time.monotonic())
-                timed = due is not None and due + RATE_SLACK < wait
-                if due is not None and timed:
-                    wait = due + RATE_SLACK
+                timed = False
+                if due_at is not None:
+                    due = max(0.0, due_at - time.monotonic()) + RATE_SLACK
+                    if due < wait:
+                        wait, timed = due, True
                 woken = self._sleep(listener, stop, wait)
                 periodic = (wait >= self.interval or timed) and not woken
         finally:

@@ -100,7 +100,9 @@ COLUMNS = (
     "graph_id", "routing", "launch_type", "schedule_name", "dedup_key", "state", "unmet_deps",
     "convergence", "definition_hash", "rate_key", "kind", "signal_name", "signal_key",
 )
-"""The keys of :func:`job_row`, in the order of :func:`graph_rows`' tuples."""
+"""The columns of :func:`graph_rows`' tuples, in their order: :func:`job_row`'s keys that a
+graph's task sets, and a wait's (``kind``, ``signal_name``, ``signal_key``). No
+``delayed_until``: a graph's task has no ``run_after`` (a sleep waits instead)."""
 
 
 def graph_rows(graph_id: int, spec: GraphSpec,
