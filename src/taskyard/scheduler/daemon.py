@@ -92,6 +92,10 @@ class SchedulerDaemon:
         failures = busy = 0
         due_at: float | None = None  # when the next delayed job is due (monotonic clock)
         periodic = True  # the first cycle, and every timer tick, does all the steps
+        # A woken cycle reads when the next delayed job is due, even when it does not
+        # maintain: what woke it may be a job for later (the transitions that delay a job
+        # wake the scheduler). Those that follow a cycle that changed something need not.
+        woken = True
         keeper = None if self.history is None else threading.Thread(
             target=self.history.run, args=(stop,), name="history", daemon=True)
         if keeper is not None:
@@ -103,7 +107,7 @@ class SchedulerDaemon:
                                       stall_after=self.stall_after,
                                       cancel_stalled=self.cancel_stalled,
                                       maintenance_every=0.0 if periodic else 0.25,
-                                      read_delayed=True)
+                                      read_delayed=woken)
                     failures = 0
                 except Exception:  # the daemon must outlive a database hiccup
                     failures += 1
@@ -121,6 +125,7 @@ class SchedulerDaemon:
                     stop.wait(wait)
                     continue
                 busy = 0
+                woken = False
                 if report.delayed_read:  # what it read of the delayed jobs is the latest
                     due_at = None if report.delayed_wait is None \
                         else time.monotonic() + report.delayed_wait
