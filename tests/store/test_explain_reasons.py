@@ -109,3 +109,18 @@ def test_a_job_a_burst_spreads_is_told_it_stays_pending_and_the_cycle_agrees(
     assert [states[j] for j in burst] == ["dispatched"] * 4 + ["pending"] * 2
     message = explain_job(store, burst[-1])
     assert [r.code for r in message] == ["spread"] and message[0].detail == "warm"
+
+
+def test_a_job_for_later_due_but_not_yet_staged_is_told_so(store: Store) -> None:
+    """Due by the clock but still in the delayed jobs' index until a maintenance stages
+    it: explain says so, not that jobs are ahead of it in line (the placement index it
+    replays does not hold it yet)."""
+    store.task_types.put(TaskTypeSpec("plain", "shell:true"))
+    store.workers.register("w", ["default"], 1, lease_seconds=300)
+    job = submit(store, "plain", run_after=store.now() + 5)
+    assert [code for code, _, _ in why(store, job)] == ["run_after"]
+    store.clock.advance(10)  # type: ignore[union-attr]
+    (reason,) = why(store, job)
+    assert reason[0] == "run_after" and reason[2].startswith("due since ")
+    schedule(store)  # its maintenance stages it, and places it
+    assert store.jobs.get(job).state == "dispatched"  # type: ignore[union-attr]

@@ -40,6 +40,9 @@ def explain_job(store: Store, job_id: int) -> list[Reason]:
         if job.run_after is not None and job.run_after > job.now:
             return [Reason("run_after", f"not due before {iso(job.run_after)} "
                            f"(in {job.run_after - job.now:.0f}s)")]
+        if job.delayed:  # due, not yet out of the delayed jobs' index
+            return [Reason("run_after", f"due since {iso(job.run_after)}: placeable once a "
+                           "cycle's maintenance finds it due (the scheduler's, when due)")]
         # Replay the cycle's placement, with its stopping rules, up to this job. Its own
         # pools' lists are read even when they have no room (the cycle would not read
         # them): to count the jobs ahead of it, and to reach it for its other reasons.

@@ -36,6 +36,8 @@ class JobPlace:
     candidate: Candidate | None = None
     """The job as the cycle offers it (its priority, cost, locks and rate key); None for
     an approval, a wait or a sleep."""
+    delayed: bool = False
+    """A job for later that no maintenance has made placeable yet (``delayed_until``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,14 +56,15 @@ def job_place(tx: Tx, job_id: int) -> JobPlace:
     """The job's state, due time, pools and placement fields, and what an awaiting job
     awaits (NotFound if there is no such job)."""
     row = tx.raw.first("SELECT state, run_after, pools, {now}, type, rate_key, priority, "
-                       "cost, locks, kind, signal_name, signal_key, deadline FROM jobs "
+                       "cost, locks, kind, signal_name, signal_key, deadline, "
+                       "delayed_until IS NOT NULL FROM jobs "
                        "WHERE id = ?", (job_id,))
     if row is None:
         raise NotFound(f"no job {job_id}")
     candidate = None if row[4] is None else to_candidates(
         [(job_id, row[4], row[6], row[2], row[7], row[8], row[5])])[0]
     return JobPlace(row[0], row[1], pools_of(row[2]), float(row[3]), row[4] or "", row[5],
-                    row[9], row[10], row[11], row[12], candidate)
+                    row[9], row[10], row[11], row[12], candidate, bool(row[13]))
 
 
 def open_parents(tx: Tx, job_id: int) -> list[OpenParent]:
