@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,16 +95,18 @@ def settle(url: str) -> None:
 
 @contextmanager
 def daemons(url: str, workers: int, log: Path | None = None, *, inproc: bool = False,
-            capacity: int | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
+            capacity: int | None = None, scheduler: Sequence[str] = (),
+            ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``taskyard scheduler`` and ``workers`` times ``taskyard worker``, with their
     defaults; ``inproc``: no scheduler process, the first worker runs one
     (``worker --scheduler``), and only the workers are returned; ``capacity``: each
-    worker's ``--capacity`` (None: the default, one slot per CPU)."""
+    worker's ``--capacity`` (None: the default, one slot per CPU); ``scheduler``: more
+    options of ``taskyard scheduler``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
     base = [sys.executable, "-m", "taskyard", "--db", url]
     err = log.open("ab") if log else subprocess.DEVNULL
     procs = [] if inproc else [
-        subprocess.Popen([*base, "scheduler"], env=env, stderr=err, cwd=HERE)]
+        subprocess.Popen([*base, "scheduler", *scheduler], env=env, stderr=err, cwd=HERE)]
     slots = [] if capacity is None else ["--capacity", str(capacity)]
     procs += [subprocess.Popen([*base, "worker", "--name", f"bench-{i}", *slots,
                                 *(["--scheduler"] if inproc and i == 0 else [])],
