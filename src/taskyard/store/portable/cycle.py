@@ -73,6 +73,13 @@ def next_delayed(delayed: str = "") -> str:
             f"ORDER BY delayed_until LIMIT 1) - {ONCE}")
 
 
+def read_next_delayed(raw: Cursor, *, index: str = "") -> float | None:
+    """:func:`next_delayed` alone (``index``: as there): what a scheduler's cycle that does
+    not maintain reads (scheduler/cycle.py)."""
+    row = raw.first("SELECT " + next_delayed(index))
+    return None if row is None else row[0]
+
+
 STAGE_LIMIT = 5_000
 """Most delayed jobs one maintenance makes placeable: a cycle that stages the jobs of one
 instant (a million due at midnight) holds the lock for a bounded time, and places these

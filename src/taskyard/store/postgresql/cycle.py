@@ -123,8 +123,6 @@ MAINTENANCE_WORK = "SELECT " + ", ".join((*maintenance_checks("false", "%(grace)
                                           next_delayed()))
 """SQL: which maintenance steps have work (named parameter ``grace``), then the seconds
 until the next delayed job."""
-NEXT_DELAYED = "SELECT " + next_delayed()
-"""SQL: the seconds until the next delayed job alone (scheduler/cycle.py)."""
 NO_MAINTENANCE = "NOT (" + " OR ".join(maintenance_checks("false", "%(grace)s")) + ")"
 """SQL: no maintenance step has work."""
 HELD_SETTING = CYCLE_HELD

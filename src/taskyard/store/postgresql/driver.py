@@ -276,11 +276,7 @@ class PostgresDriver(SharedTransitions):
 
     read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
     stage_due_jobs = staticmethod(portable_cycle.stage_due_jobs)
-
-    def next_delayed(self, raw: Cursor) -> float | None:
-        """Seconds until the first delayed job is due (portable/cycle.py: next_delayed)."""
-        row = raw.first(cycle.NEXT_DELAYED)
-        return None if row is None else row[0]
+    next_delayed = staticmethod(portable_cycle.read_next_delayed)
 
     def first_signals(self, raw: Cursor, params: FirstSignals) -> dict[int, tuple[Any, ...]]:
         """The stored signals of waits just made awaiting (portable/waits.py), read once

@@ -34,9 +34,6 @@ DELAYED = "INDEXED BY ix_jobs_delayed"
 MAINTENANCE_WORK = "SELECT " + ", ".join((*maintenance_checks("0", "?", TIMERS, DELAYED),
                                           next_delayed(DELAYED)))
 """SQL: which maintenance steps have work, then the seconds until the next delayed job."""
-NEXT_DELAYED = "SELECT " + next_delayed(DELAYED)
-"""SQL: the seconds until the next delayed job alone (a scheduler's cycle that does not
-maintain reads it: scheduler/cycle.py)."""
 _HINT = "INDEXED BY ix_jobs_pending_pools"
 """SQLite must be told the placement index (and see the state as a literal)."""
 _WORKERS = ("SELECT id, name, pools, capacity, prefetch, unpaced_prefetch FROM workers "

@@ -244,9 +244,8 @@ class SqliteDriver(SharedTransitions):
         return portable_cycle.stage_due_jobs(raw, index=cycle.DELAYED)
 
     def next_delayed(self, raw: Cursor) -> float | None:
-        """Seconds until the first delayed job is due (portable/cycle.py: next_delayed)."""
-        row = raw.first(cycle.NEXT_DELAYED)
-        return None if row is None else row[0]
+        """See portable/cycle.py, through the delayed jobs' index (SQLite must be told)."""
+        return portable_cycle.read_next_delayed(raw, index=cycle.DELAYED)
 
     def read_due_awaiting(self, raw: Cursor, limit: int) -> list[tuple[Any, ...]]:
         """See portable/waits.py, through the timer index (SQLite must be told)."""
