@@ -72,8 +72,9 @@ class InsertJobs:
     """(One row) Insert only while the row's task type is still as it was built from it
     (a type read from the driver's cache): else nothing is written."""
     announce: Event | None = None
-    """(One row, with ``as_built``) Its ``job-pending`` event, with 0 for the job's id:
-    the insert writes it, with the id it gives the job."""
+    """The ``job-pending`` event of each row, with 0 for the job's id: the insert writes
+    one per row, with the id it gives the job, in the order of the rows (with one row:
+    only with ``as_built``; never with ``skip_taken_keys``)."""
     placing: bool = False
     """The caller runs the scheduling cycle next, in the same unit of work, unless no
     live worker may take the jobs (say whether one may) or they were placed with their

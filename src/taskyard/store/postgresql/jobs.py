@@ -2,8 +2,10 @@
 
 One statement text inserts jobs (:func:`insert_sql`): a lone job as one row of values,
 whose id the sequence gives it, with its ``job-pending`` event; more as a JSON row set
-with ids taken from the sequence first (in order: the order of creation); a bulk (a
-large graph) by ``COPY`` with the same ids. A lone job built from a task type read from
+with ids taken from the sequence first (in order: the order of creation), by a statement
+that also writes their ``job-pending`` events when they share one (:func:`ids_sql`) and
+runs while the client builds the rows; a bulk (a large graph, a large batch) by
+``COPY`` with the same ids. A lone job built from a task type read from
 the driver's cache is inserted only while that type's row is still at the version it
 was read at (its ``xmin``, which every update changes): else nothing is written, and
 the caller reads the type afresh.
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +60,7 @@ from taskyard.store.postgresql.rows import (
     not_begun,
     pg_row_set,
     pipelined,
+    pipelined_cursors,
 )
 from taskyard.store.schema.task_type_rows import COLUMNS, SELECT_SPECS, cached_spec
 
@@ -76,15 +80,38 @@ _WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
                     "WHERE id = (SELECT currval(pg_get_serial_sequence('jobs', 'id'))) "
                     "AND state = 'pending'")
 """The scheduler's wake-up, after a placing pipeline that left its job pending."""
-_IDS = ("SELECT (SELECT array_agg(nextval(s.seq)) FROM (SELECT pg_get_serial_sequence("
-        "'jobs', 'id')::regclass AS seq OFFSET 0) AS s, generate_series(1, %s)), {now}, NULL")
-"""The ids of a batch's jobs, from the sequence (sorted, they give the order of
-creation), and one reading of the clock for a bulk's rows (COPY takes values)."""
-_IDS_LIVE = _IDS.removesuffix("NULL") + f"NOT ({cycle.NO_WORKER})"
-""":data:`_IDS`, and whether a live worker may take the jobs, through the worker gate
-(see cycle.NO_WORKER): naming the gate, the statement holds back a registration until
-this transaction ends, as a later check would — one round trip for the three, where
-they took three."""
+_SEQUENCE = ("(SELECT pg_get_serial_sequence('jobs', 'id')::regclass AS seq OFFSET 0) AS s, "
+             "generate_series(1, %s)")
+_IDS = f"(SELECT array_agg(nextval(s.seq)) FROM {_SEQUENCE})"
+_ANNOUNCED = (f"WITH i AS MATERIALIZED (SELECT nextval(s.seq) AS id FROM {_SEQUENCE}), "
+              "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
+              "created_at) SELECT %s, %s, '{\"job_id\":' || id || %s, id, %s::bigint, {now} "
+              "FROM i ORDER BY id) ")
+AHEAD_ROWS = 5000
+"""At most this many of a batch's rows are built while the server takes their ids (and
+writes their events): the rest are built as ``COPY`` sends them (no list of a large
+batch's rows is kept)."""
+
+
+@functools.lru_cache(maxsize=4)
+def ids_sql(*, live: bool, announce: bool) -> str:
+    """A batch's first statement, as a rule (it carries the unit's BEGIN: see
+    ``rows.pipelined_cursors``): the ids of its ``%s`` jobs from the sequence (sorted,
+    they give the order of creation) and one reading of the clock for a bulk's rows
+    (COPY takes values). ``live``: and whether a live worker may take the jobs, through
+    the worker gate (see cycle.NO_WORKER): naming the gate, the statement holds back a
+    registration until this transaction ends, as a later check would. ``announce``: it
+    writes the jobs' ``job-pending`` events too, in the order of their ids, from the
+    values they share (topic, routing key, the payload after the id, graph id: ``%s``
+    each), and wakes the events' followers: the client builds no payload, and the
+    unit's end no statement, for them."""
+    gate = f"NOT ({cycle.NO_WORKER})" if live else "NULL"
+    if not announce:
+        return f"SELECT {_IDS}, {{now}}, {gate}"
+    return (_ANNOUNCED + "SELECT (SELECT array_agg(id ORDER BY id) FROM i), {now}, "
+            + gate + ", pg_notify('taskyard_events', '')")
+
+
 _PLACED_EVENT = ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
                  "created_at) SELECT %s, %s, '{\"job_id\":' || j.id || "
                  "%s, j.id, j.graph_id, {now} FROM j) ")
@@ -173,10 +200,21 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
     if params.count == 1 and params.as_built is not None:
         return _insert_one(raw, params, page, shortcuts)
     columns = params.columns
-    # The batch's first statement, as a rule: it carries the unit's BEGIN (rows.named).
-    (found,) = named(raw, _IDS_LIVE if params.placing else _IDS, (params.count,))
+    event = params.announce
+    assert event is None or not params.skip_taken_keys  # events for rows left out
+    values: tuple[Any, ...] = (params.count,) if event is None else (
+        params.count, event.topic, event.routing_key, event.payload[len(NO_ID):],
+        event.graph_id)
+    source = iter(params.rows)
+    ahead: list[tuple[Any, ...]] = []
+    # The server takes the ids (and writes the events) while the first rows are built.
+    (cursor,) = pipelined_cursors(
+        raw, [(ids_sql(live=params.placing, announce=event is not None), values)],
+        meanwhile=lambda: ahead.extend(itertools.islice(source, AHEAD_ROWS)))
+    (found,) = cursor.fetchall()
     ids, now, live = sorted(found[0] or ()), found[1], bool(found[2])  # none: no rows
-    rows = ((job_id, *row) for job_id, row in zip(ids, params.rows, strict=True))
+    rows = ((job_id, *row) for job_id, row in zip(
+        ids, itertools.chain(ahead, source), strict=True))
     written: Sequence[int | None] = ids
     if params.count >= BULK_MIN_ROWS and not params.skip_taken_keys:
         # One clock reading for the bulk (COPY takes values, not expressions).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from psycopg.pq import TransactionStatus
@@ -142,9 +142,13 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
 
 
 def pipelined_cursors(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
-                      commit: bool = False) -> list[Any]:
+                      commit: bool = False,
+                      meanwhile: Callable[[], object] | None = None) -> list[Any]:
     """:func:`pipelined`, with each statement's cursor instead of its rows: each one's
-    rows are to be read before the unit's next statement on that cursor."""
+    rows are to be read before the unit's next statement on that cursor. ``meanwhile``
+    runs once every statement is sent, while the server runs them (the client's own
+    work, overlapped with the round trip); an error it raises ends the pipeline and
+    propagates (the unit then rolls back)."""
     idle = not_begun(raw)
     whole = commit and idle
     begin = idle and not whole and not raw.dbapi.autocommit
@@ -159,6 +163,8 @@ def pipelined_cursors(raw: Cursor, statements: Sequence[tuple[str, Parameters]],
                            if isinstance(params, dict) else params)
         if commit and not whole:
             raw.pipelined(len(statements)).execute("COMMIT")
+        if meanwhile is not None:
+            meanwhile()
     return cursors
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store.cursor import Cursor
-from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
+from taskyard.store.driver.params import NO_ID, Event, InsertedJobs, InsertJobs
 from taskyard.store.schema.task_type_rows import COLUMNS, cached_spec
 from taskyard.store.sqlite.events import write_events
 from taskyard.store.sqlite.rows import insert_rows, insert_values
@@ -64,10 +64,9 @@ def insert_jobs(raw: Cursor, params: InsertJobs) -> InsertedJobs:
         found = raw.first(sql, [*row, params.as_built.name, *params.as_built.version])
         if found is None:
             return InsertedJobs([])
-        job_id, event = int(found[0]), params.announce
-        if event is not None:  # its job-pending event, with its id
-            write_events(raw, [event._replace(
-                payload=f'{{"job_id":{job_id}{event.payload[len(NO_ID):]}', job_id=job_id)])
+        job_id = int(found[0])
+        if params.announce is not None:  # its job-pending event, with its id
+            write_events(raw, [_with_id(params.announce, job_id)])
         return InsertedJobs([job_id], bool(found[1]))
     if params.skip_taken_keys:
         sql, _ = insert_sql(columns, skip_taken_keys=True)
@@ -83,7 +82,16 @@ def insert_jobs(raw: Cursor, params: InsertJobs) -> InsertedJobs:
         if last != first + params.count - 1:
             raise RuntimeError("job ids were not consecutive; refusing to guess them")
         ids = list(range(first, first + params.count))
+        if params.announce is not None:  # each row's job-pending event, with its id
+            write_events(raw, [_with_id(params.announce, i)
+                               for i in range(first, first + params.count)])
     return InsertedJobs(ids, params.placing and live_worker(raw))
+
+
+def _with_id(event: Event, job_id: int) -> Event:
+    """A job's event from its template (``InsertJobs.announce``)."""
+    return event._replace(payload=f'{{"job_id":{job_id}{event.payload[len(NO_ID):]}',
+                          job_id=job_id)
 
 
 def live_worker(raw: Cursor) -> bool:

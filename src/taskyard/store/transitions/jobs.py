@@ -19,7 +19,7 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store.driver.cycle_params import CycleStart
-from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.driver.params import CancelJob, Event, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.job_rows import attempt_record, job_row, same_columns, to_record
 from taskyard.store.transitions.events import job_exception, job_pending
@@ -149,14 +149,28 @@ class Jobs:
                     delayed = True
                 yield values(row)
 
+        shared = self._shared_announcement(subs) if many else None
         found = self.tx.driver.insert_jobs(self.tx.raw, InsertJobs(
-            columns, rows(), len(subs), placing=placing))
+            columns, rows(), len(subs), announce=shared, placing=placing))
         if delayed:  # the scheduler learns when the first is due
             self.tx.notify("scheduler")
         ids = [int(i) for i in found.ids if i is not None]
-        self.tx.events.append(job_pending(job_id, sub.graph_id, sub.routing, type=sub.type)
-                              for job_id, sub in zip(ids, subs, strict=True))
+        if shared is None:
+            self.tx.events.append(job_pending(job_id, sub.graph_id, sub.routing, type=sub.type)
+                                  for job_id, sub in zip(ids, subs, strict=True))
         return Added(ids, placing and found.live_worker, None)
+
+    def _shared_announcement(self, subs: Sequence[JobSubmission]) -> Event | None:
+        """The ``job-pending`` event every job of a batch shares, id aside (one type,
+        graph and routing: a ``submit_many``), for the driver to write with the jobs
+        (InsertJobs.announce); None when they differ, or when this unit has events
+        buffered already (announced first, they keep their place before these)."""
+        first = subs[0]
+        if self.tx.events.buffer or any(
+                s.type != first.type or s.graph_id != first.graph_id
+                or s.routing != first.routing for s in subs):
+            return None
+        return job_pending(0, first.graph_id, first.routing, type=first.type)
 
     def _add_one(self, sub: JobSubmission, placing: bool) -> Added | None:
         """One job, its type from the driver's cache, inserted only while the type is as

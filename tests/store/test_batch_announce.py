@@ -1,0 +1,71 @@
+"""A batch of jobs that share a type, graph and routing (a ``submit_many``) is announced
+by the driver with its insert (``InsertJobs.announce``: on PostgreSQL the statement that
+takes the batch's ids writes the events, while the client builds the rows), on both
+stores: one ``job-pending`` event per job, in the order of the ids, as the job's own
+would read; nothing of it is left when a row is refused, wherever the refused row
+falls (built ahead of the ``COPY`` or while it streams); events the unit buffered
+before keep their place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from taskyard.model.errors import InvalidInput
+from taskyard.model.records import JobSubmission, TaskTypeSpec
+from taskyard.store import Store
+from taskyard.store.cursor import BULK_MIN_ROWS
+from taskyard.store.postgresql.jobs import AHEAD_ROWS
+from taskyard.store.transitions.events import graph_changed
+
+HANDLER = "python:tests.handlers_for_tests:echo"
+
+
+def pending_events(store: Store, limit: int) -> list[Any]:
+    return [e for e in store.events.list(limit=limit) if e.topic == "job-pending"]
+
+
+@pytest.mark.parametrize("n", [3, BULK_MIN_ROWS + 5, AHEAD_ROWS + 5])
+def test_a_batch_of_one_type_is_announced_by_its_insert_one_event_a_job_in_order(
+        store: Store, n: int) -> None:
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    with store.write() as tx:
+        ids = tx.jobs.add([JobSubmission("t", {"i": i}) for i in range(n)]).ids
+        assert tx.events.buffer == []  # written with the jobs, not left to the unit's end
+    assert len(ids) == n and ids == sorted(ids)
+    events = pending_events(store, 2 * n)
+    assert [e.payload for e in events] == [{"job_id": i, "type": "t"} for i in ids]
+    assert {e.routing_key for e in events} == {"taskyard._._._"}
+    assert [e.id for e in events] == sorted(e.id for e in events)
+    last = store.jobs.get(ids[-1], attempts=False)
+    assert last is not None and (last.state, last.args) == ("pending", {"i": n - 1})
+
+
+def test_a_batch_with_a_routing_of_its_own_is_announced_with_it(store: Store) -> None:
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    ids = store.jobs.submit([JobSubmission("t", {}, routing="r.x") for _ in range(4)])
+    assert [(e.routing_key, e.payload["job_id"]) for e in pending_events(store, 10)] == [
+        ("taskyard._.r.x", i) for i in ids]
+
+
+def test_events_buffered_before_the_batch_keep_their_place(store: Store) -> None:
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    with store.write() as tx:
+        tx.events.append([graph_changed(7, "running", "r")])
+        ids = tx.jobs.add([JobSubmission("t", {}) for _ in range(3)]).ids
+    assert [(e.topic, e.payload.get("job_id")) for e in store.events.list()] == [
+        ("graph-running", None), *(("job-pending", i) for i in ids)]
+
+
+@pytest.mark.parametrize("refused", [2, BULK_MIN_ROWS + 200, AHEAD_ROWS + 200])
+def test_a_batch_refused_anywhere_leaves_neither_jobs_nor_events(
+        store: Store, refused: int) -> None:
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    subs = [JobSubmission("t", {"i": i}) for i in range(refused + 100)]
+    subs[refused] = JobSubmission("t", {"i": float("nan")})
+    with pytest.raises(InvalidInput, match=f"job {refused}: args"):
+        store.jobs.submit(subs)
+    assert store.jobs.list() == [] and store.events.list() == []
+    ids = store.jobs.submit([JobSubmission("t", {}) for _ in range(3)])
+    assert [e.payload["job_id"] for e in pending_events(store, 10)] == ids
