@@ -83,7 +83,7 @@ ON_DUPLICATE = ("existing", "reject")
 """A submit whose unique key a job holds: that job's id (the default), or Conflict."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: 0.6 µs to build, not 2.3 (a setattr per field)
 class JobSubmission:
     """A request to run one job. ``None`` fields fall back to the task type's."""
 
