@@ -16,8 +16,10 @@ from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
 from taskyard.store import Store
 from taskyard.store.cursor import BULK_MIN_ROWS
+from taskyard.store.driver.params import InsertJobs
 from taskyard.store.postgresql.jobs import AHEAD_ROWS
-from taskyard.store.transitions.events import graph_changed
+from taskyard.store.schema.job_rows import job_row
+from taskyard.store.transitions.events import graph_changed, job_pending
 
 HANDLER = "python:tests.handlers_for_tests:echo"
 
@@ -69,3 +71,15 @@ def test_a_batch_refused_anywhere_leaves_neither_jobs_nor_events(
     assert store.jobs.list() == [] and store.events.list() == []
     ids = store.jobs.submit([JobSubmission("t", {}) for _ in range(3)])
     assert [e.payload["job_id"] for e in pending_events(store, 10)] == ids
+
+
+def test_a_driver_refuses_to_announce_rows_it_may_leave_out(store: Store) -> None:
+    """``announce`` writes an event per row: with ``skip_taken_keys`` some rows may not go
+    in, and the driver says so instead of announcing jobs that do not exist."""
+    store.task_types.put(TaskTypeSpec("t", HANDLER))
+    with pytest.raises(ValueError, match="skip_taken_keys"), store.write() as tx:
+        row = job_row(JobSubmission("t", {}, dedup_key="k"), TaskTypeSpec("t", HANDLER), 0)
+        tx.driver.insert_jobs(tx.raw, InsertJobs(
+            tuple(row), [tuple(row.values())] * 2, 2, skip_taken_keys=True,
+            announce=job_pending(0, None, "", type="t")))
+    assert store.jobs.list() == [] and store.events.list() == []

@@ -201,7 +201,8 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
         return _insert_one(raw, params, page, shortcuts)
     columns = params.columns
     event = params.announce
-    assert event is None or not params.skip_taken_keys  # events for rows left out
+    if event is not None and params.skip_taken_keys:
+        raise ValueError("InsertJobs: announce with skip_taken_keys (events of rows left out)")
     values: tuple[Any, ...] = (params.count,) if event is None else (
         params.count, event.topic, event.routing_key, event.payload[len(NO_ID):],
         event.graph_id)

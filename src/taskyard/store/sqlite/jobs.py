@@ -69,6 +69,9 @@ def insert_jobs(raw: Cursor, params: InsertJobs) -> InsertedJobs:
             write_events(raw, [_with_id(params.announce, job_id)])
         return InsertedJobs([job_id], bool(found[1]))
     if params.skip_taken_keys:
+        if params.announce is not None:
+            raise ValueError("InsertJobs: announce with skip_taken_keys "
+                             "(events of rows left out)")
         sql, _ = insert_sql(columns, skip_taken_keys=True)
         ids: list[int | None] = []
         for row in params.rows:  # a row at a time: which of them went in
