@@ -21,15 +21,20 @@ def _setup(api: Api) -> tuple[int, int]:
     return job["id"], graph["id"]
 
 
-def test_event_pages_and_filters(api: Api) -> None:
-    job_id, graph_id = _setup(api)
-    # In commit order: on PostgreSQL an event waits for the transactions older than its
-    # own, anywhere on the server (other tests' too), to end.
+def _all_three(api: Api) -> dict[str, Any]:
+    """The page of _setup's three events, once they can be read: in commit order, on
+    PostgreSQL an event waits for the transactions older than its own, anywhere on the
+    server (other tests' too), to end."""
     def all_three() -> dict[str, Any] | None:
         found: dict[str, Any] = api.get("/api/v1/events").json()
         return found if len(found["items"]) >= 3 else None
 
-    every = wait_for("the three events", all_three)
+    return wait_for("the three events", all_three)
+
+
+def test_event_pages_and_filters(api: Api) -> None:
+    job_id, graph_id = _setup(api)
+    every = _all_three(api)
     topics = [e["topic"] for e in every["items"]]
     assert topics == ["job-pending", "graph-running", "job-pending"]
     assert every["next"] == every["items"][-1]["id"]
@@ -53,7 +58,7 @@ def test_event_pages_and_filters(api: Api) -> None:
 
 def test_stream_sends_resumes_filters_and_keeps_alive(api: Api) -> None:
     job_id, graph_id = _setup(api)
-    stored = api.get("/api/v1/events").json()["items"]
+    stored = _all_three(api)["items"]  # all of them: the stream must send each
     with api.client("read") as reader, reader.stream(
             "GET", "/api/v1/events/stream", params={"after": 0}) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
