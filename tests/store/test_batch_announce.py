@@ -4,7 +4,8 @@ takes the batch's ids writes the events, while the client builds the rows), on b
 stores: one ``job-pending`` event per job, in the order of the ids, as the job's own
 would read; nothing of it is left when a row is refused, wherever the refused row
 falls (built ahead of the ``COPY`` or while it streams); events the unit buffered
-before keep their place."""
+before keep their place. The batch is built from the task type its store keeps,
+written only while the type is as kept."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from taskyard.model.errors import InvalidInput
 from taskyard.model.records import JobSubmission, TaskTypeSpec
-from taskyard.store import Store
+from taskyard.store import Store, open_store
 from taskyard.store.cursor import BULK_MIN_ROWS
 from taskyard.store.driver.params import InsertJobs
 from taskyard.store.postgresql.jobs import AHEAD_ROWS
@@ -83,3 +84,42 @@ def test_a_driver_refuses_to_announce_rows_it_may_leave_out(store: Store) -> Non
             tuple(row), [tuple(row.values())] * 2, 2, skip_taken_keys=True,
             announce=job_pending(0, None, "", type="t")))
     assert store.jobs.list() == [] and store.events.list() == []
+
+
+def test_a_batch_is_built_from_its_type_as_it_is_now(db_url: str) -> None:
+    """A batch of one type is built from the type its store keeps (no read of it per
+    batch) and written only while the type is as kept: changed by another process's
+    store, the next batch is built from the type as it is now — also when its rows
+    were refused by the type as kept, at the first row or further on."""
+    submitter, admin = open_store(db_url), open_store(db_url)  # two processes' stores
+    try:
+        admin.task_types.put(TaskTypeSpec("t", HANDLER, cost=1, pools=("a",)))
+        first = submitter.jobs.submit([JobSubmission("t", {}) for _ in range(3)])
+        job = submitter.jobs.get(first[0], attempts=False)
+        assert job is not None and (job.cost, job.pools) == (1, ("a",))
+        admin.task_types.put(TaskTypeSpec("t", HANDLER, cost=3, pools=("b",), retries=2,
+                                          locks=("res:{x}",)))
+        second = submitter.jobs.submit([JobSubmission("t", {"x": i}) for i in range(3)])
+        job = submitter.jobs.get(second[2], attempts=False)
+        assert job is not None and (job.cost, job.pools, job.retries) == (3, ("b",), 2)
+        assert "res:2" in job.locks[0]
+        # The lock template needs its argument: refused, as without any cache.
+        with pytest.raises(InvalidInput, match="args have no 'x'"):
+            submitter.jobs.submit([JobSubmission("t", {"x": 0}), JobSubmission("t", {})])
+        # Refused by the type as kept (first row; a later row), not by the type now.
+        admin.task_types.put(TaskTypeSpec("t", HANDLER, cost=5))
+        third = submitter.jobs.submit([JobSubmission("t", {}) for _ in range(3)])
+        admin.task_types.put(TaskTypeSpec("t", HANDLER, cost=5, locks=("res:{x}",)))
+        submitter.jobs.submit([JobSubmission("t", {"x": 1}) for _ in range(2)])
+        admin.task_types.put(TaskTypeSpec("t", HANDLER, cost=6))
+        fourth = submitter.jobs.submit([JobSubmission("t", {"x": 1}), JobSubmission("t", {})])
+        costs = [(j.cost, j.locks) for j in (submitter.jobs.get(i, attempts=False)
+                                             for i in (*third, *fourth)) if j is not None]
+        assert costs == [(5, ())] * 3 + [(6, ())] * 2
+        pending = [e.payload["job_id"] for e in submitter.events.list(limit=100)
+                   if e.topic == "job-pending"]
+        assert len(pending) == len(set(pending))  # no job announced twice
+        assert set(pending) == {j.id for j in submitter.jobs.list(limit=100)}
+    finally:
+        submitter.close()
+        admin.close()

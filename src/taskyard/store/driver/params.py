@@ -69,8 +69,9 @@ class InsertJobs:
     """The rows; a bulk may be streamed (computed as it is written)."""
     count: int
     as_built: TypeVersion | None = None
-    """(One row) Insert only while the row's task type is still as it was built from it
-    (a type read from the driver's cache): else nothing is written."""
+    """Insert only while the rows' task type (one for all) is still as they were built
+    from it (a type read from the driver's cache): else nothing is written, and a
+    row's refusal, built from the type as it was, is not raised."""
     announce: Event | None = None
     """The ``job-pending`` event of each row, with 0 for the job's id: the insert writes
     one per row, with the id it gives the job, in the order of the rows (with one row:

@@ -82,9 +82,7 @@ _WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
 """The scheduler's wake-up, after a placing pipeline that left its job pending."""
 _SEQUENCE = ("(SELECT pg_get_serial_sequence('jobs', 'id')::regclass AS seq OFFSET 0) AS s, "
              "generate_series(1, %s)")
-_IDS = f"(SELECT array_agg(nextval(s.seq)) FROM {_SEQUENCE})"
-_ANNOUNCED = (f"WITH i AS MATERIALIZED (SELECT nextval(s.seq) AS id FROM {_SEQUENCE}), "
-              "e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
+_ANNOUNCED = ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
               "created_at) SELECT %s, %s, '{\"job_id\":' || id || %s, id, %s::bigint, {now} "
               "FROM i ORDER BY id) ")
 AHEAD_ROWS = 5000
@@ -93,8 +91,8 @@ writes their events): the rest are built as ``COPY`` sends them (no list of a la
 batch's rows is kept)."""
 
 
-@functools.lru_cache(maxsize=4)
-def ids_sql(*, live: bool, announce: bool) -> str:
+@functools.lru_cache(maxsize=8)
+def ids_sql(*, live: bool, announce: bool, as_built: bool = False) -> str:
     """A batch's first statement, as a rule (it carries the unit's BEGIN: see
     ``rows.pipelined_cursors``): the ids of its ``%s`` jobs from the sequence (sorted,
     they give the order of creation) and one reading of the clock for a bulk's rows
@@ -104,11 +102,16 @@ def ids_sql(*, live: bool, announce: bool) -> str:
     writes the jobs' ``job-pending`` events too, in the order of their ids, from the
     values they share (topic, routing key, the payload after the id, graph id: ``%s``
     each), and wakes the events' followers: the client builds no payload, and the
-    unit's end no statement, for them."""
+    unit's end no statement, for them. ``as_built``: only while the jobs' task type is
+    at the version their rows were built from (its name and ``xmin``, ``%s`` each, after
+    the count; :data:`_AS_BUILT`): else it takes no id, writes no event and the ids are
+    NULL."""
     gate = f"NOT ({cycle.NO_WORKER})" if live else "NULL"
+    guard = f" WHERE {_AS_BUILT})" if as_built else ""
     if not announce:
-        return f"SELECT {_IDS}, {{now}}, {gate}"
-    return (_ANNOUNCED + "SELECT (SELECT array_agg(id ORDER BY id) FROM i), {now}, "
+        return f"SELECT (SELECT array_agg(nextval(s.seq)) FROM {_SEQUENCE}{guard}), {{now}}, {gate}"
+    return (f"WITH i AS MATERIALIZED (SELECT nextval(s.seq) AS id FROM {_SEQUENCE}{guard}), "
+            + _ANNOUNCED + "SELECT (SELECT array_agg(id ORDER BY id) FROM i), {now}, "
             + gate + ", pg_notify('taskyard_events', '')")
 
 
@@ -199,20 +202,32 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
     """See :class:`InsertJobs`; ``page``: how many candidates a cycle's first reads take."""
     if params.count == 1 and params.as_built is not None:
         return _insert_one(raw, params, page, shortcuts)
-    columns = params.columns
-    event = params.announce
+    columns, event, built = params.columns, params.announce, params.as_built
     if event is not None and params.skip_taken_keys:
         raise ValueError("InsertJobs: announce with skip_taken_keys (events of rows left out)")
-    values: tuple[Any, ...] = (params.count,) if event is None else (
-        params.count, event.topic, event.routing_key, event.payload[len(NO_ID):],
-        event.graph_id)
+    values: tuple[Any, ...] = (
+        params.count, *(() if built is None else (built.name, built.version)),
+        *(() if event is None else (event.topic, event.routing_key,
+                                    event.payload[len(NO_ID):], event.graph_id)))
     source = iter(params.rows)
     ahead: list[tuple[Any, ...]] = []
+    refused: list[Exception] = []
+
+    def build_ahead() -> None:
+        try:
+            ahead.extend(itertools.islice(source, AHEAD_ROWS))
+        except Exception as exc:  # raised once the statement's answer is read
+            refused.append(exc)
+
     # The server takes the ids (and writes the events) while the first rows are built.
-    (cursor,) = pipelined_cursors(
-        raw, [(ids_sql(live=params.placing, announce=event is not None), values)],
-        meanwhile=lambda: ahead.extend(itertools.islice(source, AHEAD_ROWS)))
+    (cursor,) = pipelined_cursors(raw, [(ids_sql(
+        live=params.placing, announce=event is not None, as_built=built is not None),
+        values)], meanwhile=build_ahead)
     (found,) = cursor.fetchall()
+    if found[0] is None and built is not None:
+        return InsertedJobs([])  # the type changed: nothing written, a refusal moot
+    if refused:  # the type was as the rows were built: the refusal stands
+        raise refused[0]
     ids, now, live = sorted(found[0] or ()), found[1], bool(found[2])  # none: no rows
     rows = ((job_id, *row) for job_id, row in zip(
         ids, itertools.chain(ahead, source), strict=True))

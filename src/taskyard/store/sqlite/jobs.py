@@ -58,7 +58,7 @@ def read_task_type(raw: Cursor, name: str) -> tuple[tuple[Any, ...], TaskTypeSpe
 def insert_jobs(raw: Cursor, params: InsertJobs) -> InsertedJobs:
     """See :class:`InsertJobs`."""
     columns = params.columns
-    if params.as_built is not None:
+    if params.as_built is not None and params.count == 1:
         (row,) = params.rows
         sql, _ = insert_sql(columns, as_built=True, placing=params.placing)
         found = raw.first(sql, [*row, params.as_built.name, *params.as_built.version])
@@ -78,6 +78,11 @@ def insert_jobs(raw: Cursor, params: InsertJobs) -> InsertedJobs:
             found = raw.first(sql, row)
             ids.append(None if found is None else int(found[0]))
     else:
+        built = params.as_built
+        if built is not None:
+            (same,) = raw.first(f"SELECT {_AS_BUILT}", [built.name, *built.version]) or (0,)
+            if not same:
+                return InsertedJobs([])  # the type changed since the rows were built
         (before,) = raw.first("SELECT MAX(id) FROM jobs") or (0,)
         first = int(before or 0) + 1
         insert_values(raw, *insert_sql(columns), list(params.rows))

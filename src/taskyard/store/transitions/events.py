@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from taskyard.core.routing import job_key, routing_key, topic_matches
-from taskyard.model.records import JSON, EventRecord, loads
+from taskyard.model.records import JSON, EventRecord, JobSubmission, loads
 from taskyard.store.driver.params import Event, EventCursor, ReadEvents
 
 if TYPE_CHECKING:
@@ -77,6 +77,16 @@ def job_pending(job_id: int, graph_id: int | None, routing: str, *, type: str | 
         more += f',"retry":{encode_payload(retry)}'
     return Event("job-pending", job_key(graph_id, routing), f'{{"job_id":{job_id}{more}}}',
                  job_id, graph_id)
+
+
+def shared_pending(subs: Sequence[JobSubmission]) -> Event | None:
+    """The ``job-pending`` event every job of a batch shares, id aside (one type, graph
+    and routing: a ``submit_many``); None when they differ."""
+    first = subs[0]
+    if any(s.type != first.type or s.graph_id != first.graph_id
+           or s.routing != first.routing for s in subs):
+        return None
+    return job_pending(0, first.graph_id, first.routing, type=first.type)
 
 
 def job_running(job_id: int, attempt: int, worker_id: int, graph_id: int | None,

@@ -19,10 +19,10 @@ from taskyard.model.records import (
     loads,
 )
 from taskyard.store.driver.cycle_params import CycleStart
-from taskyard.store.driver.params import CancelJob, Event, InsertJobs, ReadJobs, TypeVersion
+from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
 from taskyard.store.schema.job_rows import attempt_record, job_row, same_columns, to_record
-from taskyard.store.transitions.events import job_exception, job_pending
+from taskyard.store.transitions.events import job_exception, job_pending, shared_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
 
 if TYPE_CHECKING:
@@ -102,6 +102,10 @@ class Jobs:
             added = self._add_one(subs[0], placing)
             if added is not None:
                 return added
+        elif all(s.type == subs[0].type for s in subs):
+            added = self._add_batch(subs, placing)
+            if added is not None:
+                return added
         tx = self.tx
         specs = tx.task_types.by_name({s.type for s in subs})
         for sub in subs:
@@ -119,8 +123,30 @@ class Jobs:
         return [job_row(sub, specs[sub.type], index if many else None, limits=limits)
                 for index, sub in enumerate(subs)]
 
+    def _add_batch(self, subs: Sequence[JobSubmission], placing: bool) -> Added | None:
+        """Jobs of one type, as :meth:`_add_one` adds one: built from the driver's cached
+        type, inserted only while the type is as read (the insert checks it); None when
+        the ordinary path must decide (unknown or changed type, update on launch, a
+        first row refused: decided there with the type read afresh): nothing is written
+        then."""
+        tx, name = self.tx, subs[0].type
+        cached = tx.driver.task_type(tx.raw, name)
+        if cached is None or cached[1].prerequisites:
+            return None
+        version, spec = cached
+        try:  # only the first row here: a refusal once the insert began is the driver's
+            job_row(subs[0], spec, 0, limits=tx.store.limits)
+        except InvalidInput:
+            tx.driver.forget_task_type(name)  # refused by the type as kept: read it again
+            return None
+        added = self._insert_submitted(subs, {name: spec}, placing, TypeVersion(name, version))
+        if not added.ids:  # the type changed since: read it again
+            tx.driver.forget_task_type(name)
+            return None
+        return added
+
     def _insert_submitted(self, subs: Sequence[JobSubmission], specs: dict[str, TaskTypeSpec],
-                          placing: bool) -> Added:
+                          placing: bool, as_built: TypeVersion | None = None) -> Added:
         """Jobs of no prerequisites, pending: each row is built as the driver writes it
         (a bulk's ``COPY`` streams them: the server inserts the first rows while the
         next are built, and no list of the batch's rows is kept), and announced from
@@ -149,9 +175,13 @@ class Jobs:
                     delayed = True
                 yield values(row)
 
-        shared = self._shared_announcement(subs) if many else None
+        # Announced by the insert (InsertJobs.announce) unless events are buffered already:
+        # announced first, those keep their place before these.
+        shared = None if not many or self.tx.events.buffer else shared_pending(subs)
         found = self.tx.driver.insert_jobs(self.tx.raw, InsertJobs(
-            columns, rows(), len(subs), announce=shared, placing=placing))
+            columns, rows(), len(subs), as_built=as_built, announce=shared, placing=placing))
+        if not found.ids:  # as_built: the type changed, nothing written
+            return Added([], False, None)
         if delayed:  # the scheduler learns when the first is due
             self.tx.notify("scheduler")
         ids = [int(i) for i in found.ids if i is not None]
@@ -159,18 +189,6 @@ class Jobs:
             self.tx.events.append(job_pending(job_id, sub.graph_id, sub.routing, type=sub.type)
                                   for job_id, sub in zip(ids, subs, strict=True))
         return Added(ids, placing and found.live_worker, None)
-
-    def _shared_announcement(self, subs: Sequence[JobSubmission]) -> Event | None:
-        """The ``job-pending`` event every job of a batch shares, id aside (one type,
-        graph and routing: a ``submit_many``), for the driver to write with the jobs
-        (InsertJobs.announce); None when they differ, or when this unit has events
-        buffered already (announced first, they keep their place before these)."""
-        first = subs[0]
-        if self.tx.events.buffer or any(
-                s.type != first.type or s.graph_id != first.graph_id
-                or s.routing != first.routing for s in subs):
-            return None
-        return job_pending(0, first.graph_id, first.routing, type=first.type)
 
     def _add_one(self, sub: JobSubmission, placing: bool) -> Added | None:
         """One job, its type from the driver's cache, inserted only while the type is as
