@@ -64,7 +64,7 @@ def test_up_down_up(db_url: str) -> None:
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(engine)
     upgrade(engine)  # idempotent, like `taskyard init` run twice
-    assert current_revision(engine) == "0020"
+    assert current_revision(engine) == "0021"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT cycles FROM scheduler_state")).scalar_one() == 0
     engine.dispose()
@@ -121,7 +121,7 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
             "INSERT INTO jobs (type, state, pools, created_at, priority) "
             "VALUES ('old', 'pending', '[\"default\"]', 0, 7)"))
     upgrade(engine)
-    assert current_revision(engine) == "0020"
+    assert current_revision(engine) == "0021"
     with engine.connect() as conn:
         assert conn.execute(text(
             "SELECT max_worker_losses FROM task_types WHERE name = 'old'")).scalar_one() == 3
@@ -185,4 +185,45 @@ def test_upgrading_a_0019_database_delays_its_jobs_for_later(db_url: str) -> Non
                                         ("waiting", 5e9), ("succeeded", None)]
     downgrade(engine, "0019")
     upgrade(engine)
+    engine.dispose()
+
+
+def _check_texts(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return [str(r[0]) for r in conn.execute(text(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'c' "
+            "AND conrelid IN ('jobs'::regclass, 'attempts'::regclass)"))]
+
+
+def test_upgrading_a_0020_database_keeps_the_checks_of_states_and_kinds(db_url: str) -> None:
+    """0021 (PostgreSQL) writes the checks of states, kinds and convergence as one array
+    constant each (schema/checks.py): the rows stay, the same values are refused, and
+    down again restores the ``IN`` lists. SQLite's stay as they are."""
+    engine = _fresh_engine(db_url)
+    pg = engine.dialect.name == "postgresql"
+    if pg:
+        assert all("ARRAY[" not in c for c in _check_texts(engine))
+        assert sum("::text[]" in c for c in _check_texts(engine)) == 6
+    downgrade(engine, "0020")
+    if pg:
+        assert sum("ARRAY[" in c for c in _check_texts(engine)) == 6
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO task_types (name, handler, created_at, updated_at) "
+                          "VALUES ('old', 'shell:true', 0, 0)"))
+        conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
+                          "VALUES ('old', 'pending', '[\"default\"]', 0)"))
+    upgrade(engine)
+    if pg:
+        assert all("ARRAY[" not in c for c in _check_texts(engine))
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT type, state FROM jobs")).one() == ("old", "pending")
+        conn.execute(text("UPDATE jobs SET state = 'succeeded', finished_at = 1"))
+    for bad in ("state = 'napping'", "kind = 'nap'", "convergence = 'one'",
+                "state = 'dispatched'", "state = 'failed', finished_at = NULL",
+                "state = 'pending', finished_at = NULL, worker_id = 1"):
+        with pytest.raises(IntegrityError, match="ck_jobs_"), engine.begin() as conn:
+            conn.execute(text(f"UPDATE jobs SET {bad}"))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE jobs SET state = 'canceled'"))
+        assert conn.execute(text("SELECT state FROM jobs")).scalar_one() == "canceled"
     engine.dispose()

@@ -11,8 +11,6 @@ tables; a test checks that a migrated schema equals ``metadata.create_all``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from sqlalchemy import (
     DDL,
     BigInteger,
@@ -35,6 +33,7 @@ from taskyard.core.states import ACTIVE, TERMINAL, AttemptState, JobState
 from taskyard.core.waits import Kind
 from taskyard.store.schema.base import DELAYED, READY, Id, Time, add_postgresql_predicates, metadata
 from taskyard.store.schema.base import partial_index as _partial
+from taskyard.store.schema.checks import checks, one_of, quoted
 from taskyard.store.schema.operations import duration_totals, history, log_chunks
 from taskyard.store.schema.services import (
     api_tokens,
@@ -75,14 +74,7 @@ __all__ = [
 ]
 
 
-def _quoted(states: Iterable[str]) -> str:
-    return ", ".join(f"'{s}'" for s in sorted(states))
-
-
-_ACTIVE_SQL = _quoted(ACTIVE)
-_JOB_STATES_SQL = _quoted(JobState)
-_TERMINAL_SQL = _quoted(TERMINAL)
-_KINDS_SQL = _quoted(Kind)
+_ACTIVE_SQL = quoted(ACTIVE)
 
 task_types = Table(
     "task_types",
@@ -233,17 +225,15 @@ jobs = Table(
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
     ForeignKeyConstraint(["graph_id"], ["graphs.id"]).ddl_if(dialect="sqlite"),
-    CheckConstraint(f"state IN ({_JOB_STATES_SQL})", name="state_known"),
-    CheckConstraint(
-        f"(state IN ({_ACTIVE_SQL})) = (worker_id IS NOT NULL)", name="worker_iff_active"
-    ),
-    CheckConstraint(
-        f"state NOT IN ({_TERMINAL_SQL}) OR finished_at IS NOT NULL", name="finished_at_set"
-    ),
+    # Names kept in a set: each backend's own form (schema/checks.py, migration 0021).
+    *checks("state_known", "{}", one_of("state", JobState)),
+    *checks("worker_iff_active", "({}) = (worker_id IS NOT NULL)", one_of("state", ACTIVE)),
+    *checks("finished_at_set", "{} OR finished_at IS NOT NULL",
+            one_of("state", TERMINAL, negate=True)),
     CheckConstraint("unmet_deps >= 0", name="unmet_nonnegative"),
     CheckConstraint("cost >= 0 AND attempt >= 0", name="counts_nonnegative"),
-    CheckConstraint("convergence IN ('all', 'any')", name="convergence_known"),
-    CheckConstraint(f"kind IN ({_KINDS_SQL})", name="kind_known"),
+    *checks("convergence_known", "{}", one_of("convergence", ("all", "any"))),
+    *checks("kind_known", "{}", one_of("kind", Kind)),
     CheckConstraint("(kind = 'task') = (type IS NOT NULL)", name="type_iff_task"),
     # The placement index (migration 0003): per list of pools, pending jobs in
     # placement order. The cycle reads each list whose pools have room, bounded, and
@@ -307,7 +297,7 @@ attempts = Table(
     # PostgreSQL: statement-level triggers instead (migration 0019, see pg_references).
     ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE").ddl_if(dialect="sqlite"),
     ForeignKeyConstraint(["worker_id"], ["workers.id"]).ddl_if(dialect="sqlite"),
-    CheckConstraint(f"state IN ({_quoted(AttemptState)})", name="state_known"),
+    *checks("state_known", "{}", one_of("state", AttemptState)),
 )
 
 stages = Table(
