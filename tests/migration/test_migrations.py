@@ -131,16 +131,21 @@ def test_upgrading_a_0001_database_keeps_its_rows(db_url: str) -> None:
     engine.dispose()
 
 
-def test_upgrading_a_0012_database_admits_waits_and_keeps_the_checks(db_url: str) -> None:
-    """0013 edits jobs' constraints in place (SQLite: its schema text): the rows stay,
-    a job without a type may be an approval awaiting, and the checks still refuse."""
-    engine = _fresh_engine(db_url)
-    downgrade(engine, "0012")
+def _insert_old_job(engine: Engine) -> None:
+    """A task type ``old`` and one pending job of it, as an older schema takes them."""
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO task_types (name, handler, created_at, updated_at) "
                           "VALUES ('old', 'shell:true', 0, 0)"))
         conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
                           "VALUES ('old', 'pending', '[\"default\"]', 0)"))
+
+
+def test_upgrading_a_0012_database_admits_waits_and_keeps_the_checks(db_url: str) -> None:
+    """0013 edits jobs' constraints in place (SQLite: its schema text): the rows stay,
+    a job without a type may be an approval awaiting, and the checks still refuse."""
+    engine = _fresh_engine(db_url)
+    downgrade(engine, "0012")
+    _insert_old_job(engine)
     upgrade(engine)
     with engine.begin() as conn:
         assert conn.execute(text("SELECT type, kind FROM jobs")).one() == ("old", "task")
@@ -207,11 +212,7 @@ def test_upgrading_a_0020_database_keeps_the_checks_of_states_and_kinds(db_url: 
     downgrade(engine, "0020")
     if pg:
         assert sum("ARRAY[" in c for c in _check_texts(engine)) == 6
-    with engine.begin() as conn:
-        conn.execute(text("INSERT INTO task_types (name, handler, created_at, updated_at) "
-                          "VALUES ('old', 'shell:true', 0, 0)"))
-        conn.execute(text("INSERT INTO jobs (type, state, pools, created_at) "
-                          "VALUES ('old', 'pending', '[\"default\"]', 0)"))
+    _insert_old_job(engine)
     upgrade(engine)
     if pg:
         assert all("ARRAY[" not in c for c in _check_texts(engine))
