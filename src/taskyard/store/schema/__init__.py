@@ -225,7 +225,7 @@ jobs = Table(
     # (migration 0004, see pg_references): a per-row check dominated large submits.
     ForeignKeyConstraint(["type"], ["task_types.name"]).ddl_if(dialect="sqlite"),
     ForeignKeyConstraint(["graph_id"], ["graphs.id"]).ddl_if(dialect="sqlite"),
-    # Names kept in a set: each backend's own form (schema/checks.py, migration 0021).
+    # Each in its backend's form: one array constant on PostgreSQL (schema/checks.py).
     *checks("state_known", "{}", one_of("state", JobState)),
     *checks("worker_iff_active", "({}) = (worker_id IS NOT NULL)", one_of("state", ACTIVE)),
     *checks("finished_at_set", "{} OR finished_at IS NOT NULL",
