@@ -21,7 +21,7 @@ REDIS := /usr/bin/redis-server
 PGBOUNCER := /usr/sbin/pgbouncer
 UI_PORT ?= 8080
 
-.PHONY: demo ui test lint bench clean
+.PHONY: demo ui test lint gate servers bench clean
 
 # Two stamps in one venv: `.runtime` is taskyard and what it needs to run (make demo,
 # make ui); `.installed` adds the dev tools (make test, make lint). Either order works:
@@ -50,20 +50,19 @@ $(AIRFLOW_VENV)/.installed: bench/airflow-constraints.txt
 	  apache-airflow==2.11.2 psycopg2-binary
 	touch $@
 
-$(CHROMIUM):
-	@command -v apt-get >/dev/null || { echo "make: install Debian's chromium for the browser tests" >&2; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+# The servers the tests run (above), as Debian packages: whichever are missing, in one
+# `apt-get update` and one install.
+SERVER_PACKAGES := $(CHROMIUM):chromium $(RABBITMQ):rabbitmq-server $(REDIS):redis-server \
+  $(PGBOUNCER):pgbouncer
 
-$(RABBITMQ) $(REDIS):
-	@command -v apt-get >/dev/null || { echo "make: install Debian's rabbitmq-server and redis-server for the bridge tests" >&2; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server redis-server
-
-$(PGBOUNCER):
-	@command -v apt-get >/dev/null || { echo "make: install Debian's pgbouncer for the fleet tests" >&2; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer
+servers:
+	@missing=""; for pair in $(SERVER_PACKAGES); do \
+	  [ -x "$${pair%%:*}" ] || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  command -v apt-get >/dev/null || { echo "make: install Debian's$$missing for the tests" >&2; exit 1; }; \
+	  echo "apt-get install$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
 
 demo: $(VENV)/.runtime
 	$(PY) examples/demo/run_demo.py
@@ -73,9 +72,18 @@ demo: $(VENV)/.runtime
 ui: $(VENV)/.runtime
 	$(PY) examples/demo/ui.py --port $(UI_PORT)
 
-# CI (.ci/run) runs this: lint first, so that a ruff or mypy error fails the run.
-test: lint $(CHROMIUM) $(RABBITMQ) $(REDIS) $(PGBOUNCER)
-	VENV=$(abspath $(VENV)) scripts/run-tests
+# CI (.ci/run) runs this. The lint and the gate come before the suite, so that a ruff or
+# mypy error or a branch of core left uncovered fails the run at once. The servers'
+# install (network and disk) runs beside the venv's, the lint and the gate (CPU), each
+# one's output printed whole when it ends; any of them failing stops the run before the
+# suite.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint gate servers
+	VENV=$(abspath $(VENV)) GATE=0 scripts/run-tests
+
+# 100 % branch coverage of src/taskyard/core by the unit tests (scripts/core-gate).
+gate: $(VENV)/.installed
+	VENV=$(abspath $(VENV)) scripts/core-gate
 
 # taskyard vs procrastinate, PgQueuer, huey, Celery and Airflow: bench/results/latest.md and the plots.
 bench: $(BENCH_VENV)/.installed $(AIRFLOW_VENV)/.installed
