@@ -215,6 +215,7 @@ def up(ctx: click.Context, count: int, capacity: int | None, pools: tuple[str, .
         aging=aging or None), stop)
     codes: list[int | None] = []
     publishing: threading.Thread | None = None
+    _freeze_start_up()  # the scheduler's thread and the HTTP server live as long as this
     # Its own workers serve these pools even before they have registered.
     idle = _IdleWatch(state, horizon, set(pools or ("default",)) if count else set())
     try:

@@ -11,7 +11,6 @@ body's size.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -64,14 +63,9 @@ def create_app(yard: Yard, *, settings: Settings | None = None,
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         to_thread.current_default_thread_limiter().total_tokens = settings.threads
-        # What start-up made (modules, routes, schemas, the store's metadata) lives as long
-        # as the server: kept out of the cyclic collector's scans, which each request's
-        # allocations set off and which walked it all (a tenth of a submit's CPU on
-        # SQLite: 0.93 s of collections for 8,500 submits, 0.09 s frozen).
-        gc.collect()
-        gc.freeze()
+        # No gc.freeze() here: the heap is the process's, and only the process's owner
+        # knows that what it holds now lives as long as it does (HttpServer.run, `up`).
         yield
-        gc.unfreeze()  # a process that goes on (tests, `up`) collects it again
         app.state.feed.close()
 
     # No redirect to the path with(out) a trailing slash: it would echo the Host header.
