@@ -1,0 +1,87 @@
+"""SQLite's listener waits on a watch of the database's WAL file where it can (Linux's
+inotify): an idle wait reads the database a few times a second instead of a thousand,
+and a commit from another process still wakes it; where no watch can be had (no WAL
+file), it polls as before."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from taskyard.api.yard import Yard
+from taskyard.store import Store
+from taskyard.store.sqlite.listen import RECHECK_SECONDS, SqliteListener
+from taskyard.store.sqlite.wal_watch import watch_wal
+
+ROOT = Path(__file__).resolve().parents[2]
+IDLE = 1.0
+"""An idle wait's length: a poll every millisecond reads the database hundreds of times
+in it even on a loaded machine; a watched wait a dozen or so."""
+
+
+def _sqlite(store: Store) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's listener")
+    if sys.platform != "linux":
+        pytest.skip("inotify is Linux's")
+
+
+def test_an_idle_wait_reads_the_database_a_few_times_a_second(store: Store) -> None:
+    _sqlite(store)
+    listener = store.listener("worker.1")
+    assert isinstance(listener, SqliteListener)
+    reads = [0]
+    read = listener._data_version
+
+    def counted() -> int:
+        reads[0] += 1
+        return read()
+
+    listener._data_version = counted  # type: ignore[method-assign]
+    try:
+        assert listener.wait(IDLE) is False
+    finally:
+        listener.close()
+    assert 1 <= reads[0] <= IDLE / RECHECK_SECONDS + 5, reads[0]
+
+
+def test_a_commit_of_another_process_wakes_a_watched_wait(store: Store) -> None:
+    _sqlite(store)
+    url = str(store.engine.url)
+    with Yard(url) as yard:
+        yard.add_task_type("t", "shell:true")
+        worker = yard.store.workers.register("w", ["default"], 1, lease_seconds=60).id
+    listener = store.listener(f"worker.{worker}")
+    woke: list[bool] = []
+    waiting = threading.Thread(target=lambda: woke.append(listener.wait(120)), daemon=True)
+    waiting.start()
+    try:
+        # The submit places the job on the only live worker and wakes its channel.
+        subprocess.run([sys.executable, "-c", "import sys; from taskyard import Yard; "
+                        "Yard(sys.argv[1]).submit('t')", url],
+                       check=True, cwd=ROOT, timeout=120)
+        waiting.join(120)
+        assert woke == [True]
+    finally:
+        listener.close()
+
+
+def test_without_a_watch_the_listener_polls(store: Store, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    assert watch_wal(":memory:") is None
+    assert watch_wal(str(tmp_path / "none.db")) is None  # no WAL file
+    _sqlite(store)
+    monkeypatch.setattr("taskyard.store.sqlite.listen.watch_wal", lambda _: None)
+    with Yard(str(store.engine.url)) as yard:
+        yard.add_task_type("t", "shell:true")
+        worker = yard.store.workers.register("w", ["default"], 1, lease_seconds=60).id
+        listener = store.listener(f"worker.{worker}")
+        try:
+            yard.submit("t")
+            assert listener.wait(120) is True
+        finally:
+            listener.close()
