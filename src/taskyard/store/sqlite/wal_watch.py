@@ -17,24 +17,34 @@ None and the listener polls as before.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import select
+import sys
+from typing import Any
 
 IN_MODIFY = 0x00000002
+_LIBC: list[Any] = []
+"""The C library's inotify functions once looked up (None where there are none):
+looked up at the first watch, so that a process that listens to nothing (a CLI call)
+does not load ctypes."""
 
 
-def _libc() -> ctypes.CDLL | None:
+def _libc() -> Any:
+    if not _LIBC:
+        _LIBC.append(_load_libc() if sys.platform == "linux" else None)
+    return _LIBC[0]
+
+
+def _load_libc() -> Any:
+    import ctypes  # noqa: PLC0415 - see _LIBC
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc's
         libc.inotify_init1.argtypes = [ctypes.c_int]
         libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-    except (OSError, AttributeError):  # not Linux (or no inotify in its C library)
+    except (OSError, AttributeError):  # no inotify in this C library
         return None
     return libc
-
-
-_LIBC = _libc() if hasattr(os, "O_CLOEXEC") else None
 
 
 class WalWatch:
@@ -64,15 +74,16 @@ def watch_wal(database: str) -> WalWatch | None:
     """A watch on ``database``'s WAL file, or None where there can be none (above).
     Call it once a connection of the caller's has read the database: the file exists
     from then on."""
-    if _LIBC is None or database == ":memory:" or database.startswith("file:"):
+    if database == ":memory:" or database.startswith("file:"):
         return None
     wal = os.fsencode(database + "-wal")
-    if not os.path.exists(wal):
+    libc = _libc() if os.path.exists(wal) else None
+    if libc is None:
         return None
-    fd = _LIBC.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
     if fd < 0:  # EMFILE (the per-user limit), ENOSYS…: poll instead
         return None
-    if _LIBC.inotify_add_watch(fd, wal, IN_MODIFY) < 0:
+    if libc.inotify_add_watch(fd, wal, IN_MODIFY) < 0:
         os.close(fd)
         return None
     return WalWatch(fd)
