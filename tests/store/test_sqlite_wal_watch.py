@@ -85,3 +85,4 @@ def test_without_a_watch_the_listener_polls(store: Store, tmp_path: Path,
             assert listener.wait(120) is True
         finally:
             listener.close()
+

@@ -12,6 +12,17 @@ import contextlib
 import os
 import select
 import threading
+from collections.abc import Sequence
+
+
+def readable(fds: Sequence[int], seconds: float) -> list[int]:
+    """Those of ``fds`` that have something to read (or reached its end, or an error)
+    within ``seconds``. With poll(2), not select(2), whose descriptors stop at 1,024: a
+    server holding a thousand connections gives the descriptors it opens then past it."""
+    waiting = select.poll()
+    for fd in fds:
+        waiting.register(fd, select.POLLIN)
+    return [fd for fd, _ in waiting.poll(max(seconds, 0.0) * 1000)]
 
 
 class Interrupt:
@@ -49,7 +60,7 @@ class Interrupt:
 
     def sleep(self, seconds: float) -> bool:
         """Sleep ``seconds``, or until fired: whether it was."""
-        if select.select([self._read], [], [], max(seconds, 0.0))[0]:
+        if readable([self._read], seconds):
             return self.take()
         return False
 

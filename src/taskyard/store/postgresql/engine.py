@@ -9,7 +9,6 @@ another server connection, where neither would exist."""
 
 from __future__ import annotations
 
-import select
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from sqlalchemy import Engine, create_engine, event, exc
 
 from taskyard.store.clock import MovableClock
 from taskyard.store.driver import Connections
+from taskyard.store.interrupt import readable
 from taskyard.store.postgresql.urls import pg_target
 
 IDLE_IN_TX_MS = 60_000
@@ -104,10 +104,10 @@ def check_alive(dbapi_conn: Any, idle: float) -> None:
     if dbapi_conn.closed or dbapi_conn.broken:
         raise exc.DisconnectionError("connection closed")
     try:
-        readable, _, _ = select.select([dbapi_conn.fileno()], [], [], 0)
+        pending = readable([dbapi_conn.fileno()], 0)
     except (OSError, ValueError) as error:
         raise exc.DisconnectionError(str(error)) from None
-    if readable:
+    if pending:
         # An idle connection gets nothing unasked (it does not LISTEN).
         raise exc.DisconnectionError("unexpected data on an idle connection")
     if idle > PING_IDLE_SECONDS:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import select
 import threading
 import time
 from typing import Any
 
 from taskyard.store.driver import Connections, Listener
-from taskyard.store.interrupt import Interrupt
+from taskyard.store.interrupt import Interrupt, readable
 from taskyard.store.postgresql.urls import pg_target
 
 log = logging.getLogger("taskyard.store")
@@ -79,8 +78,8 @@ class PgListener:
             deadline = time.monotonic() + max(timeout, 0.0)
             fd, woken = self._conn.fileno(), self._interrupt.fileno()
             while True:
-                ready = [fd] if self._held else select.select(
-                    [fd, woken], [], [], max(0.0, deadline - time.monotonic()))[0]
+                ready = [fd] if self._held else readable(
+                    [fd, woken], deadline - time.monotonic())
                 if fd in ready:
                     self._held = False
                     # All that came, a burst coalesced into one wake-up.

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import sys
 from typing import Any
+
+from taskyard.store.interrupt import readable
 
 IN_MODIFY = 0x00000002
 _LIBC: list[Any] = []
@@ -57,8 +58,7 @@ class WalWatch:
     def wait(self, seconds: float, also: int) -> bool:
         """Whether the file was written since the last wait (the events are consumed);
         False when ``seconds`` passed or ``also`` became readable first."""
-        ready = select.select([self._fd, also], [], [], max(seconds, 0.0))[0]
-        if self._fd not in ready:
+        if self._fd not in readable([self._fd, also], seconds):
             return False
         with contextlib.suppress(BlockingIOError, InterruptedError):
             while os.read(self._fd, 4096):  # one read takes every queued event
