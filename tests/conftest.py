@@ -131,6 +131,8 @@ def store(db_url: str, clock: MovableClock) -> Iterator[Store]:
 # docs' shell blocks, the benchmarks' smoke runs). xdist hands tests out in the order
 # they were collected, and one of these, collected in the middle, could start when the
 # others were nearly done and hold the run's end on one worker while the other waited.
+# With `--dist worksteal` (scripts/run-tests) the first worker's half begins with them,
+# and what a worker steals is the end of the other's queue: short tests.
 LONG_FIRST = ("tests/chaos/", "tests/acceptance/test_docs.py", "tests/bench/", "tests/fleet/")
 
 
