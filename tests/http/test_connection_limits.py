@@ -66,8 +66,9 @@ def test_half_a_header_is_dropped(limited: Api) -> None:
 
 
 def test_half_a_body_is_dropped(limited: Api, caplog: pytest.LogCaptureFixture) -> None:
-    # On its logger: a CLI run in this process earlier (CliRunner) leaves the level of
-    # "taskyard" at WARNING, which the root's level alone would not undo.
+    # On its logger: the CLI's main() run in this process earlier (as
+    # tests/store/test_schedule_cli.py does) leaves "taskyard" at WARNING, which the
+    # root's level alone would not undo.
     caplog.set_level(logging.INFO, logger="taskyard.http")
     token = limited.tokens["write"]
     with _connect(limited) as conn:
