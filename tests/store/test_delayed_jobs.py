@@ -14,6 +14,7 @@ from tests.store.driver import claim, complete
 from taskyard.model.records import JobSubmission, Outcome, Prerequisite, TaskTypeSpec
 from taskyard.scheduler.cycle import CycleReport, run_cycle, schedule
 from taskyard.store import MovableClock, Store
+from taskyard.store.driver.params import UpdateDependents
 from taskyard.store.portable import cycle as portable_cycle
 
 LATER = 500
@@ -198,3 +199,43 @@ def test_a_job_for_later_released_by_its_prerequisite_waits_on_or_is_placed_if_d
     assert _delayed(store, soon) is None and _delayed(store, later) is not None
     assert store.jobs.get(later).state == "pending"  # type: ignore[union-attr]
     assert _woken(listener)
+
+
+def test_a_release_wakes_the_scheduler_only_for_a_job_for_later(
+        store: Store, clock: MovableClock) -> None:
+    """The rows a release returns tell which released job is still for later: only that
+    one wakes the scheduler. SQLite 3.40 answered ``delayed_until IS NOT NULL`` in a
+    RETURNING clause with true for every row (a table whose rowid alias is declared NOT
+    NULL), so that every hand-off of a chain woke the scheduler, whose cycle then raced
+    the reporting worker's for the lock."""
+    store.task_types.put(TaskTypeSpec("update", "shell:true"))
+    store.task_types.put(TaskTypeSpec("run", "shell:true", prerequisites=(
+        Prerequisite("update", {"p": "{p}"}, 0),)))
+    worker = store.workers.register("w", ["default"], 4, lease_seconds=600).id
+
+    # Through a worker's report, as a chain hands off: no wake-up for the scheduler.
+    (job_id,) = store.jobs.submit([JobSubmission("run", {"p": 1})])
+    _cycle(store)
+    (update,) = claim(store, worker, 4)
+    listener = store.listener("scheduler")
+    try:
+        with store.write() as tx:
+            tx.attempts.record(worker, ended=[Outcome(update.job_id, update.attempt,
+                                                      "succeeded", 0)])
+            with tx.cycle() as cycle:
+                assert cycle is not None
+                report = run_cycle(cycle, maintenance_every=3600)
+        assert [p.job_id for p in report.placed] == [job_id]
+        # A wake-up sent would be waiting already (committed before this wait).
+        assert not listener.wait(1.0)
+    finally:
+        listener.close()
+
+    now = store.now()
+    plain, later = store.jobs.submit([JobSubmission("run", {"p": 2}),
+                                      JobSubmission("run", {"p": 3}, run_after=now + 3600)])
+    assert _delayed(store, plain) is None and _delayed(store, later) is not None
+    with store.write() as tx:
+        rows = tx.driver.update_dependents(tx.raw, UpdateDependents(
+            [plain, later], 1, 0, "pending", None))
+    assert {r[0]: r[3] for r in rows} == {plain: None, later: pytest.approx(now + 3600)}

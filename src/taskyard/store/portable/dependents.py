@@ -40,7 +40,8 @@ def update_dependents(raw: Cursor, params: UpdateDependents) -> list[tuple[Any, 
     updated. Released (pending, or awaiting) with edges still open (convergence 'any'):
     the counter is cleared, as a waiting job has unmet edges and a released one none.
     Released pending, a job for later (``delayed_until``) whose time has come joins the
-    placement index at once (the cycle that follows places it); ``delayed``: it waits on."""
+    placement index at once (the cycle that follows places it); ``delayed``: when it waits
+    on (its ``delayed_until``, None when it does not)."""
     which, ids = raw.member("id", params.ids)
     released = params.state in ("pending", "awaiting")
     unmet = "0" if released else "unmet_deps - ?"
@@ -59,4 +60,9 @@ def update_dependents(raw: Cursor, params: UpdateDependents) -> list[tuple[Any, 
         f"UPDATE jobs SET unmet_deps = {unmet}, dep_failures = dep_failures + ?{state}"
         f"{', finished_at = {now}, error = ?' if ended else ''} "
         f"WHERE {which} AND {STILL_WAITING} "
-        "RETURNING id, graph_id, routing, delayed_until IS NOT NULL", (*values, *ids))
+        # The column itself, tested by the caller: SQLite 3.40 answers ``delayed_until IS
+        # NOT NULL`` (and IS NULL) wrongly in a RETURNING clause of a table whose rowid
+        # alias is declared NOT NULL, as ours are: true for every row. Every release then
+        # woke the scheduler for a job for later that was not one (a cycle of its own at
+        # each hand-off of a chain, racing the reporting worker's for the lock).
+        "RETURNING id, graph_id, routing, delayed_until", (*values, *ids))

@@ -159,7 +159,7 @@ class Dependents:
                 elif state is not None:
                     self.tx.events.append(job_pending(job_id, graph_id, routing)
                                           for job_id, graph_id, routing, _ in rows)
-                    if any(delayed for _, _, _, delayed in rows):
+                    if any(delayed is not None for _, _, _, delayed in rows):
                         self.tx.notify("scheduler")  # it learns when the first is due
                     if len(self.tx.events.buffer) >= FLUSH_AT:
                         self.tx.events.flush()  # a fan-out's events, not all in memory
