@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -278,3 +279,43 @@ def test_a_handler_time_of_zero_is_its_pace(monkeypatch: pytest.MonkeyPatch) -> 
     outcome, seconds = _run_one(_python_job(1))
     assert outcome.state == "succeeded", outcome.error
     assert seconds == 0.0
+
+
+def _wait_for(paths: list[str], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not all(os.path.exists(p) for p in paths):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.parametrize("first_cost", [1, 3])
+def test_every_job_there_is_room_for_starts_though_one_slot_is_woken_at_a_time(
+        tmp_path: Path, first_cost: int) -> None:
+    """A submit wakes one slot per job, and each slot that takes a job wakes the next
+    while the queue's head fits; a job's end frees its room for its own slot. Jobs that
+    only run together (each waits for all to have started) must all start: three queued
+    in one submit, or behind a job of cost 3 whose end makes room for all three."""
+    go = os.path.join(tmp_path, "go")
+    executor = ProcessExecutor(3, on_done=lambda _o, _s: None, prewarm=False, guard=False)
+
+    def job(job_id: int, cost: int = 1) -> ClaimedJob:
+        started, others = os.path.join(tmp_path, f"s{job_id}"), [
+            os.path.join(tmp_path, f"s{j}") for j in (2, 3, 4) if j != job_id]
+        wait = " && ".join(f"[ -e {p} ]" for p in [go, *others] if job_id != 1 or p == go)
+        return ClaimedJob(job_id, 1, "t", f"shell:touch {started}; until {wait}; "
+                          "do sleep 0.01; done", {}, 60, cost=cost)
+
+    try:
+        if first_cost > 1:
+            executor.submit([job(1, first_cost)])
+            assert _wait_for([os.path.join(tmp_path, "s1")])
+        executor.submit([job(2), job(3), job(4)])
+        if first_cost > 1:
+            assert not os.path.exists(os.path.join(tmp_path, "s2"))  # no room while 1 runs
+            open(go, "w").close()  # 1 ends
+        assert _wait_for([os.path.join(tmp_path, f"s{j}") for j in (2, 3, 4)])
+    finally:
+        open(go, "w").close()
+        executor.shutdown(kill=True)

@@ -105,12 +105,16 @@ class ProcessExecutor:
         with self._cond:
             if self._refusing or self._closing:
                 return
+            added = 0
             for job in jobs:
                 key = (job.job_id, job.attempt)
                 if key not in self._held:
                     self._held[key] = None
                     heapq.heappush(self._queue, (-job.priority, job.job_id, job))
-            self._cond.notify_all()
+                    added += 1
+            # A slot per job at most (each that takes one wakes the next, see _next): all
+            # of them, woken for one job of a chain, took the lock and the GIL in turn.
+            self._cond.notify(added)
 
     def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> bool:
         """Stop that attempt: drop it if queued, else terminate its child and report its
@@ -212,6 +216,8 @@ class ProcessExecutor:
                     break
                 batch.append(heapq.heappop(self._queue)[2])
             self._piped += len(batch) - 1
+            if self._queue and self._fits(self._queue[0][2]):
+                self._cond.notify()  # the next job can start too: pass the wake-up on
         self.on_start()
         return batch
 
@@ -267,9 +273,10 @@ class ProcessExecutor:
         with self._cond:
             self._pace.observe(pace)
             if then is None:
+                # No wake-up: this slot asks for the next job at once (see _slot), and
+                # wakes another if more than one can start (see _next).
                 self._used -= job.cost
                 self._executing -= 1
-                self._cond.notify_all()
                 return
             # The same cost (see _next): the room passes on, never free meanwhile.
             self._piped -= 1
@@ -321,7 +328,7 @@ class ProcessExecutor:
                     heapq.heappush(self._queue, (-job.priority, job.job_id, job))
                 else:  # stopped before it started: nothing to report
                     self._held.pop(key, None)
-            self._cond.notify_all()
+            self._cond.notify(len(jobs))
 
     def _stop_state(self, key: Key) -> str | None:
         with self._cond:
