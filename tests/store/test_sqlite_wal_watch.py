@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from taskyard.api.yard import Yard
+from taskyard.model.records import TaskTypeSpec
 from taskyard.store import Store
 from taskyard.store.sqlite.listen import RECHECK_SECONDS, SqliteListener
 from taskyard.store.sqlite.wal_watch import watch_wal
 
 ROOT = Path(__file__).resolve().parents[2]
+COMMITS = 5
 IDLE = 1.0
 """An idle wait's length: a poll every millisecond reads the database hundreds of times
 in it even on a loaded machine; a watched wait a dozen or so."""
@@ -86,3 +88,37 @@ def test_without_a_watch_the_listener_polls(store: Store, tmp_path: Path,
         finally:
             listener.close()
 
+
+
+def test_a_commit_seen_ends_the_polls_its_writes_started(store: Store) -> None:
+    """A commit's first write wakes the watch before the commit is published, and the
+    listener polls until it is; once seen, the events of its other writes are no news.
+    They had started another 20 ms of polls every 0.2 ms after each commit (a worker's
+    listener polled through a whole chain of jobs, its own commits among them)."""
+    _sqlite(store)
+    listener = store.listener("worker.1")  # a channel no commit here wakes
+    assert isinstance(listener, SqliteListener)
+    reads = [0]
+    read = listener._data_version
+
+    def counted() -> int:
+        reads[0] += 1
+        return read()
+
+    def commits() -> None:
+        for i in range(COMMITS):
+            store.task_types.put(TaskTypeSpec(f"t{i}", "shell:true"))
+            stop.wait(IDLE / (COMMITS + 1))
+
+    listener._data_version = counted  # type: ignore[method-assign]
+    stop = threading.Event()
+    writer = threading.Thread(target=commits, daemon=True)
+    try:
+        writer.start()
+        assert listener.wait(IDLE) is False
+    finally:
+        stop.set()
+        writer.join(60)
+        listener.close()
+    # Each commit: a few reads until it is published, and one after the events taken.
+    assert 1 <= reads[0] <= IDLE / RECHECK_SECONDS + 5 + 6 * COMMITS, reads[0]

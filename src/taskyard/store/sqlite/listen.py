@@ -78,7 +78,18 @@ class SqliteListener:
         while True:
             version = self._data_version()
             if version != self._version:
+                if self._watch is not None and self._wake is not None:
+                    # The writes that woke us are published: their events still queued
+                    # (a commit writes each frame apart) are no news, and taken later
+                    # each started a settle (20 ms of polls at 0.2 ms, after every commit:
+                    # a chain's hand-offs, 30 % of their time). Then read again, so that
+                    # a commit whose events were among them is seen if it is published:
+                    # only one published in the microseconds between the two reads waits
+                    # for the next write or RECHECK_SECONDS.
+                    self._watch.wait(0.0, self._wake.fileno())
+                    version = self._data_version()
                 self._version = version
+                settle_until = 0.0
                 count, payload = self._counter()
                 if count != self._count or count < 0:
                     heard = count == self._count + 1 and self._count >= 0
