@@ -105,16 +105,13 @@ class ProcessExecutor:
         with self._cond:
             if self._refusing or self._closing:
                 return
-            added = 0
-            for job in jobs:
-                key = (job.job_id, job.attempt)
-                if key not in self._held:
-                    self._held[key] = None
-                    heapq.heappush(self._queue, (-job.priority, job.job_id, job))
-                    added += 1
-            # A slot per job at most (each that takes one wakes the next, see _next): all
-            # of them, woken for one job of a chain, took the lock and the GIL in turn.
-            self._cond.notify(added)
+            keyed = {(j.job_id, j.attempt): j for j in jobs}
+            fresh = {key: job for key, job in keyed.items() if key not in self._held}
+            for key, job in fresh.items():
+                self._held[key] = None
+                heapq.heappush(self._queue, (-job.priority, job.job_id, job))
+            # A slot a job (see _next): every slot woken for a chain's job cost the GIL.
+            self._cond.notify(len(fresh))
 
     def stop(self, job_id: int, attempt: int, *, state: str = "canceled") -> bool:
         """Stop that attempt: drop it if queued, else terminate its child and report its
@@ -272,9 +269,7 @@ class ProcessExecutor:
         self.on_done(outcome, pace)
         with self._cond:
             self._pace.observe(pace)
-            if then is None:
-                # No wake-up: this slot asks for the next job at once (see _slot), and
-                # wakes another if more than one can start (see _next).
+            if then is None:  # no wake-up: this slot takes the next job itself (_next)
                 self._used -= job.cost
                 self._executing -= 1
                 return
@@ -318,8 +313,6 @@ class ProcessExecutor:
             self._finish(index, job, outcome, took, rest[0] if rest else None)
 
     def _requeue(self, jobs: list[ClaimedJob]) -> None:
-        if not jobs:
-            return
         with self._cond:
             self._piped -= len(jobs)
             for job in jobs:
