@@ -32,8 +32,9 @@ def _sqlite(store: Store) -> None:
         pytest.skip("inotify is Linux's")
 
 
-def test_an_idle_wait_reads_the_database_a_few_times_a_second(store: Store) -> None:
-    _sqlite(store)
+def _counting(store: Store) -> tuple[SqliteListener, list[int]]:
+    """A listener on a channel no commit here wakes, and the count of its reads of
+    ``data_version`` (one item, growing)."""
     listener = store.listener("worker.1")
     assert isinstance(listener, SqliteListener)
     reads = [0]
@@ -44,6 +45,12 @@ def test_an_idle_wait_reads_the_database_a_few_times_a_second(store: Store) -> N
         return read()
 
     listener._data_version = counted  # type: ignore[method-assign]
+    return listener, reads
+
+
+def test_an_idle_wait_reads_the_database_a_few_times_a_second(store: Store) -> None:
+    _sqlite(store)
+    listener, reads = _counting(store)
     try:
         assert listener.wait(IDLE) is False
     finally:
@@ -96,21 +103,13 @@ def test_a_commit_seen_ends_the_polls_its_writes_started(store: Store) -> None:
     They had started another 20 ms of polls every 0.2 ms after each commit (a worker's
     listener polled through a whole chain of jobs, its own commits among them)."""
     _sqlite(store)
-    listener = store.listener("worker.1")  # a channel no commit here wakes
-    assert isinstance(listener, SqliteListener)
-    reads = [0]
-    read = listener._data_version
-
-    def counted() -> int:
-        reads[0] += 1
-        return read()
+    listener, reads = _counting(store)
 
     def commits() -> None:
         for i in range(COMMITS):
             store.task_types.put(TaskTypeSpec(f"t{i}", "shell:true"))
             stop.wait(IDLE / (COMMITS + 1))
 
-    listener._data_version = counted  # type: ignore[method-assign]
     stop = threading.Event()
     writer = threading.Thread(target=commits, daemon=True)
     try:
