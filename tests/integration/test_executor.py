@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tests.polling import wait_for
 
 from taskyard.model.records import ClaimedJob, Outcome
 from taskyard.worker.process_executor import ProcessExecutor
@@ -281,15 +282,6 @@ def test_a_handler_time_of_zero_is_its_pace(monkeypatch: pytest.MonkeyPatch) -> 
     assert seconds == 0.0
 
 
-def _wait_for(paths: list[str], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not all(os.path.exists(p) for p in paths):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 @pytest.mark.parametrize("first_cost", [1, 3])
 def test_every_job_there_is_room_for_starts_though_one_slot_is_woken_at_a_time(
         tmp_path: Path, first_cost: int) -> None:
@@ -300,22 +292,27 @@ def test_every_job_there_is_room_for_starts_though_one_slot_is_woken_at_a_time(
     go = os.path.join(tmp_path, "go")
     executor = ProcessExecutor(3, on_done=lambda _o, _s: None, prewarm=False, guard=False)
 
+    started = {j: os.path.join(tmp_path, f"s{j}") for j in (1, 2, 3, 4)}
+
     def job(job_id: int, cost: int = 1) -> ClaimedJob:
-        started, others = os.path.join(tmp_path, f"s{job_id}"), [
-            os.path.join(tmp_path, f"s{j}") for j in (2, 3, 4) if j != job_id]
-        wait = " && ".join(f"[ -e {p} ]" for p in [go, *others] if job_id != 1 or p == go)
-        return ClaimedJob(job_id, 1, "t", f"shell:touch {started}; until {wait}; "
+        # Job 1 waits for "go"; jobs 2-4 for "go" and for each other to have started.
+        needs = [go] if job_id == 1 else [go, *(started[j] for j in (2, 3, 4) if j != job_id)]
+        wait = " && ".join(f"[ -e {p} ]" for p in needs)
+        return ClaimedJob(job_id, 1, "t", f"shell:touch {started[job_id]}; until {wait}; "
                           "do sleep 0.01; done", {}, 60, cost=cost)
+
+    def all_started(*ids: int) -> bool:
+        return all(os.path.exists(started[j]) for j in ids)
 
     try:
         if first_cost > 1:
             executor.submit([job(1, first_cost)])
-            assert _wait_for([os.path.join(tmp_path, "s1")])
+            wait_for("job 1 to start", lambda: all_started(1), timeout=30)
         executor.submit([job(2), job(3), job(4)])
         if first_cost > 1:
-            assert not os.path.exists(os.path.join(tmp_path, "s2"))  # no room while 1 runs
+            assert not all_started(2)  # no room while 1 runs
             open(go, "w").close()  # 1 ends
-        assert _wait_for([os.path.join(tmp_path, f"s{j}") for j in (2, 3, 4)])
+        wait_for("jobs 2-4 to run at once", lambda: all_started(2, 3, 4), timeout=30)
     finally:
         open(go, "w").close()
         executor.shutdown(kill=True)
