@@ -7,11 +7,20 @@ import json
 import re
 from pathlib import Path
 
-from http_helpers import HANDLERS, Api
+from http_helpers import HANDLERS, Api, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "taskyard-dashboard.json"
 SELECTOR = re.compile(r"(taskyard_[a-z_]+)(\{([^}]*)\})?")
+
+
+def _labels(api: Api) -> dict[str, set[str]]:
+    """Each series' name in ``/metrics`` and the labels it has."""
+    labels: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(api.get("/metrics").text):
+        for sample in family.samples:
+            labels.setdefault(sample.name, set()).update(sample.labels)
+    return labels
 
 
 def test_every_query_names_a_series_and_labels_that_metrics_gives(api: Api) -> None:
@@ -20,10 +29,10 @@ def test_every_query_names_a_series_and_labels_that_metrics_gives(api: Api) -> N
     api.add_scheduler()
     api.wait_job(api.post("/api/v1/jobs", json={"type": "echo"}).json()["id"])
     api.post("/api/v1/jobs", json={"type": "echo", "pools": ["nobody"]})  # a queue depth
-    labels: dict[str, set[str]] = {}
-    for family in text_string_to_metric_families(api.get("/metrics").text):
-        for sample in family.samples:
-            labels.setdefault(sample.name, set()).update(sample.labels)
+    # The history counts an event once every transaction older than it has ended, on
+    # PostgreSQL any transaction of the cluster (another test's too): wait for the job.
+    labels: dict[str, set[str]] = wait_for("the job's attempt in the history", lambda: (
+        found if "taskyard_attempts_total" in (found := _labels(api)) else None))
     dashboard = json.loads(DASHBOARD.read_text())
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
