@@ -89,7 +89,9 @@ before the next stages more (the scheduler maintains again after a staging)."""
 def stage_due_jobs(raw: Cursor, *, index: str = "") -> int:
     """Delayed jobs due on the database's clock join the placement index (their
     ``delayed_until`` cleared), through ``ix_jobs_delayed`` (``index``: how a backend
-    must be told to use it), the earliest first, at most :data:`STAGE_LIMIT`; how many."""
+    must be told to use it), the earliest first, at most :data:`STAGE_LIMIT`; how many.
+    SQLite's: it reads the ``IN`` list once whatever it knows of the table; PostgreSQL has
+    its own (``postgresql/jobs.py:STAGE_DUE``)."""
     return raw.run(
         "UPDATE jobs SET delayed_until = NULL WHERE state = 'pending' "
         f"AND id IN (SELECT id FROM jobs {index} WHERE {DELAYED} AND delayed_until <= {{now}} "

@@ -275,7 +275,7 @@ class PostgresDriver(SharedTransitions):
                                 next_delayed=row[steps])
 
     read_due_awaiting = staticmethod(portable_waits.read_due_awaiting)
-    stage_due_jobs = staticmethod(portable_cycle.stage_due_jobs)
+    stage_due_jobs = staticmethod(jobs.stage_due_jobs)
     next_delayed = staticmethod(portable_cycle.read_next_delayed)
 
     def first_signals(self, raw: Cursor, params: FirstSignals) -> dict[int, tuple[Any, ...]]:
