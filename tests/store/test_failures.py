@@ -137,6 +137,26 @@ def test_aging_reads_only_the_oldest_pending_jobs(store: Store, clock: MovableCl
     assert [store.jobs.get(j).priority for j in ids] == [1, 1, 0, 0, 0]  # type: ignore[union-attr]
 
 
+def test_aging_fetches_each_of_the_oldest_once(store: Store, clock: MovableClock) -> None:
+    """Aging in a table whose statistics have not seen its pending jobs (PostgreSQL's
+    autovacuum analyzes it within its minute) fetches each of the oldest by its key.
+    Counted, not timed: on PostgreSQL, the rows its transaction fetched from ``jobs``
+    through an index. Before, PostgreSQL read the oldest again for each pending job
+    (4,000 pending, the oldest 1,000: 2.3 s)."""
+    store.task_types.put(TaskTypeSpec("t", "shell:true"))
+    store.jobs.submit([JobSubmission("t")] * 400)
+    clock.advance(90)
+    fetched = ("SELECT COALESCE(sum(idx_tup_fetch), 0) FROM pg_stat_xact_user_tables "
+               "WHERE relname = 'jobs'")
+    with store.write() as tx:
+        before = tx.raw.first(fetched) if store.backend == "postgresql" else (0,)
+        aged = tx.aging.age_pending(60.0, limit=100)
+        after = tx.raw.first(fetched) if store.backend == "postgresql" else (0,)
+    assert aged == 100
+    assert before is not None and after is not None
+    assert int(after[0]) - int(before[0]) <= 300, "the oldest were read again"
+
+
 def test_losing_a_worker_does_not_use_up_the_handlers_retries(store: Store) -> None:
     store.task_types.put(TaskTypeSpec("t", "shell:true", retries=1))
     (job_id,) = store.jobs.submit([JobSubmission("t")])

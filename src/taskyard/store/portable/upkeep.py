@@ -30,20 +30,26 @@ def forget_starts(raw: Cursor, before: float) -> int:
     return raw.run("DELETE FROM rate_starts WHERE at < ?", (before,))
 
 
-def age_pending(raw: Cursor, params: AgePending, *, floor: str = "{}") -> int:
+def age_pending(raw: Cursor, params: AgePending, *, floor: str = "{}",
+                by_key: bool = False) -> int:
     """Raise the oldest pending jobs' priority to their submitted one plus the full
     ``period``s they waited since they were created (or due, if later), reading at most
     ``limit`` of them through the ``(state, id)`` index; how many changed. ``floor``: how
-    a backend rounds the periods down before it casts them (a format string)."""
+    a backend rounds the periods down before it casts them (a format string).
+    ``by_key``: the oldest ids read once, then each job by its key, the guard where no
+    index can take it (PostgreSQL, whatever its statistics: see
+    ``postgresql/jobs.py:STAGE_DUE``); else ``id IN (…)``, which SQLite reads once."""
     waited = floor.format("({now} - CASE WHEN run_after > created_at THEN run_after "
                           "ELSE created_at END) / ?")
     waited = f"CAST({waited} AS INTEGER)"
     target = f"COALESCE(base_priority, priority) + {waited}"
+    oldest = "SELECT id FROM jobs WHERE state = 'pending' ORDER BY id LIMIT ?"
+    which = (f"id = ANY(ARRAY({oldest})) AND CASE WHEN state = 'pending' "
+             f"THEN {target} > priority END" if by_key else
+             f"id IN ({oldest}) AND state = 'pending' AND {target} > priority")
     return raw.run(
         f"UPDATE jobs SET base_priority = COALESCE(base_priority, priority), "
-        f"priority = {target} WHERE id IN (SELECT id FROM jobs WHERE state = 'pending' "
-        f"ORDER BY id LIMIT ?) AND state = 'pending' AND {target} > priority",
-        (params.period, params.limit, params.period))
+        f"priority = {target} WHERE {which}", (params.period, params.limit, params.period))
 
 
 def stale_graphs(raw: Cursor, stall_after: float, limit: int) -> list[tuple[Any, ...]]:

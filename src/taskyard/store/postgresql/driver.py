@@ -302,8 +302,9 @@ class PostgresDriver(SharedTransitions):
         self._page = params.page
 
     def age_pending(self, raw: Cursor, params: AgePending) -> int:
-        """Anti-starvation aging (portable/upkeep.py); PostgreSQL rounds on CAST: floor first."""
-        return upkeep.age_pending(raw, params, floor="floor({})")
+        """Anti-starvation aging (portable/upkeep.py); PostgreSQL rounds on CAST: floor
+        first, and picks the jobs by key."""
+        return upkeep.age_pending(raw, params, floor="floor({})", by_key=True)
 
     def read_due_schedules(self, raw: Cursor, limit: int,
                            at: float | None) -> list[dict[str, Any]]:

@@ -356,18 +356,19 @@ def insert_edges(raw: Cursor, edges: Sequence[tuple[int, int, str]]) -> None:
 
 
 STAGE_DUE = (
-    "UPDATE jobs SET delayed_until = CASE WHEN state = 'pending' AND delayed_until <= {now} "
-    "THEN NULL ELSE delayed_until END "
+    "UPDATE jobs SET delayed_until = NULL "
     f"WHERE id = ANY(ARRAY(SELECT id FROM jobs WHERE {DELAYED} AND delayed_until <= {{now}} "
-    "ORDER BY delayed_until LIMIT ?))")
+    "ORDER BY delayed_until LIMIT ?)) "
+    "AND CASE WHEN state = 'pending' THEN delayed_until <= {now} END")
 """SQL: the due delayed jobs join the placement index, the earliest first, at most
 ``STAGE_LIMIT``. Their ids are read once, then each job by its key: written as
 ``id IN (the due ids) AND state = 'pending'``, before the table's statistics knew of
 the jobs (a batch for later, submitted and due within autovacuum's minute) PostgreSQL
 took the pending jobs by ``ix_jobs_state_id`` and read the due ids again for each —
-4,000 due jobs took 4.4 s, a cycle holding the lock 8.6 s. The guard is the ``CASE``
-(a row another transaction changed first is read again as it is now, and left as it
-is unless still pending and due): in the ``WHERE`` it offered that index again."""
+4,000 due jobs took 4.4 s, a cycle holding the lock 8.6 s. The guard (a row another
+transaction changed first is read again as it is now) is a ``CASE``, which no index
+can take: a plain ``state = 'pending'`` offered that index again. Aging picks the
+oldest jobs alike (``portable/upkeep.py:age_pending``)."""
 
 
 def stage_due_jobs(raw: Cursor) -> int:
