@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.store.driver import JOBS_FETCHED
 from tests.submitting import yard_with_type
 
 from taskyard.api.yard import Yard
@@ -37,15 +38,13 @@ def _dispatch(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any],
     back; return the index tuples it fetched from ``jobs``."""
     from taskyard.store.postgresql import cycle
 
-    fetched = ("SELECT COALESCE(sum(idx_tup_fetch), 0) FROM pg_stat_xact_user_tables "
-               "WHERE relname = 'jobs'")
     with conn.cursor() as cursor:
         cursor.execute(f"SELECT {cycle.SCANS_OFF}")
         cursor.execute(f"SELECT set_config('{cycle.HELD_SETTING}', 'on', true)")
-        before = cursor.execute(fetched).fetchone()
+        before = cursor.execute(JOBS_FETCHED).fetchone()
         cursor.execute(sql, params, prepare=True)
         dispatched = len(cursor.fetchall())
-        after = cursor.execute(fetched).fetchone()
+        after = cursor.execute(JOBS_FETCHED).fetchone()
     conn.rollback()
     assert before is not None and after is not None
     assert dispatched == jobs
