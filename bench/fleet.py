@@ -248,6 +248,7 @@ def latency(url: str, direct: str, rate: float, seconds: float,
             "workers_used": len(spread), "most_on_one": spread[-1],
             "db_cpu_percent": busy["db_cpu_percent"],
             "statements_per_s": busy["statements_per_s"],
+            "connects_per_s": busy["connects_per_s"],
             "daemons_cpu_percent": busy["daemons_cpu_percent"],
             "kernel_threads_cpu_s": round(sum(kernel_s.values()), 2),
             "kernel_thread_busiest": max(kernel_s, key=kernel_s.__getitem__, default=None),
@@ -383,7 +384,8 @@ def run_case(workers: int, args: argparse.Namespace, folder: Path) -> dict[str, 
         server = PgServer.create(folder / "pg", {
             "max_connections": str(max_conn), "synchronous_commit": "off",
             "shared_preload_libraries": "'pg_stat_statements'",
-            "pg_stat_statements.track": "top", "shared_buffers": "256MB"})
+            "pg_stat_statements.track": "top", "shared_buffers": "256MB",
+            "pg_stat_statements.track_planning": "on" if args.track_planning else "off"})
         stack.callback(server.stop)
         direct = server.url
         url, listen = direct, None
@@ -542,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the first N workers with --prefetch W (see bench.fleet_launch)")
     parser.add_argument("--schedulers", type=int, default=2,
                         help="scheduler daemons (the report's rows assume 2)")
+    parser.add_argument("--track-planning", action="store_true",
+                        help="count plans and planning time in the statements' profiles")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--samples", type=Path,
                         help="append each latency job's times to this file (JSON lines)")

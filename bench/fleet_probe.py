@@ -176,14 +176,17 @@ class Window:
         assert order in ("calls", "total_exec_time")
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             rows = conn.execute(
-                "SELECT calls, round(total_exec_time::numeric, 1), rows, "
+                "SELECT calls, round(total_exec_time::numeric, 1), rows, plans, "
+                "round(total_plan_time::numeric, 1), "
                 "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
                 f"FROM pg_stat_statements ORDER BY {order} DESC LIMIT %s", (limit,)).fetchall()
         # rows: what the statements returned or changed (a cycle's reads run under its
         # lock return a row only when the lock was ours: how often a submit placed its
         # own job).
-        return [{"calls": c, "ms": float(ms), "rows": int(n), "query": q}
-                for c, ms, n, q in rows]
+        # plans, plan_ms: with pg_stat_statements.track_planning on (bench.fleet
+        # --track-planning), else 0.
+        return [{"calls": c, "ms": float(ms), "rows": int(n), "plans": int(p),
+                 "plan_ms": float(pms), "query": q} for c, ms, n, p, pms, q in rows]
 
     @staticmethod
     def rates(a: DbCounters, b: DbCounters) -> dict[str, float]:

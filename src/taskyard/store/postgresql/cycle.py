@@ -140,13 +140,15 @@ LOCK_AHEAD = (
     # pending) instead of the first few in index order (0.1 ms). The settings must be
     # made by an earlier statement than the reads (a statement is planned before it
     # runs); the last dispatch or finish() turns them back on (or the commit, when
-    # nothing follows the cycle in its transaction).
+    # nothing follows the cycle in its transaction). Not ours: generic plans all the
+    # same, for what a submit sent after it in its pipeline (AHEAD_IF_HELD, DISPATCH),
+    # which PostgreSQL otherwise planned afresh at each run, 1-2 ms each.
     f"CASE WHEN pg_try_advisory_xact_lock({ADVISORY_KEY}) "
     f"THEN set_config('lock_timeout', '{CYCLE_LOCK_TIMEOUT_MS}', true) IS NOT NULL "
     f"AND set_config('idle_in_transaction_session_timeout', '{CYCLE_IDLE_MS}', true) "
     "IS NOT NULL "
     f"AND set_config('{HELD_SETTING}', 'on', true) IS NOT NULL "
-    f"AND {SCANS_OFF} ELSE false END")
+    f"AND {SCANS_OFF} ELSE NOT {GENERIC_PLANS} END")
 """SQL: try the global lock for this transaction (true when it is ours)."""
 
 AHEAD_IF_HELD = (f"SELECT * FROM ({_AHEAD_READS}) AS r "
