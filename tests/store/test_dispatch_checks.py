@@ -185,3 +185,25 @@ def test_submits_that_find_the_lock_held_keep_their_generic_plans(
         runs, plans = _plans(counted, like)
         assert runs >= ROUNDS, (like, runs)
         assert plans <= 15, f"{like!r} was planned {plans} times in {runs} runs"
+
+
+CYCLES = 12
+MAINTAIN_AND_READ = "SELECT * FROM (SELECT EXISTS (SELECT % FROM workers WHERE state = %"
+"""A scheduler's cycle's first statement (postgresql/cycle.py:_MAINTAIN_AND_READ)."""
+
+
+def test_a_cycles_statements_are_prepared_from_their_second_run(
+        yard: Yard, counted: str) -> None:
+    """psycopg prepares a statement from its second run on a connection
+    (postgresql/engine.py): until then the server plans it at every run. A cycle's
+    statements, which keep their generic plan, are planned twice on a connection (the
+    first run, then the generic plan); with psycopg's default, from the sixth run, six
+    times — in the fleet benchmark most of the server's planning, every daemon's
+    connection planning its report's and its cycles' statements anew at their first five
+    runs."""
+    yard.store.workers.register("ours", ["default"], 1000, lease_seconds=300)
+    for _ in range(CYCLES):
+        assert schedule(yard.store) is not None
+    runs, plans = _plans(counted, MAINTAIN_AND_READ)
+    assert runs >= CYCLES, runs
+    assert plans <= 3, f"a cycle's first statement was planned {plans} times in {runs} runs"

@@ -97,7 +97,7 @@ def test_behind_a_transaction_pooler_nothing_lives_in_the_session() -> None:
     assert pooled["prepare_threshold"] is None and "options" not in pooled
     assert "pool_mode" not in pooled
     direct = _connect_arguments("postgresql+psycopg://u@db/db")
-    assert direct["prepare_threshold"] == 5
+    assert direct["prepare_threshold"] == 1
     assert "idle_in_transaction_session_timeout" in direct["options"]
 
 

@@ -61,7 +61,7 @@ SNAPSHOT_TEXT = (
 # JIT compilation goes off too, until the transaction ends: a statement that can only
 # scan a table (task_types has no index for what the snapshot reads) is then costed
 # beyond jit_above_cost, and compiling it took 0.6 s, for a statement of 1 ms.
-# And a prepared statement (psycopg prepares one from its sixth run) keeps its generic
+# And a prepared statement (psycopg prepares one from its second run) keeps its generic
 # plan: PostgreSQL otherwise planned the dispatch afresh at each run (its custom plans
 # were never dearer than the generic one, so it kept making them) — a third of a
 # millisecond of each hand-off in a chain, as long as the dispatch's own run; index
