@@ -149,7 +149,8 @@ LOCK_AHEAD = (
     "IS NOT NULL "
     f"AND set_config('{HELD_SETTING}', 'on', true) IS NOT NULL "
     f"AND {SCANS_OFF} ELSE NOT {GENERIC_PLANS} END")
-"""SQL: try the global lock for this transaction (true when it is ours)."""
+"""SQL: try the global lock for this transaction (true when it is ours); either way the
+transaction keeps generic plans."""
 
 AHEAD_IF_HELD = (f"SELECT * FROM ({_AHEAD_READS}) AS r "
                  f"WHERE current_setting('{HELD_SETTING}', true) = 'on'")
