@@ -169,7 +169,15 @@ def test_a_first_submit_of_a_type_with_no_worker_reads_the_type_and_goes_alone(
     """The type is read in autocommit too (its insert is guarded by the version read):
     two round trips, not a ``BEGIN``, the read, the insert and a ``COMMIT``."""
     yard.submit("t")  # finds no live worker: the next goes alone
+    # Two types' first submits before: psycopg prepares a statement at its second run
+    # on a connection, a Parse of its own outside a pipeline (postgresql/engine.py). The
+    # read of a type and the insert alone then run prepared, as from a process's third
+    # type on.
+    for name in ("v", "w"):
+        yard.store.task_types.put(TaskTypeSpec(name, "shell:true"))
+        yard.submit(name)
     yard.store.task_types.put(TaskTypeSpec("u", "shell:true"))  # not yet read by a submit
+    alone.clear()
     dbapi = lane_connection(yard)
     job_id, trace = traced(dbapi, lambda: yard.submit("u"))
     assert alone == [job_id]
