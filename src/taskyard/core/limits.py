@@ -7,11 +7,12 @@ args may hold, and how much of a value an error line quotes.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from taskyard.core.json_text import CompactJson
 
 INT_MAX = 2**31 - 1
 """The largest value of the stores' integer columns (PostgreSQL ``integer``)."""
@@ -70,9 +71,9 @@ def limits_from_env(environ: Mapping[str, str]) -> Limits:
     return Limits(**values)
 
 
-# One encoder for every call: json.dumps with options builds a new one each time (~20% of
+# One encoder for every call: json.dumps with options builds a new one each time (most of
 # the encoding of small args, which a 100,000-task graph does 100,000 times).
-_encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False).encode
+_encode = CompactJson(allow_nan=False)
 
 
 def encode_args(args: Any, *, where: str, limits: Limits = DEFAULT_LIMITS) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskyard.core.durations import Interval, iso
+from taskyard.core.json_text import CompactJson
 from taskyard.core.trace_context import as_json as trace_json
 
 JSON = Any
@@ -354,9 +355,8 @@ class EventRecord:
         }
 
 
-def dumps(value: JSON) -> str:
-    """Compact JSON as stored in text columns."""
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+dumps = CompactJson(allow_nan=True)
+"""``dumps(value)``: compact JSON as stored in text columns."""
 
 
 def loads(text: str | None) -> JSON:

@@ -231,16 +231,16 @@ def insert_jobs(raw: Cursor, params: InsertJobs, page: int,
     if refused:  # the type was as the rows were built: the refusal stands
         raise refused[0]
     ids, now, live = sorted(found[0] or ()), found[1], bool(found[2])  # none: no rows
-    rows = ((job_id, *row) for job_id, row in zip(
-        ids, itertools.chain(ahead, source), strict=True))
+    pairs = zip(ids, itertools.chain(ahead, source), strict=True)
     written: Sequence[int | None] = ids
     if params.count >= BULK_MIN_ROWS and not params.skip_taken_keys:
         # One clock reading for the bulk (COPY takes values, not expressions).
-        copy(raw, "jobs", ["id", *columns, "created_at"], ((*r, now) for r in rows))
+        copy(raw, "jobs", ["id", *columns, "created_at"],
+             ((job_id, *row, now) for job_id, row in pairs))
     else:
         went_in = {int(i) for i, _ in named(raw, insert_sql(
             columns, many=True, skip_taken_keys=params.skip_taken_keys),
-            {"rows": json_rows(list(rows))})}
+            {"rows": json_rows([(job_id, *row) for job_id, row in pairs])})}
         written = [i if i in went_in else None for i in ids]
     return InsertedJobs(list(written), params.placing and live)
 

@@ -21,7 +21,13 @@ from taskyard.model.records import (
 from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.params import CancelJob, InsertJobs, ReadJobs, TypeVersion
 from taskyard.store.portable.job_reads import mapped
-from taskyard.store.schema.job_rows import attempt_record, job_row, same_columns, to_record
+from taskyard.store.schema.job_rows import (
+    attempt_record,
+    job_row,
+    row_values,
+    same_columns,
+    to_record,
+)
 from taskyard.store.transitions.events import job_exception, job_pending, shared_pending
 from taskyard.store.transitions.prerequisites import PrereqPlan
 
@@ -160,20 +166,15 @@ class Jobs:
         traced = many and any(s.trace_context is not None for s in subs)
         if traced and "trace_context" not in columns:
             columns = (*columns, "trace_context")
-        values = itemgetter(*columns)
+        at_delayed = columns.index("delayed_until")
         delayed = False
 
         def rows() -> Iterator[tuple[Any, ...]]:
             nonlocal delayed
-            row = first
-            for index, sub in enumerate(subs):
-                if index:
-                    row = job_row(sub, specs[sub.type], index, limits=limits)
-                if traced:
-                    row.setdefault("trace_context", None)
-                if row["delayed_until"] is not None:
+            for row in row_values(subs, specs, first, columns, limits=limits):
+                if row[at_delayed] is not None:
                     delayed = True
-                yield values(row)
+                yield row
 
         # Announced by the insert (InsertJobs.announce) unless events are buffered already:
         # announced first, those keep their place before these.
