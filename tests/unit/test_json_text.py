@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from taskyard.core import json_text
 from taskyard.core.json_text import CompactJson
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
@@ -87,3 +88,11 @@ def test_threads_encode_the_same_value_at_once() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_without_the_c_accelerator_it_is_json_dumps_still(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(json_text, "c_make_encoder", None)
+    value = {"b": [1.5, None, "é"], "a": True}
+    assert CompactJson(allow_nan=False)(value) == reference(value, False)
+    assert encoded(CompactJson(allow_nan=False), float("nan")) == reference(float("nan"), False)
