@@ -5,8 +5,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from typing import Any
+
+import psycopg
 
 from taskyard.store import Store
+from taskyard.store.postgresql.cycle import ADVISORY_KEY
 
 
 @contextlib.contextmanager
@@ -33,3 +37,35 @@ def _take(other: Store, stack: contextlib.ExitStack) -> bool:
         # (a submit, a worker registering) until the block ends.
         return bool(stack.enter_context(other.driver.cycle_lock(None)))
     return stack.enter_context(other.cycle()) is not None
+
+
+@contextlib.contextmanager
+def frozen_mid_pipeline(libpq_url: str, key: int | None = None) -> Iterator[Any]:
+    """A client that sent a statement taking the advisory lock ``key`` (default: the
+    cycle's, as a placing submit's insert takes it) and one more, in a pipeline, and then
+    sends nothing: no Sync, as a process stopped between the two would (PostgreSQL)."""
+    key = ADVISORY_KEY if key is None else key
+    conn = psycopg.connect(libpq_url, autocommit=True)
+    try:
+        pg = conn.pgconn
+        pg.enter_pipeline_mode()
+        pg.send_query_params(f"SELECT pg_try_advisory_xact_lock({key})".encode(), None)
+        pg.send_query_params(b"SELECT 1", None)
+        assert pg.flush() == 0
+        deadline = time.monotonic() + 60
+        while lock_holder(libpq_url, key) != conn.info.backend_pid:
+            if time.monotonic() > deadline:
+                raise AssertionError("the frozen client never held the lock")
+            time.sleep(0.01)
+        yield conn
+    finally:
+        conn.close()
+
+
+def lock_holder(libpq_url: str, key: int) -> int | None:
+    """The pid of the backend holding the advisory lock ``key``, if one does."""
+    with psycopg.connect(libpq_url, autocommit=True) as c:
+        row = c.execute("SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' "
+                        "AND l.granted AND (l.classid::bigint << 32 | l.objid::bigint) = %s",
+                        (key,)).fetchone()
+    return None if row is None else int(row[0])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.cycle_lock import frozen_mid_pipeline
 from tests.fleet.daemons import Daemons
 from tests.polling import wait_for
 
@@ -95,6 +96,35 @@ def test_a_scheduler_frozen_or_killed_holding_the_cycle_lock_hands_over(
         for proc in daemons.procs.values():
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGCONT)
+        codes = daemons.stop()
+        yard.close()
+    assert set(codes.values()) == {0}, daemons.logs()
+
+
+def test_a_client_frozen_mid_pipeline_with_the_cycle_lock_is_cut_off(
+        pg: str, tmp_path: Path) -> None:
+    """A client frozen between a pipeline's statements and its Sync holding the lock (a
+    placing submit of an API process stopped there) is not ended by the server's limits:
+    the scheduler, finding the lock busy, ends its session and places again."""
+    daemons = Daemons(tmp_path)
+    yard = Yard(pg, inline_cycle=False)  # the daemons place what it submits
+    try:
+        yard.add_task_type("echo", "python:handlers_for_tests:echo")
+        daemons.start("sched", "--db", pg, "scheduler", "--interval", "0.5")
+        daemons.start("worker", "--db", pg, "worker", "--capacity", "2")
+        wait_for("the worker", lambda: len(yard.workers()) == 1, timeout=120)
+        first = yard.submit("echo", {"n": 0})
+        assert yard.wait(first, 120).state == "succeeded", daemons.logs()
+
+        with frozen_mid_pipeline(pg_target(pg).libpq()) as frozen:
+            job = yard.submit("echo", {"n": 1})
+            took = _placed_within(yard, job, HANDED_OVER_WITHIN)
+            assert yard.wait(job, 120).state == "succeeded"
+            pid = frozen.info.backend_pid
+            assert f"event=frozen-holder-ended sessions={pid}" in daemons.log("sched"), \
+                daemons.logs()
+        print(f"placed {took:.1f} s after the submit, behind a frozen holder")
+    finally:
         codes = daemons.stop()
         yard.close()
     assert set(codes.values()) == {0}, daemons.logs()

@@ -22,6 +22,10 @@ the host and the database tick apart)."""
 BUSY_RETRY = (0.01, 0.5)
 """Seconds before the scheduler tries again when another process's cycle held the lock:
 the first retry, and the most it backs off to (doubling)."""
+FROZEN_CHECK = 1.0
+"""Seconds the lock must have been found busy, without a cycle of our own between, before
+the scheduler looks for a holder frozen in the middle of a pipeline; and between two
+looks (Store.end_frozen_cycle_holder: the server's own limit cannot end that one)."""
 AGING_PERIOD = 600.0
 """Default anti-starvation aging: +1 priority per 10 minutes a job has waited."""
 
@@ -58,6 +62,8 @@ class SchedulerDaemon:
         self.on_cycle = on_cycle
         self.history = None if history_every is None else HistoryKeeper(
             store, every=history_every)
+        self._busy_since: float | None = None
+        self._frozen_check = -1e18
 
     def _maybe_age(self) -> None:
         """Anti-starvation aging, at most every tenth of a period (and every minute)."""
@@ -83,6 +89,25 @@ class SchedulerDaemon:
                          report.graphs, report.events)
         except Exception:
             log.exception("event=prune-failed")
+
+    def _maybe_end_frozen(self) -> None:
+        """While the lock has been busy for FROZEN_CHECK seconds or more, at most every
+        FROZEN_CHECK seconds: end the session of a holder frozen mid-pipeline."""
+        now = time.monotonic()
+        if self._busy_since is None:
+            self._busy_since = now
+        if now - self._busy_since < FROZEN_CHECK or now - self._frozen_check < FROZEN_CHECK:
+            return
+        self._frozen_check = now
+        try:
+            ended = self.store.end_frozen_cycle_holder()
+        except Exception as exc:  # e.g. no right to signal the holder's backend
+            self._frozen_check = now + 60.0  # said once a minute, not at every retry
+            log.warning("event=frozen-check-failed error=%s", str(exc).splitlines()[0])
+            return
+        if ended:
+            log.warning("event=frozen-holder-ended sessions=%s busy_s=%.1f",
+                        ",".join(map(str, ended)), now - self._busy_since)
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set."""
@@ -122,9 +147,11 @@ class SchedulerDaemon:
                     wait = min(BUSY_RETRY[0] * 2**min(busy, 8), BUSY_RETRY[1], self.interval)
                     busy += 1
                     log.debug("event=cycle-busy retry_in=%.3f", wait)
+                    self._maybe_end_frozen()
                     stop.wait(wait)
                     continue
                 busy = 0
+                self._busy_since = None
                 woken = False
                 if report.delayed_read:  # what it read of the delayed jobs is the latest
                     due_at = None if report.delayed_wait is None \

@@ -193,6 +193,16 @@ class Store:
         with self.write() as tx, tx.cycle() as cycle:
             yield cycle
 
+    def end_frozen_cycle_holder(self, idle: float | None = None) -> list[int]:
+        """End the database session that holds the cycle's lock while its client has been
+        frozen for ``idle`` seconds in the middle of a pipeline (None: the limit the
+        server puts on a session idle in its transaction with the lock); the session ids
+        ended (PostgreSQL's pids; none on SQLite). For a process whose cycles have found
+        the lock busy for a while (the scheduler daemon). One statement, in autocommit:
+        no transaction of its own (SQLite: no write lock)."""
+        with self.read_each() as tx:
+            return tx.driver.end_frozen_holders(tx.raw, idle)
+
     # -- the database --------------------------------------------------------------------
 
     def now(self) -> float:

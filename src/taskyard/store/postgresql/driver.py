@@ -49,7 +49,7 @@ from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable import schedules as portable_schedules
 from taskyard.store.portable import waits as portable_waits
 from taskyard.store.portable import workers as portable_workers
-from taskyard.store.postgresql import attempts, cycle, events, jobs, rows
+from taskyard.store.postgresql import attempts, cycle, events, frozen, jobs, rows
 from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.postgresql.lane import Lane, pooled_unit
@@ -150,6 +150,8 @@ class PostgresDriver(SharedTransitions):
         one retries (the lock statement sets the timeout, see cycle.LOCK_AHEAD)."""
         assert raw is not None
         yield cycle.take_lock(raw)
+
+    end_frozen_holders = staticmethod(frozen.end_frozen_holders)
 
     def read_key_holders(self, raw: Cursor,
                          params: ReadKeyHolders) -> list[tuple[Any, ...] | None]:

@@ -150,6 +150,12 @@ class SqliteDriver(SharedTransitions):
         finally:
             lock.release()
 
+    @staticmethod
+    def end_frozen_holders(_raw: Cursor, _idle: float | None) -> list[int]:
+        """None to end: the cycle's lock is a file lock of one machine, whose holder the
+        operating system releases when it dies; a frozen one keeps it until it thaws."""
+        return []
+
     def close(self) -> None:
         with contextlib.suppress(OSError), self._write_lock:  # OSError: its folder is gone
             self._writer.close()
