@@ -49,7 +49,8 @@ def test_a_holder_frozen_mid_pipeline_is_ended_and_the_cycle_runs_again(
     with frozen_mid_pipeline(_libpq(pg_store)) as frozen:
         pid = frozen.info.backend_pid
         assert not _cycle_runs(pg_store)  # the lock is the frozen client's
-        # Not before its client has kept it waiting for the limit (here 0.2 s).
+        # Not before its client has kept it waiting longer than the limit (an hour here,
+        # 0.2 s below).
         assert pg_store.end_frozen_cycle_holder(3600.0) == []
         ended = wait_for("the frozen holder ended",
                          lambda: pg_store.end_frozen_cycle_holder(0.2), timeout=60)
