@@ -32,11 +32,18 @@ def _libpq(store: Store) -> str:
     return pg_target(store.url).libpq()
 
 
-def _session_alive(store: Store, pid: int) -> bool:
+def _activity(store: Store, pid: int) -> tuple[str | None, str | None, float] | None:
+    """The session ``pid`` as the server reports it: its state, its wait event and the
+    seconds since its state last changed; None once it is gone."""
     with psycopg.connect(_libpq(store), autocommit=True) as c:
-        row = c.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
-                        (pid,)).fetchone()
-    return row is not None and row[0] == 1
+        row = c.execute("SELECT state, wait_event, "
+                        "extract(epoch FROM clock_timestamp() - state_change)::float8 "
+                        "FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+    return None if row is None else (row[0], row[1], float(row[2] or 0.0))
+
+
+def _session_alive(store: Store, pid: int) -> bool:
+    return _activity(store, pid) is not None
 
 
 def _cycle_runs(store: Store) -> bool:
@@ -70,11 +77,9 @@ def test_a_frozen_session_without_the_cycle_lock_is_left_alone(pg_store: Store) 
 
 
 def _waiting_since(store: Store, pid: int) -> float:
-    with psycopg.connect(_libpq(store), autocommit=True) as c:
-        row = c.execute("SELECT extract(epoch FROM clock_timestamp() - state_change) "
-                        "FROM pg_stat_activity WHERE pid = %s AND wait_event = 'ClientRead'",
-                        (pid,)).fetchone()
-    return 0.0 if row is None else float(row[0])
+    """Seconds the session ``pid`` has waited for its client (0: it does not)."""
+    found = _activity(store, pid)
+    return found[2] if found is not None and found[1] == "ClientRead" else 0.0
 
 
 def test_a_holder_at_work_or_idle_in_its_transaction_is_left_alone(pg_store: Store) -> None:
@@ -115,10 +120,8 @@ def test_a_holder_at_work_or_idle_in_its_transaction_is_left_alone(pg_store: Sto
 
 
 def _state(store: Store, pid: int) -> str | None:
-    with psycopg.connect(_libpq(store), autocommit=True) as c:
-        row = c.execute("SELECT state FROM pg_stat_activity WHERE pid = %s",
-                        (pid,)).fetchone()
-    return None if row is None else str(row[0])
+    found = _activity(store, pid)
+    return None if found is None else found[0]
 
 
 def test_nothing_to_end_on_either_backend(store: Store) -> None:
