@@ -42,8 +42,10 @@ def test_an_idle_queue_the_job_goes_to_the_free_worker(yard: Yard) -> None:
 
 def test_a_submits_cycle_places_its_job_and_restores_the_planner(yard: Yard) -> None:
     store = yard.store
-    store.workers.register("w", ["default"], 2, lease_seconds=300)
+    store.workers.register("w", ["default"], 3, lease_seconds=300)
     yard.submit("t")  # the store's first cycle runs its maintenance steps
+    with store.write() as tx:  # no guess of the snapshot holds (PostgreSQL: shortcuts.py)
+        tx.raw.run("UPDATE workers SET capacity = 2 WHERE name = 'w'")
     with store.submit([JobSubmission("t", {})]) as submitted:
         assert submitted.cycle is not None
         report = run_cycle(submitted.cycle, holder="inline",

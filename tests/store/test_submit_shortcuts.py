@@ -45,19 +45,23 @@ def inserts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
-def idle_queue(yard: Yard, capacity: int = 2) -> int:
+def idle_queue(yard: Yard, capacity: int = 2, name: str = "w") -> int:
     """A live worker, and a first submit whose cycle reads the queue idle but for its
     job; that job then ends, so that the worker is as idle as the cycle read it."""
     store = yard.store
     if store.backend == "sqlite":
         pytest.skip("SQLite's submit and cycle run under its write lock: no shortcut")
-    worker = store.workers.register("w", ["default"], capacity, lease_seconds=300).id
+    worker = store.workers.register(name, ["default"], capacity, lease_seconds=300).id
     first = yard.submit("t")  # its cycle reads with its insert
     assert state(store, first)[0] == "dispatched"
-    with store.write() as tx:  # the first job ends: the worker is idle again
-        tx.raw.run("UPDATE jobs SET state = 'succeeded', worker_id = NULL, finished_at = 1 "
-                   "WHERE id = ?", (first,))
+    end(store, first)  # the worker is idle again
     return worker
+
+
+def end(store: Store, job_id: int) -> None:
+    with store.write() as tx:
+        tx.raw.run("UPDATE jobs SET state = 'succeeded', worker_id = NULL, finished_at = 1 "
+                   "WHERE id = ?", (job_id,))
 
 
 def test_an_idle_queue_places_the_job_with_its_insert(yard: Yard, inserts: list[Any]) -> None:
@@ -114,6 +118,59 @@ def test_a_changed_snapshot_leaves_the_job_to_the_submits_own_cycle(
     # the planner picks with what it reads now.
     assert state(store, job_id)[:2] == ("dispatched", 1)
     assert pending_events(store, job_id) == 1
+
+
+def test_a_busy_worker_is_given_one_job_after_another_with_their_inserts(
+        yard: Yard, inserts: list[Any]) -> None:
+    """The jobs placed run on: each submit finds the snapshot as the last placement left
+    it (postgresql/shortcuts.py, ``ahead``), not as the cycle read it — before, every
+    other submit's dispatch placed nothing and its cycle placed the job."""
+    store = yard.store
+    idle_queue(yard, capacity=10)
+    ids = [yard.submit("t", {"n": n}) for n in range(6)]
+    assert [i.placed for i in inserts[-6:]] == [True] * 6
+    assert [state(store, j) for j in ids] == [("dispatched", 1, "w")] * 6
+
+
+def test_a_worker_idle_between_submits_is_given_each_job_with_its_insert(
+        yard: Yard, inserts: list[Any]) -> None:
+    store = yard.store
+    idle_queue(yard, capacity=10)
+    for n in range(4):
+        job_id = yard.submit("t", {"n": n})
+        assert inserts[-1].placed and state(store, job_id) == ("dispatched", 1, "w")
+        end(store, job_id)
+
+
+def test_after_the_basis_ahead_the_idle_one_holds_again(
+        yard: Yard, inserts: list[Any]) -> None:
+    store = yard.store
+    idle_queue(yard, capacity=10)
+    running = [yard.submit("t") for _ in range(3)]
+    for job_id in running:
+        end(store, job_id)
+    job_id = yard.submit("t")
+    assert [i.placed for i in inserts[-4:]] == [True] * 4
+    assert state(store, job_id) == ("dispatched", 1, "w")
+
+
+def test_the_text_ahead_is_the_databases_for_any_name_and_new_types(
+        yard: Yard, inserts: list[Any]) -> None:
+    """What the snapshot reads after a placement is written by the client: as
+    PostgreSQL writes it (a name escaped in JSON, non-ASCII as is), or not at all (the
+    first job of a type on a worker that runs another: its row's place follows the
+    database's collation), when the submit's cycle places the job."""
+    store = yard.store
+    name = 'wörker-"ü"\\'
+    idle_queue(yard, capacity=10, name=name)
+    store.task_types.put(TaskTypeSpec('Ünïcode-"t"', HANDLER))
+    ids = [yard.submit("t") for _ in range(2)]
+    ids += [yard.submit('Ünïcode-"t"') for _ in range(2)]
+    ids += [yard.submit("t") for _ in range(2)]
+    # The second job of the new type finds no basis ahead, and the idle one no longer
+    # holds: its cycle places it, and the next submit's (it reads afresh).
+    assert [i.placed for i in inserts[-6:]] == [True, True, True, False, False, True]
+    assert {state(store, j) for j in ids} == {("dispatched", 1, name)}
 
 
 def test_a_pending_job_goes_first(yard: Yard, inserts: list[Any]) -> None:

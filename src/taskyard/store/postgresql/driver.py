@@ -54,6 +54,7 @@ from taskyard.store.postgresql import join as pg_join
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.postgresql.lane import Lane, pooled_unit
 from taskyard.store.postgresql.listen import make_listener, pg_channel
+from taskyard.store.postgresql.shortcuts import Shortcuts
 
 
 class PostgresDriver(SharedTransitions):
@@ -78,7 +79,7 @@ class PostgresDriver(SharedTransitions):
         self._engines: dict[str, Engine] = {}
         """Engines besides the store's: the one over borrowed connections (join.py)."""
         self._types = TypeCache()
-        self._shortcuts = jobs.Shortcuts()
+        self._shortcuts = Shortcuts()
         """The guesses of a lone submit's shortcuts (see postgresql/jobs.py)."""
         self._lane: Lane | None = None
         """The connection kept for units of work on this driver's engine (lane.py)."""

@@ -22,11 +22,12 @@ costs time and never a wrong write:
   ``BEGIN`` nor ``COMMIT``. When a worker is live it writes nothing and the insert
   runs again in the unit's transaction.
 - **an idle queue** (the last reads of the cycle, under its lock, found no job pending
-  but the one just submitted): the caller placed the job from the snapshot those reads
-  saw (``InsertJobs.place``), and the insert is followed, in the same round trip, by the
-  dispatch (``cycle.DISPATCH``) guarded by that decision still holding under the lock:
-  the snapshot reads as the same text, no other job is pending, no maintenance step
-  has work — a cycle run now would decide the same. Otherwise the job stays pending
+  but the one just submitted): the job is placed from the snapshot those reads saw, or
+  from the snapshot as the last placement here left it (postgresql/shortcuts.py), and
+  the insert is followed, in the same round trip, by the dispatch (``cycle.DISPATCH``)
+  guarded by that decision still holding under the lock: the snapshot reads as one of
+  those texts, no other job is pending, no maintenance step has work — a cycle run now
+  would decide the same. Otherwise the job stays pending
   and the caller's cycle places it. When nothing was sent in the unit yet, the
   pipeline is the unit's whole transaction (committed by its Sync, see
   ``rows.pipelined``; its insert then checks its references itself): one round trip; a job
@@ -40,15 +41,13 @@ import contextlib
 import functools
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from taskyard.model.records import TaskTypeSpec
 from taskyard.store import schema as t
 from taskyard.store.cursor import BULK_MIN_ROWS, Cursor, json_rows, pg_types
-from taskyard.store.driver.cycle_params import CycleReads, CycleStart, Snapshot
+from taskyard.store.driver.cycle_params import CycleStart
 from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
-from taskyard.store.driver.planning import planner_of, planner_values, to_candidates
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
@@ -63,6 +62,7 @@ from taskyard.store.postgresql.rows import (
     pipelined,
     pipelined_cursors,
 )
+from taskyard.store.postgresql.shortcuts import Shortcuts
 from taskyard.store.schema.base import DELAYED
 from taskyard.store.schema.task_type_rows import COLUMNS, SELECT_SPECS, cached_spec
 
@@ -147,41 +147,6 @@ def insert_sql(columns: tuple[str, ...], *, many: bool, placing: bool = False,
             f"SELECT id, {lock}, pg_notify('taskyard_events', '') FROM j")
 
 
-@dataclass(frozen=True, slots=True)
-class Basis:
-    """The snapshot a cycle read under its lock, as text (``cycle.SNAPSHOT_TEXT``) and
-    parsed, when no job but the one just submitted was pending."""
-
-    text: str
-    snapshot: Snapshot
-
-
-class Shortcuts:
-    """The guesses behind the lone submit's shortcuts (see the module docstring). The
-    store's threads share them: each reads and replaces a whole value (no two fields
-    that must agree), and any value is correct, the statements check it."""
-
-    def __init__(self) -> None:
-        self.no_worker = False
-        """The last lone submit here found no live worker."""
-        self.basis: Basis | None = None
-        """The last reads of the cycle here, under its lock, with the queue idle."""
-        self.submits = False
-        """A lone submit that places its job was made here: a cycle that finds nothing
-        pending reads the snapshot all the same, as the next one's basis. (A worker or
-        a scheduler that submits nothing does not: that part of the reads grows with
-        the fleet, and nothing else uses it when there is nothing to place.)"""
-
-    def learn(self, reads: CycleReads, text: str | None, job_id: int | None = None) -> None:
-        """Reads made under the lock (``job_id``: right after that job's insert); ``text``
-        None: without the snapshot."""
-        first = reads.first or []
-        idle = not reads.lists or (job_id is not None and len(reads.lists) == 1
-                                   and len(first) == 1 and first[0][0] == job_id)
-        self.basis = (Basis(text, reads.snapshot)
-                      if idle and text is not None and reads.snapshot is not None else None)
-
-
 def task_types(raw: Cursor, names: Sequence[str]) -> list[tuple[Any, ...]]:
     """The rows of the task types among ``names``, as the portable read: a batch's first
     statement as a rule, which then carries the unit's BEGIN (``rows.named``)."""
@@ -264,13 +229,12 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
     if not params.placing:
         inserted = named(raw, insert, values)
         return InsertedJobs([int(inserted[0][0])] if inserted else [])
-    basis = shortcuts.basis
-    chosen = None if basis is None else _planned(basis, params.columns, row)
-    if basis is not None and chosen is not None:
-        worker_id, name = chosen
+    chosen = shortcuts.choose(params.columns, row)
+    if chosen is not None:
+        worker_id = chosen.worker_id
         dispatch = cycle.dispatch_params(
-            [(None, worker_id)], {worker_id: name}, {worker_id}, [], last=True,
-            basis=basis.text, grace=TIMEOUT_GRACE)
+            [(None, worker_id)], {worker_id: chosen.name}, {worker_id}, [], last=True,
+            bases=chosen.texts, grace=TIMEOUT_GRACE)
         whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
         if whole:  # (_planned placed it: a job outside any graph)
             insert = insert_sql(params.columns, many=False, placing=True, checked=True)
@@ -279,9 +243,10 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
             statements.append((_WAKE_IF_PENDING, {}))
         inserted, placed, *_ = pipelined(raw, statements, commit=whole)
         if placed:
+            shortcuts.placed(chosen, placed[0][-2], params.columns, row)
             return InsertedJobs([int(inserted[0][0])], True, CycleStart(True), placed=True,
                                 committed=whole)
-        shortcuts.basis = None  # the decision did not hold: the cycle reads afresh
+        shortcuts.refused(chosen)  # the decision did not hold: the cycle reads afresh
         if whole and inserted:  # pending, the scheduler woken; the caller's cycle after
             held = inserted[0][1]
             shortcuts.no_worker = held is None
@@ -302,29 +267,8 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
     if ahead:
         reads = cycle.reads_of_row(ahead[0], page)
         shortcuts.learn(reads, ahead[0][0], job_id)
+        shortcuts.to_be_placed(params.columns, row)
     return InsertedJobs([job_id], True, CycleStart(bool(held), reads))
-
-
-def _planned(basis: Basis, columns: tuple[str, ...],
-             row: tuple[Any, ...]) -> tuple[int, str] | None:
-    """The worker (id, name) a cycle that finds ``basis`` and the job of ``row`` alone
-    pending would place it on: the planner's decision (core/placement.py). None when
-    that cycle needs more than ``basis`` (a job for later or of a graph, a rate-limited
-    type) or places nothing."""
-    job = dict(zip(columns, row, strict=True))
-    if job["run_after"] is not None or job["graph_id"] is not None:
-        return None
-    from taskyard.core.placement import Placement  # noqa: PLC0415 - start-up time
-
-    workers, active, limits = planner_values(basis.snapshot)
-    if job["type"] in limits.rates:
-        return None
-    (candidate,) = to_candidates([(0, job["type"], job["priority"], job["pools"], job["cost"],
-                                   job["locks"], job["rate_key"])])
-    decision = planner_of(workers, active, limits.queue, None).offer(candidate)
-    if not isinstance(decision, Placement):
-        return None
-    return next((w.id, w.name) for w in workers if w.id == decision.worker_id)
 
 
 def _alone(raw: Cursor, columns: tuple[str, ...], row: tuple[Any, ...],
