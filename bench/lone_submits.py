@@ -1,9 +1,11 @@
 """Lone submits to one live worker, one after another, on PostgreSQL: the time of each
 ``submit`` call and the client's CPU, with the worker's jobs ended between submits
-(``idle``: the worker is as the last cycle read it) or left running (``busy``: each
-placement changes what the next submit finds). No worker daemon runs: a worker is
-registered (capacity 100,000) and the jobs stay as the submits leave them, so the figures
-are the submit path's alone (see docs/operations/postgresql.md, "A busy worker").
+(``idle``: the worker is as the last cycle read it), left running (``busy``: each
+placement changes what the next submit finds), or each ended once the next one is
+placed (``last``: jobs that take about as long as the time between submits). No worker
+daemon runs: a worker is registered (capacity 100,000) and the jobs stay as the run
+leaves them, so the figures are the submit path's alone (see
+docs/operations/postgresql.md, "A busy worker").
 
 ``--count`` (a scratch cluster whose ``pg_stat_statements`` is loaded: it turns the
 server's tracking on for the run, ``ALTER SYSTEM``): the dispatch statement's calls and
@@ -11,7 +13,8 @@ the jobs they placed (``dispatch_calls``, ``dispatch_rows``) — a guarded dispa
 found its guess wrong placed nothing, and the submit's cycle then dispatched in a call
 of its own.
 
-Usage: python -m bench.lone_submits --db URL [--jobs 1500] [--mode idle,busy] [--count]
+Usage: python -m bench.lone_submits --db URL [--jobs 1500] [--mode idle,busy,last]
+       [--workers 1] [--count]
 The database in URL is emptied first.
 """
 
@@ -54,15 +57,20 @@ def _dispatches(conn: psycopg.Connection[Any]) -> dict[str, int]:
     return {"dispatch_calls": int(row[0]), "dispatch_rows": int(row[1])} if row else {}
 
 
-def run(url: str, mode: str, jobs: int, *, count: bool = False) -> dict[str, Any]:
-    """``jobs`` lone submits (after :data:`WARMUP` more) in ``mode``."""
+def run(url: str, mode: str, jobs: int, *, count: bool = False,
+        workers: int = 1) -> dict[str, Any]:
+    """``jobs`` lone submits (after :data:`WARMUP` more) in ``mode``, to ``workers``
+    registered workers."""
     yard = fresh(url)
     side = psycopg.connect(url, autocommit=True)
     try:
-        yard.store.workers.register("bench-worker", ["default"], 100_000, lease_seconds=3600)
+        for n in range(workers):
+            yard.store.workers.register(f"bench-worker-{n}", ["default"], 100_000,
+                                        lease_seconds=3600)
         walls: list[float] = []
         cpus: list[float] = []
         counted = False
+        before: int | None = None
         for n in range(WARMUP + jobs):
             if n == WARMUP and count:
                 counted = _tracking(side)
@@ -70,10 +78,12 @@ def run(url: str, mode: str, jobs: int, *, count: bool = False) -> dict[str, Any
             job_id = yard.submit("noop")
             walls.append((time.perf_counter() - wall) * 1000)
             cpus.append((time.process_time() - cpu) * 1000)
-            if mode == "idle":
+            ended = {"idle": job_id, "last": before}.get(mode)
+            if ended is not None:
                 side.execute("UPDATE jobs SET state = 'succeeded', worker_id = NULL, "
                              "finished_at = 1 WHERE id = %s AND state = 'dispatched'",
-                             (job_id,))
+                             (ended,))
+            before = job_id
         states = dict(side.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
         walls, cpus = walls[WARMUP:], cpus[WARMUP:]
         return {"mode": mode, "jobs": jobs, "p50_ms": round(statistics.median(walls), 3),
@@ -90,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", required=True, help="a PostgreSQL URL (emptied first)")
     parser.add_argument("--jobs", type=int, default=1500)
-    parser.add_argument("--mode", default="idle,busy")
+    parser.add_argument("--mode", default="idle,busy,last")
+    parser.add_argument("--workers", type=int, default=1, help="workers registered")
     parser.add_argument("--count", action="store_true",
                         help="count the dispatch statements (pg_stat_statements)")
     args = parser.parse_args(argv)
     for mode in args.mode.split(","):
-        print(json.dumps(run(args.db, mode, args.jobs, count=args.count)), flush=True)
+        print(json.dumps(run(args.db, mode, args.jobs, count=args.count,
+                             workers=args.workers)), flush=True)
     return 0
 
 

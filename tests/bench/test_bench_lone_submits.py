@@ -1,5 +1,5 @@
 """bench.lone_submits: lone submits to a registered worker, its jobs ended between
-submits or left running; every job placed by its own submit either way."""
+submits, left running, or the last alone running; every job placed either way."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from bench import lone_submits
 
 
 def test_both_modes_place_every_job(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert lone_submits.main(["--db", pg_url, "--jobs", "20", "--mode", "idle,busy"]) == 0
-    idle, busy = (json.loads(line) for line in capsys.readouterr().out.strip().splitlines())
+    assert lone_submits.main(["--db", pg_url, "--jobs", "20"]) == 0
+    idle, busy, last = (json.loads(line)
+                        for line in capsys.readouterr().out.strip().splitlines())
     total = 20 + lone_submits.WARMUP
     assert idle["states"] == {"succeeded": total}  # ended by the run, once placed
     assert busy["states"] == {"dispatched": total}
-    for row in (idle, busy):
+    assert last["states"] == {"succeeded": total - 1, "dispatched": 1}
+    for row in (idle, busy, last):
         assert row["jobs"] == 20 and 0 < row["p50_ms"] <= row["p99_ms"]
         assert row["client_cpu_ms"] > 0 and "dispatch_calls" not in row

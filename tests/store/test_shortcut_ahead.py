@@ -58,35 +58,45 @@ def test_where_the_order_follows_the_collation_there_is_no_text() -> None:
     assert advance(busy, COLUMNS, job(locks='[{"key": "k"}]'), 1) is None
 
 
-def choose(shortcuts: Shortcuts) -> tuple[int, int] | None:
-    chosen = shortcuts.choose(COLUMNS, job())
-    return None if chosen is None else (chosen.worker_id, len(chosen.bases))
+def guessed(shortcuts: Shortcuts) -> list[tuple[str, int]]:
+    """The guesses for the next job: which basis (by name) and the worker from it."""
+    names = {id(shortcuts.ahead): "ahead", id(shortcuts.last): "last",
+             id(shortcuts.basis): "basis"}
+    return [(names[id(g.basis)], g.worker_id) for g in shortcuts.choose(COLUMNS, job())]
 
 
-def test_the_bases_agreeing_both_go_and_the_one_that_held_grows() -> None:
+def test_an_idle_queue_read_guesses_it_and_the_job_ahead() -> None:
     shortcuts = Shortcuts()
     idle = basis([worker(1, capacity=4)], [])
     shortcuts.learn(CycleReads(idle.snapshot, [], []), idle.text)
-    shortcuts.to_be_placed(COLUMNS, job())
+    shortcuts.to_be_placed(COLUMNS, job())  # the submit's cycle places it on worker 1
+    assert guessed(shortcuts) == [("ahead", 1), ("basis", 1)]
     ahead = shortcuts.ahead
-    chosen = shortcuts.choose(COLUMNS, job())
-    assert ahead is not None and chosen is not None
-    assert chosen.texts == (ahead.text, idle.text)
-    shortcuts.placed(chosen, 2, COLUMNS, job())  # the idle one held: the job ran and ended
-    assert shortcuts.ahead is not None
-    assert json.loads(shortcuts.ahead.text)[1] == [[0, "t", 1, 1, "[]", 1]]
+    assert ahead is not None and json.loads(ahead.text)[1] == [[0, "t", 1, 1, "[]", 1]]
 
 
-def test_the_bases_disagreeing_the_one_that_failed_last_gives_way() -> None:
+def test_each_guess_has_the_worker_the_planner_gives_from_it() -> None:
     shortcuts = Shortcuts()
     idle = basis([worker(1, capacity=1), worker(2, capacity=1)], [])
     shortcuts.learn(CycleReads(idle.snapshot, [], []), idle.text)
-    shortcuts.to_be_placed(COLUMNS, job())  # on worker 1: ahead, worker 1 is full
-    assert choose(shortcuts) == (1, 1)  # the idle basis leads at first
-    chosen = shortcuts.choose(COLUMNS, job())
-    assert chosen is not None
-    shortcuts.refused(chosen)
-    assert shortcuts.basis is None and shortcuts.ahead is None and shortcuts.lead_ahead
+    shortcuts.to_be_placed(COLUMNS, job())  # on worker 1, which is then full
+    assert guessed(shortcuts) == [("ahead", 2), ("basis", 1)]
+
+
+def test_what_a_placement_leaves_grows_from_the_guess_that_held() -> None:
+    shortcuts = Shortcuts()
+    idle = basis([worker(1, capacity=8)], [])
     shortcuts.learn(CycleReads(idle.snapshot, [], []), idle.text)
     shortcuts.to_be_placed(COLUMNS, job())
-    assert choose(shortcuts) == (2, 1)  # now the basis ahead does
+    by_basis = shortcuts.choose(COLUMNS, job())[1]
+    shortcuts.placed(by_basis, COLUMNS, job())  # the first job had ended
+    assert shortcuts.last is None and shortcuts.ahead is not None
+    assert json.loads(shortcuts.ahead.text)[1] == [[0, "t", 1, 1, "[]", 1]]
+    by_ahead = shortcuts.choose(COLUMNS, job())[0]
+    shortcuts.placed(by_ahead, COLUMNS, job())  # it runs on: two jobs, or the last alone
+    assert json.loads(shortcuts.ahead.text)[1] == [[0, "t", 1, 2, "[]", 2]]
+    assert shortcuts.last is not None
+    assert json.loads(shortcuts.last.text)[1] == [[0, "t", 1, 1, "[]", 1]]
+    assert guessed(shortcuts) == [("ahead", 1), ("last", 1), ("basis", 1)]
+    shortcuts.refused()
+    assert guessed(shortcuts) == []

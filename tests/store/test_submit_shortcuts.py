@@ -154,6 +154,34 @@ def test_after_the_basis_ahead_the_idle_one_holds_again(
     assert state(store, job_id) == ("dispatched", 1, "w")
 
 
+def test_with_the_last_job_alone_running_the_guess_of_it_holds(
+        yard: Yard, inserts: list[Any]) -> None:
+    store = yard.store
+    idle_queue(yard, capacity=10)
+    first, second = yard.submit("t"), yard.submit("t")
+    end(store, first)
+    third = yard.submit("t")
+    assert [i.placed for i in inserts[-3:]] == [True] * 3
+    assert [state(store, j)[0] for j in (second, third)] == ["dispatched"] * 2
+
+
+def test_the_guess_the_snapshot_reads_as_picks_the_worker(
+        yard: Yard, inserts: list[Any]) -> None:
+    """Two workers of one slot each: from each guess the planner gives the job another
+    worker, and the dispatch takes the one whose text the snapshot reads as."""
+    store = yard.store
+    if store.backend != "sqlite":
+        store.workers.register("v", ["default"], 1, lease_seconds=300)
+    idle_queue(yard, capacity=1)
+    first = yard.submit("t")  # both idle: the planner's first choice
+    second = yard.submit("t")  # the first running: the other worker
+    end(store, first)
+    third = yard.submit("t")  # the second alone running: the first's worker again
+    assert [i.placed for i in inserts[-3:]] == [True] * 3
+    workers = [state(store, j)[2] for j in (first, second, third)]
+    assert workers[0] != workers[1] and workers[2] == workers[0]
+
+
 def test_the_text_ahead_is_the_databases_for_any_name_and_new_types(
         yard: Yard, inserts: list[Any]) -> None:
     """What the snapshot reads after a placement is written by the client: as

@@ -267,20 +267,14 @@ DISPATCHED_COLUMNS = ("id, attempt, type, args, timeout, graph_id, label, cost, 
                       "logical_time, trace_context")
 """What the jobs statement ``d`` of :data:`DISPATCH` returns (and the worker)."""
 _NOW = "(SELECT t FROM k)"  # the time of DISPATCH, read once (in its ``k``)
+MATCHED_SETTING = "taskyard.matched"
+"""Which of a lone submit's guesses holds (1, 2, 3; '' for none): set by
+``shortcuts.MATCH`` until the transaction ends, read by :data:`DISPATCH`."""
 _AS_DECIDED = (
-    # A submit's own job, dispatched by the statement after its insert (its id NULL in
-    # ``%(rows)s``: the id the insert took) only while the decision it was placed by
-    # holds: the lock is ours, the job was inserted by this transaction, no other job is
-    # pending, no maintenance step has work, and the snapshot reads as ``%(basis)s`` or
-    # ``%(other)s`` (postgresql/shortcuts.py); which, it returns (``s``, run once, for
-    # such a job only; two texts, not an array: psycopg took 25 us to adapt a list).
-    f"AND (%(basis)s::text IS NULL OR (current_setting('{HELD_SETTING}', true) = 'on' "
-    "AND jobs.xmin = pg_current_xact_id()::xid "
-    "AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.id <> jobs.id) "
-    f"AND {NO_MAINTENANCE} AND (SELECT i FROM s) IS NOT NULL)) "
-).replace("(SELECT {now})", _NOW)
-_MATCHED = (f"s AS (SELECT CASE {SNAPSHOT_TEXT} WHEN %(basis)s THEN 1 WHEN %(other)s "
-            "THEN 2 END i), ").replace("(SELECT {now})", _NOW)
+    # A submit's own job, dispatched by the statement after its insert and its MATCH (its
+    # id NULL in ``%(rows)s``: the id the insert took; one row per guess, the one that
+    # holds kept, see ``v``) only if that insert wrote it.
+    "AND (%(guessed)s IS NOT TRUE OR jobs.xmin = pg_current_xact_id()::xid) ")
 _NEW_JOB = "currval(pg_get_serial_sequence('jobs', 'id'))"
 DISPATCH = (
     # The placements (job, worker) in placement order, and per worker its name, the
@@ -290,12 +284,13 @@ DISPATCH = (
     # placing 50 jobs on 5 workers: 2.16 ms of dispatch against 1.30 ms on 1 worker).
     "WITH v(job, w, name, chan, carry) AS (SELECT COALESCE((e->>0)::bigint, " + _NEW_JOB
     + "), (e->>1)::bigint, e->>2, e->>3, (e->>4)::boolean "
-    "FROM json_array_elements(%(rows)s::json) e), "
+    f"FROM json_array_elements(%(rows)s::json) e WHERE e->>5 IS NULL "
+    f"OR e->>5 = current_setting('{MATCHED_SETTING}', true)), "
     # The jobs by id through the index whatever the plan: a join with v, planned once
     # (the statement is prepared) while few jobs were pending, read every pending job
     # per row of v when a burst came (4.6 s for 5,000 placements, against 0.14 s).
     # The time once, too: 7 readings of the clock made the text exceed 4 KiB.
-    "k AS (SELECT array_agg(job) i, array_agg(w) w, {now} t FROM v), " + _MATCHED +
+    "k AS (SELECT array_agg(job) i, array_agg(w) w, {now} t FROM v), "
     "d AS (UPDATE jobs SET state = 'dispatched', worker_id = (SELECT w[array_position(i, id)] "
     "FROM k), attempt = attempt + 1 WHERE id = ANY((SELECT i FROM k)::int8[]) "
     f"AND (state = 'pending') IS TRUE {_AS_DECIDED}"
@@ -332,7 +327,6 @@ DISPATCH = (
     f"SELECT job_id, attempt, worker_id, CASE WHEN %(last)s THEN {SCANS_ON} END, "
     "(SELECT count(pg_notify(chan, COALESCE(body, ''))) FROM (SELECT DISTINCT w, chan FROM v "
     "JOIN d ON d.id = v.job WHERE chan IS NOT NULL) c LEFT JOIN q ON q.worker_id = c.w), "
-    "CASE WHEN %(basis)s::text IS NOT NULL THEN (SELECT i FROM s) END, "
     "COALESCE(q.body, '') "
     "FROM a LEFT JOIN q USING (worker_id)")
 """SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
@@ -346,25 +340,20 @@ PIPELINE_MOST = 16
 the connection)."""
 
 
-def dispatch_params(placements: Sequence[tuple[int | None, int]], names: Mapping[int, str | None],
-                    wake: Collection[int], events: list[Any], *, last: bool,
-                    bases: Sequence[str] = (), grace: float | None = None) -> dict[str, Any]:
-    """Parameters of :data:`DISPATCH`: ``placements`` (job, worker) in placement order (job
-    None: the one the statement before inserted, placed if the snapshot reads as one of
-    ``bases``, see :data:`_AS_DECIDED`; ``grace`` the timeouts' grace); ``names`` the
-    workers' names; ``wake`` the workers to wake: a wake-up carries its jobs when they
-    are few (a batch is read by the worker in one statement). ``events``: the unit's
-    buffered events, written by this statement and so taken out of the list; ``last``:
-    the cycle's last dispatch statement (scans back on)."""
+def dispatch_params(placements: Sequence[tuple[int, int]], names: Mapping[int, str | None],
+                    wake: Collection[int], events: list[Any], *, last: bool) -> dict[str, Any]:
+    """Parameters of :data:`DISPATCH`: ``placements`` (job, worker) in placement order;
+    ``names`` the workers' names; ``wake`` the workers to wake: a wake-up carries its
+    jobs when they are few (a batch is read by the worker in one statement). ``events``:
+    the unit's buffered events, written by this statement and so taken out of the list;
+    ``last``: the cycle's last dispatch statement (scans back on)."""
     counts = collections.Counter(worker_id for _, worker_id in placements)
     workers = {w: (names.get(w), pg_channel(f"worker.{w}") if w in wake else None,
                    n <= CARRY_JOBS) for w, n in counts.items()}
     rows = json_rows(events) if events else "[]"
     events.clear()
-    basis, other = (*bases, None, None)[:2]
     return {"rows": json_rows([(job_id, w, *workers[w]) for job_id, w in placements]),
-            "most": WAKEUP_BYTES, "events": rows, "last": last, "basis": basis,
-            "other": other, "grace": grace}
+            "most": WAKEUP_BYTES, "events": rows, "last": last, "guessed": False}
 
 
 def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:

@@ -24,10 +24,10 @@ costs time and never a wrong write:
 - **an idle queue** (the last reads of the cycle, under its lock, found no job pending
   but the one just submitted): the job is placed from the snapshot those reads saw, or
   from the snapshot as the last placement here left it (postgresql/shortcuts.py), and
-  the insert is followed, in the same round trip, by the dispatch (``cycle.DISPATCH``)
-  guarded by that decision still holding under the lock: the snapshot reads as one of
-  those texts, no other job is pending, no maintenance step has work — a cycle run now
-  would decide the same. Otherwise the job stays pending
+  the insert is followed, in the same round trip, by the check that a decision holds
+  under the lock (``shortcuts.MATCH``: the snapshot reads as one of those texts, no other
+  job is pending, no maintenance step has work — a cycle run now would decide the
+  same) and the dispatch (``cycle.DISPATCH``) by the one that holds. Otherwise the job stays pending
   and the caller's cycle places it. When nothing was sent in the unit yet, the
   pipeline is the unit's whole transaction (committed by its Sync, see
   ``rows.pipelined``; its insert then checks its references itself): one round trip; a job
@@ -51,6 +51,7 @@ from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
+from taskyard.store.postgresql import shortcuts as shortcuts_sql
 from taskyard.store.postgresql.references import CHECKED_SETTING
 from taskyard.store.postgresql.rows import (
     Parameters,
@@ -229,24 +230,23 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
     if not params.placing:
         inserted = named(raw, insert, values)
         return InsertedJobs([int(inserted[0][0])] if inserted else [])
-    chosen = shortcuts.choose(params.columns, row)
-    if chosen is not None:
-        worker_id = chosen.worker_id
-        dispatch = cycle.dispatch_params(
-            [(None, worker_id)], {worker_id: chosen.name}, {worker_id}, [], last=True,
-            bases=chosen.texts, grace=TIMEOUT_GRACE)
+    guesses = shortcuts.choose(params.columns, row)
+    if guesses:
+        match, dispatch = shortcuts_sql.guessed_params(
+            [(g.basis.text, g.worker_id, g.name) for g in guesses], TIMEOUT_GRACE)
         whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
-        if whole:  # (_planned placed it: a job outside any graph)
+        if whole:  # (a guess placed it: a job outside any graph)
             insert = insert_sql(params.columns, many=False, placing=True, checked=True)
-        statements: list[tuple[str, Parameters]] = [(insert, values), (cycle.DISPATCH, dispatch)]
+        statements: list[tuple[str, Parameters]] = [
+            (insert, values), (shortcuts_sql.MATCH, match), (cycle.DISPATCH, dispatch)]
         if whole:
             statements.append((_WAKE_IF_PENDING, {}))
-        inserted, placed, *_ = pipelined(raw, statements, commit=whole)
+        inserted, matched, placed, *_ = pipelined(raw, statements, commit=whole)
         if placed:
-            shortcuts.placed(chosen, placed[0][-2], params.columns, row)
+            shortcuts.placed(guesses[int(matched[0][0]) - 1], params.columns, row)
             return InsertedJobs([int(inserted[0][0])], True, CycleStart(True), placed=True,
                                 committed=whole)
-        shortcuts.refused(chosen)  # the decision did not hold: the cycle reads afresh
+        shortcuts.refused()  # no guess held: the cycle reads afresh
         if whole and inserted:  # pending, the scheduler woken; the caller's cycle after
             held = inserted[0][1]
             shortcuts.no_worker = held is None

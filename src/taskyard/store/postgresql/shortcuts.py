@@ -1,32 +1,40 @@
 """PostgreSQL: the guesses behind a lone submit's shortcuts (see postgresql/jobs.py).
 
-A lone submit that finds the queue idle places its job from a snapshot a cycle read
-earlier under the lock (a **basis**), and its dispatch runs only while the snapshot still
-reads as that basis's text. Two bases are kept:
+A lone submit that finds the queue idle places its job from a snapshot a cycle would
+read (a **basis**): its dispatch runs only if the snapshot, read under the lock, reads
+as that basis's text (:data:`MATCH`). Up to three bases are guessed, each with the
+worker the planner gives the job from it, and the one the snapshot reads as picks the
+worker:
 
-- the one a cycle read with nothing pending but the submit's own job (**kept**): it
+- the one a cycle read with nothing pending but the submit's own job (``basis``): it
   holds again once every job placed since has ended — a worker idle between submits;
-- the one the snapshot reads after the last placement (**ahead**): the basis that
-  placement was decided from, with the job added to its worker's load. It holds while
-  the jobs placed since run on — a busy worker given one job after another. Without it
-  such a submit never found its basis (each placement changed the snapshot) and paid a
-  guarded dispatch that placed nothing, then a cycle (half of 150 lone submits to a
-  worker whose jobs ran on; see docs/architecture.md).
+- the one after the last placement, every job placed since still running (``ahead``):
+  the basis that placement went by, with the job added to its worker's row — a busy
+  worker given one job after another. Without it such a submit never found its basis
+  (each placement changed the snapshot): its guarded dispatch placed nothing, then its
+  cycle placed the job, one submit in two (``bench.lone_submits``);
+- the one after the last placement, that job alone still running (``last``): jobs that
+  take about as long as the time between submits.
 
-The text of ``ahead`` is written here as PostgreSQL writes the snapshot's JSON
+Their texts are written here as PostgreSQL writes the snapshot's JSON
 (``cycle.SNAPSHOT_TEXT``): where that cannot be told for sure (the order of a new row
-among a worker's rows of other types follows the database's collation) there is no
-``ahead``. A text written wrongly only fails to match: the statement checks every guess.
+among a worker's rows of other types follows the database's collation) there is none.
+A text written wrongly only fails to match: the statement checks every guess.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskyard.store.cursor import json_rows
 from taskyard.store.driver.cycle_params import CycleReads, Snapshot
 from taskyard.store.driver.planning import planner_of, planner_values, to_candidates
+from taskyard.store.driver.wakeup_payloads import WAKEUP_BYTES
+from taskyard.store.postgresql import cycle
+from taskyard.store.postgresql.listen import pg_channel
 
 _PLANS_KEPT = 64
 """Answers kept per basis at most (jobs locking keys of their own differ each)."""
@@ -42,21 +50,20 @@ class Basis:
         default_factory=dict, compare=False, repr=False)
     """:func:`planned`'s answers from this basis, by the job's placement fields: a
     basis that holds serves one submit after another (the planner's 16 us each)."""
+    grown: dict[tuple[Any, ...], Basis | None] = field(
+        default_factory=dict, compare=False, repr=False)
+    """:func:`advance`'s answers from this basis, by the job's type, cost and locks and
+    its worker: the ``basis`` of Shortcuts grows the same ``last`` submit after submit."""
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
-    """A submit's placement from its bases: the worker (id, name), and the bases under
-    which it holds (the dispatch checks the snapshot reads as one of their texts)."""
+class Guess:
+    """A basis the snapshot may read as, and the worker (id, name) the planner gives the
+    submit's job from it."""
 
+    basis: Basis
     worker_id: int
     name: str
-    bases: tuple[Basis, ...]
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        """The bases' texts, as the dispatch takes them."""
-        return tuple(b.text for b in self.bases)
 
 
 class Shortcuts:
@@ -70,10 +77,10 @@ class Shortcuts:
         self.basis: Basis | None = None
         """The last reads of the cycle here, under its lock, with the queue idle."""
         self.ahead: Basis | None = None
-        """The snapshot as it reads after the last placement of a lone submit here."""
-        self.lead_ahead = False
-        """When the two bases place a job differently: try ``ahead`` (the last such
-        try on ``basis`` failed), else ``basis``."""
+        """The snapshot after the last placement of a lone submit here, every job placed
+        since ``basis`` still running."""
+        self.last: Basis | None = None
+        """The same, the last job placed the only one still running."""
         self.submits = False
         """A lone submit that places its job was made here: a cycle that finds nothing
         pending reads the snapshot all the same, as the next one's basis. (A worker or
@@ -88,37 +95,31 @@ class Shortcuts:
                                    and len(first) == 1 and first[0][0] == job_id)
         self.basis = (Basis(text, reads.snapshot)
                       if idle and text is not None and reads.snapshot is not None else None)
-        self.ahead = None
+        self.ahead = self.last = None
 
-    def choose(self, columns: tuple[str, ...], row: tuple[Any, ...]) -> Choice | None:
-        """Where the job of ``row`` goes, if a cycle finding either basis would place it
-        there (both texts when both agree), else None."""
-        kept, ahead = self.basis, self.ahead
-        on_kept = None if kept is None else planned(kept, columns, row)
-        on_ahead = None if ahead is None else planned(ahead, columns, row)
-        if kept is not None and ahead is not None and on_kept is not None \
-                and on_kept == on_ahead:
-            return Choice(*on_kept, (ahead, kept))
-        if ahead is not None and on_ahead is not None and (self.lead_ahead or on_kept is None):
-            return Choice(*on_ahead, (ahead,))
-        if kept is not None and on_kept is not None:
-            return Choice(*on_kept, (kept,))
-        return None
+    def choose(self, columns: tuple[str, ...], row: tuple[Any, ...]) -> list[Guess]:
+        """The guesses for the job of ``row`` (each basis from which a cycle would place
+        it, once each text): none when it is not a job for this shortcut."""
+        guesses: list[Guess] = []
+        for basis in (self.ahead, self.last, self.basis):
+            if basis is None or any(g.basis.text == basis.text for g in guesses):
+                continue
+            found = planned(basis, columns, row)
+            if found is not None:
+                guesses.append(Guess(basis, *found))
+        return guesses
 
-    def placed(self, choice: Choice, matched: int, columns: tuple[str, ...],
-               row: tuple[Any, ...]) -> None:
-        """The job of ``row`` was placed as ``choice`` said, the snapshot reading as its
-        text ``matched`` (1-based, as the statement says)."""
-        source = choice.bases[matched - 1]
-        self.lead_ahead = source is self.ahead
-        self.ahead = advance(source, columns, row, choice.worker_id)
+    def placed(self, guess: Guess, columns: tuple[str, ...], row: tuple[Any, ...]) -> None:
+        """The job of ``row`` was placed by ``guess`` (the one the snapshot read as)."""
+        kept = self.basis
+        self.ahead = advance(guess.basis, columns, row, guess.worker_id)
+        self.last = None if kept is None or kept is guess.basis else advance(
+            kept, columns, row, guess.worker_id)
 
-    def refused(self, choice: Choice) -> None:
-        """The dispatch found the snapshot read as none of ``choice``'s texts: the next
-        submit's cycle reads afresh, and the other basis leads when they disagree."""
-        if len(choice.bases) == 1:
-            self.lead_ahead = choice.bases[0] is not self.ahead
-        self.basis = self.ahead = None
+    def refused(self) -> None:
+        """The snapshot read as none of the guesses: the next submit's cycle reads
+        afresh."""
+        self.basis = self.ahead = self.last = None
 
     def to_be_placed(self, columns: tuple[str, ...], row: tuple[Any, ...]) -> None:
         """The job of ``row`` was inserted with the queue idle, and :meth:`learn` made
@@ -128,6 +129,36 @@ class Shortcuts:
         on_kept = None if kept is None else planned(kept, columns, row)
         if kept is not None and on_kept is not None:
             self.ahead = advance(kept, columns, row, on_kept[0])
+
+
+MATCH = (
+    # A lone submit's guesses at what a cycle would read now, checked once its insert
+    # took the lock (a statement of its own after the insert:
+    # its snapshot is taken then): the lock is ours, no other job is pending, no
+    # maintenance step has work, and the snapshot reads as one of the texts. The one it
+    # reads as picks the dispatch's row (its worker, as decided from that text).
+    f"SELECT set_config('{cycle.MATCHED_SETTING}', COALESCE(CASE WHEN current_setting("
+    f"'{cycle.HELD_SETTING}', true) = 'on' AND NOT EXISTS (SELECT 1 FROM jobs WHERE "
+    "state = 'pending' AND id <> currval(pg_get_serial_sequence('jobs', 'id'))) "
+    f"AND {cycle.NO_MAINTENANCE} THEN CASE {cycle.SNAPSHOT_TEXT} WHEN %(b1)s THEN '1' "
+    "WHEN %(b2)s THEN '2' WHEN %(b3)s THEN '3' END END, ''), true)")
+"""SQL: which guess holds (``cycle.MATCHED_SETTING``), returned as well (named
+parameters ``b1``-``b3``, the texts, and ``grace``)."""
+
+
+def guessed_params(guesses: Sequence[tuple[str, int, str]],
+                   grace: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Parameters of :data:`MATCH` and ``cycle.DISPATCH`` for the job the statement before
+    them inserted, and a lone submit's guesses (at most 3): each the text the snapshot
+    would read as, and the worker (id, name) the planner gives the job from it.
+    ``grace``: the timeouts' grace."""
+    texts: list[str | None] = [text for text, _, _ in guesses]
+    texts += [None] * (3 - len(texts))
+    rows = [(None, w, name, pg_channel(f"worker.{w}"), True, str(k))
+            for k, (_, w, name) in enumerate(guesses, 1)]
+    return ({"b1": texts[0], "b2": texts[1], "b3": texts[2], "grace": grace},
+            {"rows": json_rows(rows), "most": WAKEUP_BYTES, "events": "[]", "last": True,
+             "guessed": True})
 
 
 def planned(basis: Basis, columns: tuple[str, ...],
@@ -164,9 +195,19 @@ def advance(basis: Basis, columns: tuple[str, ...], row: tuple[Any, ...],
     locks' text), or a first job of its type on a worker running others (ordered by
     the types' names in the database's collation)."""
     job = dict(zip(columns, row, strict=True))
-    if job["locks"] not in (None, "[]"):
+    key = (job["type"], job["cost"], job["locks"], worker_id)
+    if key not in basis.grown:
+        grown = _grown(basis, job["type"], int(job["cost"]), job["locks"], worker_id)
+        if len(basis.grown) >= _PLANS_KEPT:
+            return grown
+        basis.grown[key] = grown
+    return basis.grown[key]
+
+
+def _grown(basis: Basis, type_: str, cost: int, locks: str | None,
+           worker_id: int) -> Basis | None:
+    if locks not in (None, "[]"):
         return None
-    type_, cost = job["type"], int(job["cost"])
     rows = list(basis.snapshot.active)
     mine = [i for i, r in enumerate(rows) if r[2] == worker_id]
     same = next((i for i in mine if rows[i][0] == 0 and rows[i][1] == type_
