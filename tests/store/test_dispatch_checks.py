@@ -174,7 +174,7 @@ def test_submits_that_find_the_lock_held_keep_their_generic_plans(
     for n in range(ROUNDS):
         # The lock free: the first submit's cycle places what the last round left
         # pending, the second finds its job alone in the queue, and its decision is the
-        # basis of the next submit (postgresql/jobs.py:Shortcuts.learn).
+        # basis of the next submit (postgresql/shortcuts.py:Shortcuts.learn).
         for _ in range(2):
             yard.submit("t", {"n": n})
         with psycopg.connect(counted) as holder:  # another scheduler's cycle
