@@ -100,3 +100,22 @@ def test_what_a_placement_leaves_grows_from_the_guess_that_held() -> None:
     assert guessed(shortcuts) == [("ahead", 1), ("last", 1), ("basis", 1)]
     shortcuts.refused()
     assert guessed(shortcuts) == []
+
+
+def test_a_busy_stream_keeps_no_chain_of_guesses() -> None:
+    """Each placement's ``ahead`` is built from the last: only the idle basis keeps what
+    it grew (``last``), else 10,000 submits to a busy worker would keep 10,000 texts."""
+    shortcuts = Shortcuts()
+    idle = basis([worker(1, capacity=100_000)], [])
+    shortcuts.learn(CycleReads(idle.snapshot, [], []), idle.text)
+    shortcuts.to_be_placed(COLUMNS, job())
+    first = shortcuts.ahead
+    for _ in range(50):
+        by_ahead = shortcuts.choose(COLUMNS, job())[0]
+        assert by_ahead.basis is shortcuts.ahead
+        shortcuts.placed(by_ahead, COLUMNS, job())
+    kept = shortcuts.basis
+    assert first is not None and first.grown == {} and kept is not None
+    assert len(kept.grown) == 1  # the one ``last``, the same after every placement
+    assert shortcuts.last is next(iter(kept.grown.values()))
+    assert shortcuts.last is not None and shortcuts.last.grown == {}

@@ -52,7 +52,7 @@ class Basis:
     basis that holds serves one submit after another (the planner's 16 us each)."""
     grown: dict[tuple[Any, ...], Basis | None] = field(
         default_factory=dict, compare=False, repr=False)
-    """:func:`advance`'s answers from this basis, by the job's type, cost and locks and
+    """:func:`advance`'s answers kept (``keep``), by the job's type, cost and locks and
     its worker: the ``basis`` of Shortcuts grows the same ``last`` submit after submit."""
 
 
@@ -114,7 +114,7 @@ class Shortcuts:
         kept = self.basis
         self.ahead = advance(guess.basis, columns, row, guess.worker_id)
         self.last = None if kept is None or kept is guess.basis else advance(
-            kept, columns, row, guess.worker_id)
+            kept, columns, row, guess.worker_id, keep=True)
 
     def refused(self) -> None:
         """The snapshot read as none of the guesses: the next submit's cycle reads
@@ -189,19 +189,21 @@ def planned(basis: Basis, columns: tuple[str, ...],
 
 
 def advance(basis: Basis, columns: tuple[str, ...], row: tuple[Any, ...],
-            worker_id: int) -> Basis | None:
+            worker_id: int, *, keep: bool = False) -> Basis | None:
     """``basis`` once the job of ``row`` is dispatched to ``worker_id``: its text as the
     snapshot then reads. None for a job with locks (a row of its own, ordered by the
     locks' text), or a first job of its type on a worker running others (ordered by
-    the types' names in the database's collation)."""
+    the types' names in the database's collation). ``keep``: the answer is kept in
+    ``basis.grown`` (only for the long-lived ``basis`` of Shortcuts: kept by each
+    ``ahead``, the chain of them would grow for as long as the worker stays busy)."""
     job = dict(zip(columns, row, strict=True))
     key = (job["type"], job["cost"], job["locks"], worker_id)
-    if key not in basis.grown:
-        grown = _grown(basis, job["type"], int(job["cost"]), job["locks"], worker_id)
-        if len(basis.grown) >= _PLANS_KEPT:
-            return grown
+    if key in basis.grown:
+        return basis.grown[key]
+    grown = _grown(basis, job["type"], int(job["cost"]), job["locks"], worker_id)
+    if keep and len(basis.grown) < _PLANS_KEPT:
         basis.grown[key] = grown
-    return basis.grown[key]
+    return grown
 
 
 def _grown(basis: Basis, type_: str, cost: int, locks: str | None,
