@@ -119,3 +119,17 @@ def test_a_busy_stream_keeps_no_chain_of_guesses() -> None:
     assert len(kept.grown) == 1  # the one ``last``, the same after every placement
     assert shortcuts.last is next(iter(kept.grown.values()))
     assert shortcuts.last is not None and shortcuts.last.grown == {}
+
+
+def test_an_idle_worker_gets_the_same_guess_ahead_each_time() -> None:
+    shortcuts = Shortcuts()
+    idle = basis([worker(1, capacity=8)], [])
+    shortcuts.learn(CycleReads(idle.snapshot, [], []), idle.text)
+    shortcuts.to_be_placed(COLUMNS, job())
+    aheads = []
+    for _ in range(3):
+        by_basis = shortcuts.choose(COLUMNS, job())[-1]
+        assert by_basis.basis is shortcuts.basis
+        shortcuts.placed(by_basis, COLUMNS, job())  # each job ended before the next
+        aheads.append(shortcuts.ahead)
+    assert aheads[0] is aheads[1] is aheads[2]  # and so are its planner's answers

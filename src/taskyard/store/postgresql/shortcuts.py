@@ -112,7 +112,8 @@ class Shortcuts:
     def placed(self, guess: Guess, columns: tuple[str, ...], row: tuple[Any, ...]) -> None:
         """The job of ``row`` was placed by ``guess`` (the one the snapshot read as)."""
         kept = self.basis
-        self.ahead = advance(guess.basis, columns, row, guess.worker_id)
+        self.ahead = advance(guess.basis, columns, row, guess.worker_id,
+                             keep=guess.basis is kept)  # a worker idle between submits
         self.last = None if kept is None or kept is guess.basis else advance(
             kept, columns, row, guess.worker_id, keep=True)
 
@@ -194,8 +195,10 @@ def advance(basis: Basis, columns: tuple[str, ...], row: tuple[Any, ...],
     snapshot then reads. None for a job with locks (a row of its own, ordered by the
     locks' text), or a first job of its type on a worker running others (ordered by
     the types' names in the database's collation). ``keep``: the answer is kept in
-    ``basis.grown`` (only for the long-lived ``basis`` of Shortcuts: kept by each
-    ``ahead``, the chain of them would grow for as long as the worker stays busy)."""
+    ``basis.grown`` — only for the long-lived ``basis`` of Shortcuts, which then gives
+    the same ``ahead`` (and its planner's answers) submit after submit while its worker
+    is idle between them; kept by each ``ahead``, the chain of them would grow for as
+    long as the worker stays busy."""
     job = dict(zip(columns, row, strict=True))
     key = (job["type"], job["cost"], job["locks"], worker_id)
     if key in basis.grown:
