@@ -51,7 +51,6 @@ from taskyard.store.driver.params import NO_ID, InsertedJobs, InsertJobs
 from taskyard.store.portable import cycle as portable_cycle
 from taskyard.store.portable.cycle import TIMEOUT_GRACE
 from taskyard.store.postgresql import cycle
-from taskyard.store.postgresql import shortcuts as shortcuts_sql
 from taskyard.store.postgresql.references import CHECKED_SETTING
 from taskyard.store.postgresql.rows import (
     Parameters,
@@ -63,7 +62,7 @@ from taskyard.store.postgresql.rows import (
     pipelined,
     pipelined_cursors,
 )
-from taskyard.store.postgresql.shortcuts import Shortcuts
+from taskyard.store.postgresql.shortcuts import MATCH, Shortcuts, guessed_params
 from taskyard.store.schema.base import DELAYED
 from taskyard.store.schema.task_type_rows import COLUMNS, SELECT_SPECS, cached_spec
 
@@ -232,13 +231,13 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
         return InsertedJobs([int(inserted[0][0])] if inserted else [])
     guesses = shortcuts.choose(params.columns, row)
     if guesses:
-        match, dispatch = shortcuts_sql.guessed_params(
+        match, dispatch = guessed_params(
             [(g.basis.text, g.worker_id, g.name) for g in guesses], TIMEOUT_GRACE)
         whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
         if whole:  # (a guess placed it: a job outside any graph)
             insert = insert_sql(params.columns, many=False, placing=True, checked=True)
         statements: list[tuple[str, Parameters]] = [
-            (insert, values), (shortcuts_sql.MATCH, match), (cycle.DISPATCH, dispatch)]
+            (insert, values), (MATCH, match), (cycle.DISPATCH, dispatch)]
         if whole:
             statements.append((_WAKE_IF_PENDING, {}))
         inserted, matched, placed, *_ = pipelined(raw, statements, commit=whole)

@@ -129,7 +129,7 @@ class Shortcuts:
         kept = self.basis
         on_kept = None if kept is None else planned(kept, columns, row)
         if kept is not None and on_kept is not None:
-            self.ahead = advance(kept, columns, row, on_kept[0])
+            self.ahead = advance(kept, columns, row, on_kept[0], keep=True)
 
 
 MATCH = (
