@@ -13,8 +13,13 @@ the jobs they placed (``dispatch_calls``, ``dispatch_rows``) — a guarded dispa
 found its guess wrong placed nothing, and the submit's cycle then dispatched in a call
 of its own.
 
+``--pause MS``: each submit after that many milliseconds with nothing to do, as in W2
+(which waits 10 ms after each job's end): the submit's own time then includes what an
+idle pause costs on this machine (cold caches, a sleeping CPU); ``round_trip_p50_ms``
+is a ``SELECT 1``'s after the same pause, on a connection of its own.
+
 Usage: python -m bench.lone_submits --db URL [--jobs 1500] [--mode idle,busy,last]
-       [--workers 1] [--count]
+       [--workers 1] [--count] [--pause MS]
 The database in URL is emptied first.
 """
 
@@ -58,9 +63,9 @@ def _dispatches(conn: psycopg.Connection[Any]) -> dict[str, int]:
 
 
 def run(url: str, mode: str, jobs: int, *, count: bool = False,
-        workers: int = 1) -> dict[str, Any]:
+        workers: int = 1, pause: float = 0.0) -> dict[str, Any]:
     """``jobs`` lone submits (after :data:`WARMUP` more) in ``mode``, to ``workers``
-    registered workers."""
+    registered workers, each after ``pause`` idle seconds."""
     yard = fresh(url)
     side = psycopg.connect(url, autocommit=True)
     try:
@@ -71,9 +76,16 @@ def run(url: str, mode: str, jobs: int, *, count: bool = False,
         cpus: list[float] = []
         counted = False
         before: int | None = None
+        trips: list[float] = []
         for n in range(WARMUP + jobs):
             if n == WARMUP and count:
                 counted = _tracking(side)
+            if pause:
+                time.sleep(pause)
+                wall = time.perf_counter()
+                side.execute("SELECT 1")
+                trips.append((time.perf_counter() - wall) * 1000)
+                time.sleep(pause)
             wall, cpu = time.perf_counter(), time.process_time()
             job_id = yard.submit("noop")
             walls.append((time.perf_counter() - wall) * 1000)
@@ -90,6 +102,8 @@ def run(url: str, mode: str, jobs: int, *, count: bool = False,
                 "mean_ms": round(statistics.fmean(walls), 3),
                 "p99_ms": round(sorted(walls)[int(len(walls) * 0.99)], 3),
                 "client_cpu_ms": round(statistics.fmean(cpus), 3), "states": states,
+                **({"pause_ms": round(pause * 1000, 3), "round_trip_p50_ms": round(
+                    statistics.median(trips[WARMUP:]), 3)} if pause else {}),
                 **(_dispatches(side) if counted else {})}
     finally:
         side.close()
@@ -104,10 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="workers registered")
     parser.add_argument("--count", action="store_true",
                         help="count the dispatch statements (pg_stat_statements)")
+    parser.add_argument("--pause", type=float, default=0.0, metavar="MS",
+                        help="idle milliseconds before each submit (W2 waits 10)")
     args = parser.parse_args(argv)
+    if args.pause < 0:
+        parser.error("--pause: a number of milliseconds, 0 or more")
     for mode in args.mode.split(","):
         print(json.dumps(run(args.db, mode, args.jobs, count=args.count,
-                             workers=args.workers)), flush=True)
+                             workers=args.workers, pause=args.pause / 1000)), flush=True)
     return 0
 
 
