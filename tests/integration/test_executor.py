@@ -233,6 +233,14 @@ def test_a_handlers_first_run_in_its_child_is_not_a_pace() -> None:
     assert ended[3][1] is not None and ended[3][1] >= 0.1  # sleepy's second run: its time
 
 
+SPIN = 0.15
+"""Seconds of CPU the preempted handler uses."""
+PREEMPTION_TRIES = 5
+HELD_BACK = 1.5
+"""A run whose wall time is this many times its CPU time waited for the CPU (with two
+hogs on its CPU it takes two to three times as long)."""
+
+
 @pytest.mark.skipif(not os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat"),
                     reason="the run queue's wait is read from Linux's schedstat")
 def test_a_handler_preempted_on_a_busy_machine_reports_the_time_it_ran() -> None:
@@ -243,20 +251,31 @@ def test_a_handler_preempted_on_a_busy_machine_reports_the_time_it_ran() -> None
            "while True:\n    pass\n")
     hogs = [subprocess.Popen([sys.executable, "-c", hog], stdout=subprocess.PIPE)
             for _ in range(2)]
+    runs: list[tuple[float, float]] = []
     try:
         for proc in hogs:
             assert proc.stdout is not None and proc.stdout.readline() == b"spinning\n"
-        outcome, seconds = _run_one(ClaimedJob(
-            1, 1, "t", "python:tests.handlers_for_tests:spin_on", {"cpu": cpu, "seconds": 0.15},
-            None))
+        # The kernel may let a child that has just woken run ahead of the hogs for a
+        # while (make test saw 0.15 s of CPU in 0.18 s of wall time once): only a run
+        # that waited for the CPU shows what is left out. A few tries, each its own run.
+        while len(runs) < PREEMPTION_TRIES and (not runs or runs[-1][1] < HELD_BACK * SPIN):
+            outcome, seconds = _run_one(ClaimedJob(
+                1, 1, "t", "python:tests.handlers_for_tests:spin_on",
+                {"cpu": cpu, "seconds": SPIN}, None))
+            assert outcome.state == "succeeded", outcome.error
+            runs.append((seconds, float(outcome.result)))
     finally:
         for proc in hogs:
             proc.kill()
             proc.wait()
-    assert outcome.state == "succeeded", outcome.error
-    wall = float(outcome.result)
-    assert seconds >= 0.14, (seconds, wall)  # it ran that long at least
-    assert seconds < 0.75 * wall, (seconds, wall)  # not the time the hogs ran
+    for seconds, wall in runs:
+        # It ran that long at least, and no longer than it took (the handler's own
+        # clock, inside the call).
+        assert SPIN - 0.01 <= seconds <= wall + 0.01, runs
+    seconds, wall = runs[-1]
+    if wall < HELD_BACK * SPIN:
+        pytest.skip(f"the hogs never held the handler back in {len(runs)} runs: {runs}")
+    assert seconds < 0.75 * wall, runs  # not the time the hogs ran
 
 
 def test_a_handler_that_sleeps_counts_its_sleep() -> None:

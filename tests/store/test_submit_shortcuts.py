@@ -231,6 +231,27 @@ def test_with_the_cycle_elsewhere_the_scheduler_is_woken(
         other.close()
 
 
+def test_a_job_placed_by_its_pipeline_wakes_no_scheduler(yard: Yard, inserts: list[Any]) -> None:
+    """The dispatch wakes the scheduler only for a job it left pending: every wake-up
+    the scheduler hears up to a sentinel sent after the submit is the sentinel."""
+    store = yard.store
+    idle_queue(yard)
+    scheduler = store.listener("scheduler")
+    try:
+        scheduler.wait(0.0)  # connected (a first wait may say so)
+        job_id = yard.submit("t")
+        assert inserts[-1].placed and state(store, job_id) == ("dispatched", 1, "w")
+        with store.write() as tx:
+            tx.raw.run("SELECT pg_notify('taskyard_scheduler', 'sentinel')")
+        heard: list[str] = []
+        while "sentinel" not in heard:
+            assert scheduler.wait(30.0), "the sentinel never came"
+            heard += scheduler.payloads()
+        assert heard == ["sentinel"]
+    finally:
+        scheduler.close()
+
+
 def test_a_task_type_changed_since_it_was_read_is_read_again(
         yard: Yard, inserts: list[Any]) -> None:
     store = yard.store

@@ -328,7 +328,13 @@ DISPATCH = (
     "(SELECT count(pg_notify(chan, COALESCE(body, ''))) FROM (SELECT DISTINCT w, chan FROM v "
     "JOIN d ON d.id = v.job WHERE chan IS NOT NULL) c LEFT JOIN q ON q.worker_id = c.w), "
     "COALESCE(q.body, '') "
-    "FROM a LEFT JOIN q USING (worker_id)")
+    "FROM a LEFT JOIN q USING (worker_id) "
+    # A submit's pipeline that is its whole transaction (%(pend)s): when its job stays
+    # pending, the scheduler is woken. A condition without columns, evaluated once
+    # before any row (so even when nothing was dispatched), and always true.
+    "WHERE %(pend)s IS NOT TRUE OR (SELECT count(pg_notify('taskyard_scheduler', '')) "
+    f"FROM jobs WHERE id = {_NEW_JOB} AND state = 'pending' "
+    "AND NOT EXISTS (SELECT 1 FROM d)) >= 0")
 """SQL: pending → dispatched with a new attempt number, the attempts, the unit's events,
 the workers' wake-ups: the one statement that dispatches jobs, and the only one that
 inserts attempts. Under the cycle's lock it checks their references itself (see
@@ -353,7 +359,8 @@ def dispatch_params(placements: Sequence[tuple[int, int]], names: Mapping[int, s
     rows = json_rows(events) if events else "[]"
     events.clear()
     return {"rows": json_rows([(job_id, w, *workers[w]) for job_id, w in placements]),
-            "most": WAKEUP_BYTES, "events": rows, "last": last, "guessed": False}
+            "most": WAKEUP_BYTES, "events": rows, "last": last, "guessed": False,
+            "pend": False}
 
 
 def dispatch(raw: Cursor, params: Dispatch) -> Dispatched:

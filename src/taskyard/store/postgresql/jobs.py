@@ -78,10 +78,6 @@ statement makes the insert trigger's check itself, locking its task type as the 
 would, and says so — the trigger's own check, a query over the statement's new rows,
 cost a placed submit about 0.2 ms of the server's time. (The setting lasts until the
 transaction ends: no later insert of it may follow unchecked.)"""
-_WAKE_IF_PENDING = ("SELECT pg_notify('taskyard_scheduler', '') FROM jobs "
-                    "WHERE id = (SELECT currval(pg_get_serial_sequence('jobs', 'id'))) "
-                    "AND state = 'pending'")
-"""The scheduler's wake-up, after a placing pipeline that left its job pending."""
 _SEQUENCE = ("(SELECT pg_get_serial_sequence('jobs', 'id')::regclass AS seq OFFSET 0) AS s, "
              "generate_series(1, %s)")
 _ANNOUNCED = ("e AS (INSERT INTO events (topic, routing_key, payload, job_id, graph_id, "
@@ -236,11 +232,12 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
         whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
         if whole:  # (a guess placed it: a job outside any graph)
             insert = insert_sql(params.columns, many=False, placing=True, checked=True)
+        # The dispatch wakes the scheduler if the job stays pending and the pipeline
+        # commits: a statement of its own did, about 0.03 ms of the client's CPU a submit.
+        dispatch["pend"] = whole
         statements: list[tuple[str, Parameters]] = [
             (insert, values), (MATCH, match), (cycle.DISPATCH, dispatch)]
-        if whole:
-            statements.append((_WAKE_IF_PENDING, {}))
-        inserted, matched, placed, *_ = pipelined(raw, statements, commit=whole)
+        inserted, matched, placed = pipelined(raw, statements, commit=whole)
         if placed:
             shortcuts.placed(guesses[int(matched[0][0]) - 1], params.columns, row)
             return InsertedJobs([int(inserted[0][0])], True, CycleStart(True), placed=True,

@@ -159,7 +159,7 @@ def guessed_params(guesses: Sequence[tuple[str, int, str]],
             for k, (_, w, name) in enumerate(guesses, 1)]
     return ({"b1": texts[0], "b2": texts[1], "b3": texts[2], "grace": grace},
             {"rows": json_rows(rows), "most": WAKEUP_BYTES, "events": "[]", "last": True,
-             "guessed": True})
+             "guessed": True, "pend": False})
 
 
 def planned(basis: Basis, columns: tuple[str, ...],
