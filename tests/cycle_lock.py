@@ -67,11 +67,15 @@ def frozen_mid_pipeline(libpq_url: str, key: int | None = None) -> Iterator[Any]
 
 def _send_the_lock(libpq_url: str, key: int) -> psycopg.Connection[Any]:
     conn = psycopg.connect(libpq_url, autocommit=True)
-    pg = conn.pgconn
-    pg.enter_pipeline_mode()
-    pg.send_query_params(f"SELECT pg_try_advisory_xact_lock({key})".encode(), None)
-    pg.send_query_params(b"SELECT 1", None)
-    assert pg.flush() == 0
+    try:
+        pg = conn.pgconn
+        pg.enter_pipeline_mode()
+        pg.send_query_params(f"SELECT pg_try_advisory_xact_lock({key})".encode(), None)
+        pg.send_query_params(b"SELECT 1", None)
+        assert pg.flush() == 0
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
