@@ -227,14 +227,14 @@ def _insert_one(raw: Cursor, params: InsertJobs, page: int,
         return InsertedJobs([int(inserted[0][0])] if inserted else [])
     guesses = shortcuts.choose(params.columns, row)
     if guesses:
-        match, dispatch = guessed_params(
-            [(g.basis.text, g.worker_id, g.name) for g in guesses], TIMEOUT_GRACE)
         whole = not_begun(raw)  # the unit's transaction is this pipeline's: it commits
         if whole:  # (a guess placed it: a job outside any graph)
             insert = insert_sql(params.columns, many=False, placing=True, checked=True)
         # The dispatch wakes the scheduler if the job stays pending and the pipeline
         # commits: a statement of its own did, about 0.03 ms of the client's CPU a submit.
-        dispatch["pend"] = whole
+        match, dispatch = guessed_params(
+            [(g.basis.text, g.worker_id, g.name) for g in guesses], TIMEOUT_GRACE,
+            pend=whole)
         statements: list[tuple[str, Parameters]] = [
             (insert, values), (MATCH, match), (cycle.DISPATCH, dispatch)]
         inserted, matched, placed = pipelined(raw, statements, commit=whole)

@@ -147,19 +147,20 @@ MATCH = (
 parameters ``b1``-``b3``, the texts, and ``grace``)."""
 
 
-def guessed_params(guesses: Sequence[tuple[str, int, str]],
-                   grace: float) -> tuple[dict[str, Any], dict[str, Any]]:
+def guessed_params(guesses: Sequence[tuple[str, int, str]], grace: float, *,
+                   pend: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parameters of :data:`MATCH` and ``cycle.DISPATCH`` for the job the statement before
     them inserted, and a lone submit's guesses (at most 3): each the text the snapshot
     would read as, and the worker (id, name) the planner gives the job from it.
-    ``grace``: the timeouts' grace."""
+    ``grace``: the timeouts' grace; ``pend``: the pipeline is its unit's whole
+    transaction, and the dispatch wakes the scheduler if the job stays pending."""
     texts: list[str | None] = [text for text, _, _ in guesses]
     texts += [None] * (3 - len(texts))
     rows = [(None, w, name, pg_channel(f"worker.{w}"), True, str(k))
             for k, (_, w, name) in enumerate(guesses, 1)]
     return ({"b1": texts[0], "b2": texts[1], "b3": texts[2], "grace": grace},
             {"rows": json_rows(rows), "most": WAKEUP_BYTES, "events": "[]", "last": True,
-             "guessed": True, "pend": False})
+             "guessed": True, "pend": pend})
 
 
 def planned(basis: Basis, columns: tuple[str, ...],
