@@ -47,7 +47,9 @@ def frozen_mid_pipeline(libpq_url: str, key: int | None = None) -> Iterator[Any]
 
     The lock is tried without waiting, as a submit tries it, and a live daemon may hold
     it at that moment: then that client is dropped and a new one tries again, within a
-    generous deadline."""
+    generous deadline. The block begins once the client holds the lock and its session
+    waits for the rest of the pipeline (``active``, wait event ``ClientRead``): until
+    then its server may still be running the second statement."""
     key = ADVISORY_KEY if key is None else key
     deadline = time.monotonic() + 60
     window = 0.5
@@ -84,7 +86,20 @@ def _until_held(libpq_url: str, key: int, pid: int, until: float) -> bool:
         if time.monotonic() > until:
             return False
         time.sleep(0.01)
+    # Held, so the lock's statement ran: the second one follows without waiting for
+    # anyone, however late a loaded box runs it.
+    deadline = time.monotonic() + 60
+    while _session_of(libpq_url, pid) != ("active", "ClientRead"):
+        assert time.monotonic() < deadline, "the holder never waited for its client"
+        time.sleep(0.01)
     return True
+
+
+def _session_of(libpq_url: str, pid: int) -> tuple[str, str] | None:
+    with psycopg.connect(libpq_url, autocommit=True) as c:
+        row = c.execute("SELECT state, wait_event FROM pg_stat_activity WHERE pid = %s",
+                        (pid,)).fetchone()
+    return None if row is None else (row[0], row[1])
 
 
 def lock_holder(libpq_url: str, key: int) -> int | None:
