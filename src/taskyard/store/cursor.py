@@ -105,6 +105,12 @@ class Cursor:
             cursor = self._info[key] = self.dbapi.cursor()
         return cursor
 
+    @property
+    def kept(self) -> dict[Any, Any] | None:
+        """What is kept with the pooled connection (its ``info``), when this unit of
+        work keeps its cursor there; else None."""
+        return self._info
+
     def pipelined(self, n: int) -> Any:
         """Another cursor on the connection (the ``n``-th, from 1), for statements sent in
         one pipeline with one of :attr:`cursor` (each one's rows are read after all of

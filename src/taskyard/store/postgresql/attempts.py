@@ -5,13 +5,14 @@ per step, whatever its batch."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from taskyard.store.cursor import STREAM_ROWS, Cursor, drop_result, id_array, json_rows
+from taskyard.store.cursor import STREAM_ROWS, Cursor, id_array, json_rows
 from taskyard.store.driver.params import EndAttempts, EndedAttempts, Placed, StartAttempts
+from taskyard.store.postgresql import pq_pipeline
 from taskyard.store.postgresql.cycle import GENERIC_PLANS
-from taskyard.store.postgresql.rows import named, pg_row_set, pipelined_cursors
+from taskyard.store.postgresql.rows import named, pg_row_set, pipelined_results
 
 _LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = %(w)s AND w.state = 'active' "
            "AND w.lease_expires_at >= {now})")
@@ -93,22 +94,16 @@ def end_attempts(raw: Cursor, params: EndAttempts) -> EndedAttempts:
     prior_runs). A report of jobs that have no dependents, the common case, then costs
     one round trip less."""
     ids = id_array(e.job_id for e in params.ends)
-    ended, edges = pipelined_cursors(raw, [
+    tx = pq_pipeline.transformer(raw.dbapi, raw.kept)
+    ended, edges = pipelined_results(raw, [
         (_END, {"rows": json_rows(params.ends), "w": params.worker_id, "ids": ids}),
-        (_EDGES, {"ids": ids})])
-    return EndedAttempts(list(ended.fetchall()), _stream(edges))
+        (_EDGES, {"ids": ids})], tx=tx)
+    return EndedAttempts(pq_pipeline.rows(tx, ended),
+                         pq_pipeline.stream(raw.dbapi, edges, STREAM_ROWS))
 
 
 _EDGES = ("SELECT job_id, requires_id, condition FROM dependencies "
           "WHERE requires_id = ANY(%(ids)s::bigint[])")
-
-
-def _stream(cursor: Any) -> Iterator[tuple[Any, ...]]:
-    """The rows of a pipelined statement, converted :data:`STREAM_ROWS` at a time (a
-    fan-out root's 100,000 edges are not all Python tuples at once)."""
-    while rows := cursor.fetchmany(STREAM_ROWS):
-        yield from rows
-    drop_result(cursor)  # a root's 100,000 edges are not kept for the rest of the unit
 
 
 def set_prefetch(raw: Cursor, worker_id: int, prefetch: int) -> None:
