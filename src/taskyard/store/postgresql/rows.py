@@ -69,13 +69,10 @@ def named(raw: Cursor, sql: str, params: Parameters) -> list[tuple[Any, ...]]:
     """``sql`` with ``%(name)s`` parameters (a parameter may be used several times), or
     ``%s`` ones given in order, and ``{now}``; rows are passed as
     :func:`taskyard.store.cursor.json_rows`. The unit's first statement carries its
-    ``BEGIN`` (see :func:`pipelined_cursors`)."""
-    if opens(raw):
-        return pipelined(raw, [(sql, params)])[0]
-    cursor = raw.cursor
-    cursor.execute(_named(sql, raw.now_sql), params)
-    # rownumber, not description: whether rows came, without building their columns.
-    return list(cursor.fetchall()) if cursor.rownumber is not None else []
+    ``BEGIN`` (see :func:`pipelined`). A pipeline of one statement: below psycopg's
+    cursors (pq_pipeline), and a statement psycopg prepares is prepared in the same
+    round trip (its cursor sends the ``Parse`` alone and waits for it)."""
+    return pipelined(raw, [(sql, params)])[0]
 
 
 def not_begun(raw: Cursor) -> bool:
