@@ -160,3 +160,22 @@ def test_a_pipeline_that_could_not_end_closes_its_connection(pg_url: str) -> Non
             assert conn.closed
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_large_pipeline_reads_while_it_sends(pg_url: str) -> None:
+    """The first statement's rows (several MB) come back while a large parameter of the
+    next is still being sent: the client reads as it sends, else neither side would
+    ever finish (the server stops reading once its answers do not fit)."""
+    big = "x" * 8_000_000
+    with psycopg.connect(pg_target(pg_url).libpq(), autocommit=True) as conn:
+        conn.execute("SET statement_timeout = '60s'")
+        tx = pq_pipeline.transformer(conn, None)
+        done: list[Any] = []
+        runner = threading.Thread(target=lambda: done.append(pq_pipeline.run(conn, tx, [
+            ("SELECT repeat('y', 1000) FROM generate_series(1, 20000)", ()),
+            ("SELECT length(%s::text)", (big,))])), daemon=True)
+        runner.start()
+        runner.join(120)
+        assert not runner.is_alive(), "the pipeline never ended"
+    rows, (length,) = done[0]
+    assert len(rows) == 20_000 and length == (8_000_000,)

@@ -151,8 +151,13 @@ def stream(dbapi: Any, result: Any, size: int) -> Iterator[tuple[Any, ...]]:
 
 
 def _flush(pg: Any) -> None:
+    """Send what libpq holds. While it waits for room on the socket it also reads: the
+    server answers the pipeline's first statements as the rest arrives, and it stops
+    reading once its own answers no longer fit (both sides would wait, for ever)."""
     while pg.flush():  # 1: more to send once the socket takes it
-        select.select([], [pg.socket], [])
+        readable, _, _ = select.select([pg.socket], [pg.socket], [])
+        if readable:
+            pg.consume_input()
 
 
 def _collect(pg: Any) -> list[Any]:
