@@ -126,15 +126,15 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     transaction ends with them, in the same round trip; an error in one ends it with
     nothing written (the server skips the rest up to the pipeline's end).
 
-    When the transaction has not begun, psycopg would send its ``BEGIN`` alone and wait
-    for the answer (a round trip of its own, before the pipeline). With ``commit`` the
-    pipeline is then the whole transaction: it runs with the connection in autocommit,
-    where the statements up to the pipeline's one Sync are a single transaction of the
-    server's, committed by that Sync — all or none, in one round trip. Without, the
-    pipeline sends the ``BEGIN`` itself, first, with the connection in autocommit while
-    it does (psycopg then sends none): the transaction it opens goes on after the
-    pipeline, as psycopg's own would (the connection is in it: psycopg begins none and
-    commits or rolls back that one), a round trip sooner."""
+    The pipeline goes below psycopg's cursors (pq_pipeline), which begin no transaction
+    of their own (psycopg's cursor would send its ``BEGIN`` alone and wait for the
+    answer). When the unit's transaction has not begun, with ``commit`` the pipeline is
+    the whole transaction: no ``BEGIN``, the statements up to the pipeline's one Sync
+    are a single transaction of the server's, committed by that Sync — all or none, in
+    one round trip. Without, the pipeline sends the ``BEGIN`` itself, first (unless the
+    connection is in autocommit): the transaction it opens goes on after the pipeline,
+    as psycopg's own would (the connection is in it: psycopg begins none and commits or
+    rolls back that one)."""
     tx = pq_pipeline.transformer(raw.dbapi, raw.kept)
     return [pq_pipeline.rows(tx, result)
             for result in pipelined_results(raw, statements, commit=commit, tx=tx)]
@@ -153,9 +153,8 @@ def pipelined_results(raw: Cursor, statements: Sequence[tuple[str, Parameters]],
         text = _named(sql, raw.now_sql)
         texts.append((text, {name: params[name] for name in _uses(text)}
                       if isinstance(params, dict) else params))
-    # Below psycopg's cursors (pq_pipeline): the same messages for a fifth of the CPU.
-    # psycopg begins no transaction there: the pipeline sends its BEGIN itself when the
-    # unit's transaction has not begun and the connection is not in autocommit.
+    # The same messages as psycopg's cursors, for less of the client's CPU (see
+    # pq_pipeline), which begin no transaction: the pipeline sends its BEGIN itself.
     return pq_pipeline.results(
         dbapi, tx if tx is not None else pq_pipeline.transformer(dbapi, raw.kept), texts,
         begin=idle and not whole and not dbapi.autocommit, commit=commit and not whole)
