@@ -57,10 +57,27 @@ def _began_with_the_first_statement(trace: list[str]) -> bool:
 def _lock_sent_with_its_sync(trace: list[str]) -> bool:
     """Every statement that tries the cycle's lock is a simple-protocol Query: one message
     the server ends as a Sync, never a pipeline's statement that waits for one (a client
-    frozen there would keep the lock: postgresql/cycle.py:take_lock)."""
+    frozen there would keep the lock: postgresql/cycle_lock.py:take_lock)."""
     tries = [line for line in trace
              if line.startswith("F") and "pg_try_advisory_xact_lock" in line]
     return bool(tries) and all("\tQuery\t" in line for line in tries)
+
+
+def _lock_ends_with_its_sync(trace: list[str]) -> bool:
+    """The statement that tries the cycle's lock ends with a Sync of its own: a
+    simple-protocol Query, or an Execute whose next message is a Sync (the reads it
+    sends after it in the same round trip: postgresql/cycle_lock.py)."""
+    sent = [line for line in trace if line.startswith("F")]
+    tries = [n for n, line in enumerate(sent) if "pg_try_advisory_xact_lock" in line]
+    if not tries:
+        return False
+    for n in tries:
+        if "\tQuery\t" in sent[n]:
+            continue
+        execute = next(k for k in range(n, len(sent)) if "\tExecute\t" in sent[k])
+        if execute + 1 >= len(sent) or "\tSync" not in sent[execute + 1]:
+            return False
+    return True
 
 
 def _no_pipeline(trace: list[str]) -> bool:
@@ -105,7 +122,7 @@ def test_a_cycle_with_nothing_to_place_is_three_round_trips(yard: Yard) -> None:
     assert _settings(yard) == DEFAULTS
 
 
-def test_a_report_that_places_nothing_is_four_round_trips(yard: Yard) -> None:
+def test_a_report_that_places_nothing_is_three_round_trips(yard: Yard) -> None:
     store = yard.store
     worker = store.workers.register("w", ["default"], 1, lease_seconds=300).id
     job_id = yard.submit("t")  # placed on the worker by its submit
@@ -130,10 +147,11 @@ def test_a_report_that_places_nothing_is_four_round_trips(yard: Yard) -> None:
     done, trace = traced(dbapi, report)
     assert done.accepted == [True]
     assert done.cycle is not None and done.cycle.placed == []
-    # BEGIN with the end (its start in it) and its edges; the lock; the reads; the
-    # events with the COMMIT.
-    assert round_trips(trace) == 4, "\n".join(trace)
+    # BEGIN with the end (its start in it) and its edges; the lock and, after its Sync,
+    # the reads; the events with the COMMIT. The reads used to take a round trip alone.
+    assert round_trips(trace) == 3, "\n".join(trace)
     assert _began_with_the_first_statement(trace), "\n".join(trace)
+    assert _lock_ends_with_its_sync(trace), "\n".join(trace)
     assert not any(SCANS_ON in line for line in trace), "\n".join(trace)
     assert store.jobs.get(job_id).state == "succeeded"  # type: ignore[union-attr]
     assert _settings(yard) == DEFAULTS
@@ -197,7 +215,7 @@ def test_a_schedulers_cycle_that_maintains_and_places_on_three_workers_is_five_r
     assert round_trips(trace) == 5, "\n".join(trace)
     assert _lock_sent_with_its_sync(trace), "\n".join(trace)
     # With the lock held, no pipeline whose statements reach the server before its Sync:
-    # frozen there, the scheduler would keep the lock (postgresql/cycle.py:take_lock).
+    # frozen there, the scheduler would keep the lock (postgresql/cycle_lock.py:take_lock).
     assert _no_pipeline(trace), "\n".join(trace)
     assert sum("pg_try_advisory_xact_lock" in line for line in trace if line.startswith("F")) == 1
     assert sum("UPDATE jobs SET state = 'dispatched'" in line for line in trace

@@ -179,3 +179,32 @@ def test_a_large_pipeline_reads_while_it_sends(pg_url: str) -> None:
         assert not runner.is_alive(), "the pipeline never ended"
     rows, (length,) = done[0]
     assert len(rows) == 20_000 and length == (8_000_000,)
+
+
+def test_a_sync_after_a_statement_ends_its_part_of_the_pipeline(pg: Store) -> None:
+    """``sync_after``: the server answers the statements up to that Sync before it reads
+    on (postgresql/cycle_lock.py sends the cycle's lock so): without a transaction begun,
+    the two parts are two transactions of the server's; the statements' rows come back
+    in order, also once psycopg has prepared them (their Parse results among them)."""
+    xid = ("SELECT pg_current_xact_id()::text, %s::int", (1,))
+    other = ("SELECT pg_current_xact_id()::text, %s::int", (2,))
+    with pg.read() as tx:
+        dbapi = tx.raw.dbapi
+        kept = pq_pipeline.transformer(dbapi, None)
+        for _ in range(3):  # unprepared, preparing, prepared
+            [[(first, one)], [(second, two)]] = pq_pipeline.run(
+                dbapi, kept, [xid, other], sync_after=0)
+            assert (one, two) == (1, 2) and first != second
+            [[(first, _)], [(second, _)]] = pq_pipeline.run(dbapi, kept, [xid, other])
+            assert first == second  # one Sync: one transaction
+
+
+def test_a_failure_before_the_sync_is_the_one_raised(pg: Store) -> None:
+    """In a transaction begun before it, the part after the Sync fails too (the
+    transaction is aborted): the error raised is the first statement's own, and
+    nothing after it is written."""
+    with pytest.raises(psycopg.errors.DivisionByZero), pg.write() as tx:
+        pipelined(tx.raw, [("SELECT 1 / %s::int", (0,)),
+                           ("INSERT INTO probe (n) VALUES (9)", ())], sync_after=0)
+    with pg.read() as tx:
+        assert tx.raw.all("SELECT count(*) FROM probe") == [(0,)]

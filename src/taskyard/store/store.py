@@ -113,7 +113,7 @@ class Store:
                 if not added.live_worker:  # no worker to take them, or placed already
                     yield Submitted(added.ids, None)
                     return
-                with tx.cycle(added.cycle) as cycle:
+                with tx.cycle(added.cycle, read_ahead=True) as cycle:
                     if cycle is None:
                         tx.notify("scheduler")  # the cycle is busy elsewhere: let it know
                     yield Submitted(added.ids, cycle)

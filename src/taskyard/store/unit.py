@@ -150,26 +150,29 @@ class Tx:
             self._raw.close()
 
     @contextlib.contextmanager
-    def cycle(self, start: CycleStart | None = None) -> Iterator[CycleTx | None]:
+    def cycle(self, start: CycleStart | None = None, *,
+              read_ahead: bool = False) -> Iterator[CycleTx | None]:
         """The scheduling cycle inside this transaction, if its global lock is free;
         None when another process holds it. ``start``: the lock was tried already in
-        this unit (with a submit's insert; by Store.cycle on SQLite, before the unit)."""
+        this unit (with a submit's insert; by Store.cycle on SQLite, before the unit).
+        ``read_ahead``: the cycle's first reads are made with its lock (PostgreSQL: in
+        the same round trip), for a cycle that reads them first (one that does not
+        maintain: a maintaining cycle reads them with its maintenance question)."""
         if self.joined:  # never the global lock until a caller's commit
             yield None
             return
-        held: contextlib.AbstractContextManager[bool] = (
-            self.driver.cycle_lock(self.raw) if start is None
-            else contextlib.nullcontext(start.held))
+        began: contextlib.AbstractContextManager[CycleStart] = (
+            self.driver.take_cycle(self.raw, read_ahead=read_ahead) if start is None
+            else contextlib.nullcontext(start))
         # Imported before the lock is ours: a process's first import of the cycle's
         # modules (~20 ms) would hold every other placer back.
         from taskyard.store.transitions.cycle import CycleTx  # noqa: PLC0415 - start-up
 
-        with held as ours:
-            if not ours:
+        with began as begun:
+            if not begun.held:
                 yield None
                 return
-            cycle = CycleTx(self, None if start is None else start.reads,
-                            scans_off=self.driver.lock_scans_off)
+            cycle = CycleTx(self, begun.reads, scans_off=self.driver.lock_scans_off)
             yield cycle
             cycle.finish()
 

@@ -57,7 +57,7 @@ def report_batch(
         placed_here: list[int] = []
         jobs: list[ClaimedJob] | None = None
         if place is not None:
-            with tx.cycle() as cycle:
+            with tx.cycle(read_ahead=True) as cycle:  # with the lock, in its round trip
                 if cycle is not None:
                     cycle.serve(worker_id)  # we take what it places here below
                     report.cycle = place(cycle)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the protocol's types only: the schema imports this package
     from taskyard.store.cursor import Cursor
     from taskyard.store.driver.cycle_params import (
         CycleReads,
+        CycleStart,
         Dispatched,
         FinishCycle,
         MaintenanceFound,
@@ -133,6 +134,8 @@ class Driver(SharedTransitions, Protocol):
 
     # locks and wake-ups
     def cycle_lock(self, raw: Cursor | None) -> AbstractContextManager[bool]: ...
+    def take_cycle(self, raw: Cursor, *,
+                   read_ahead: bool = False) -> AbstractContextManager[CycleStart]: ...
     def end_frozen_holders(self, raw: Cursor, idle: float | None) -> list[int]: ...
     def notify(self, raw: Cursor, channels: Sequence[str]) -> None: ...
     def listener(self, channel: str) -> Listener: ...

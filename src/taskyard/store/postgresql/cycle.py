@@ -26,9 +26,7 @@ from taskyard.store.postgresql.listen import pg_channel
 from taskyard.store.postgresql.references import CYCLE_HELD
 from taskyard.store.postgresql.rows import (
     Parameters,
-    autocommit,
     named,
-    opens,
     pipelined,
 )
 from taskyard.store.schema.base import READY
@@ -200,7 +198,7 @@ def maintain_and_read(raw: Cursor, grace: float, page: int) -> tuple[Any, ...]:
     """Which maintenance steps have work (:data:`MAINTENANCE_WORK`), then the row of the
     cycle's first reads with the snapshot (:func:`read_cycle`), in one statement. Not
     two in a pipeline: a scheduler frozen between a pipeline's statements and its Sync
-    holds the cycle's lock with its 10 s limit unarmed (see :func:`take_lock`)."""
+    holds the cycle's lock with its 10 s limit unarmed (see cycle_lock.py: take_lock)."""
     return named(raw, _MAINTAIN_AND_READ, {"grace": grace, "n": page, "snapshot": True})[0]
 
 
@@ -220,32 +218,6 @@ def reads_of_row(row: Sequence[Any], page: int) -> CycleReads:
 def _snapshot(text: str) -> Snapshot:
     workers, active, limits, paused = loads(text)
     return Snapshot(workers or [], active or [], limits or [], paused or [])
-
-
-def take_lock(raw: Cursor) -> bool:
-    """Try the global lock for this transaction (:data:`LOCK_AHEAD`); when the statement
-    opens the unit, its ``BEGIN`` goes in the same message.
-
-    Not in a pipeline: there each statement reaches the server before the pipeline's
-    Sync, and a backend waiting for a Sync is "active", never idle in its transaction,
-    so its CYCLE_IDLE_MS limit is not armed. A scheduler frozen (SIGSTOP, a paused VM)
-    after the lock statement had gone and before the Sync kept the lock until it thawed,
-    and no other scheduler placed anything (tests/fleet/test_scheduler_failover.py, once
-    in a loaded `make test`). One simple-protocol message, ``BEGIN; SELECT …`` (no
-    parameters), ends with the server's own Sync: still one round trip."""
-    if not opens(raw):
-        row = raw.first(_TAKE_LOCK)
-        return bool(row and row[0])
-    cursor = raw.cursor
-    with autocommit(raw):  # the BEGIN is ours: psycopg must not send one first
-        cursor.execute(_BEGIN_AND_TAKE_LOCK)
-    cursor.nextset()  # past BEGIN's result, to the lock's
-    row = cursor.fetchone()
-    return bool(row and row[0])
-
-
-_TAKE_LOCK = f"SELECT {LOCK_AHEAD}"
-_BEGIN_AND_TAKE_LOCK = f"BEGIN; {_TAKE_LOCK}"
 
 
 def finish(raw: Cursor, params: FinishCycle) -> None:

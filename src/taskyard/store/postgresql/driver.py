@@ -29,6 +29,7 @@ from taskyard.store.driver import Connections, Listener
 from taskyard.store.driver.cycle_params import (
     FIRST_PAGE,
     CycleReads,
+    CycleStart,
     FinishCycle,
     MaintenanceFound,
     MaintenanceWork,
@@ -51,6 +52,7 @@ from taskyard.store.portable import waits as portable_waits
 from taskyard.store.portable import workers as portable_workers
 from taskyard.store.postgresql import attempts, cycle, events, frozen, jobs, rows
 from taskyard.store.postgresql import join as pg_join
+from taskyard.store.postgresql.cycle_lock import take_lock, take_lock_and_read
 from taskyard.store.postgresql.engine import MOVED_NOW_SQL, NOW_SQL, make_engine
 from taskyard.store.postgresql.lane import Lane, pooled_unit
 from taskyard.store.postgresql.listen import make_listener, pg_channel
@@ -150,7 +152,18 @@ class PostgresDriver(SharedTransitions):
         transaction) must not keep it for long: the cycle fails instead, and the next
         one retries (the lock statement sets the timeout, see cycle.LOCK_AHEAD)."""
         assert raw is not None
-        yield cycle.take_lock(raw)
+        yield take_lock(raw)
+
+    @contextlib.contextmanager
+    def take_cycle(self, raw: Cursor, *, read_ahead: bool = False) -> Iterator[CycleStart]:
+        """:meth:`cycle_lock`; with ``read_ahead``, the cycle's first reads (as
+        :meth:`read_cycle` makes them) when the lock is ours, in the same round trip."""
+        if not read_ahead:
+            with self.cycle_lock(raw) as held:
+                yield CycleStart(held)
+            return
+        held, row = take_lock_and_read(raw, self._page, self._shortcuts.submits)
+        yield CycleStart(held, None if row is None else self._reads_of(row))
 
     end_frozen_holders = staticmethod(frozen.end_frozen_holders)
 

@@ -48,18 +48,25 @@ def transformer(dbapi: Any, kept: dict[Any, Any] | None) -> abc.Transformer:
 
 
 def run(dbapi: Any, tx: abc.Transformer, statements: Sequence[Statement], *,
-        begin: bool = False, commit: bool = False) -> list[list[tuple[Any, ...]]]:
+        begin: bool = False, commit: bool = False,
+        sync_after: int | None = None) -> list[list[tuple[Any, ...]]]:
     """Send ``statements`` in one pipeline ending with one Sync and wait for all of
     them: one round trip. ``begin``/``commit``: a ``BEGIN`` first, a ``COMMIT`` last.
     Each statement's rows (``[]`` for one that returns none). An error in one ends the
     pipeline: the server skips the rest (a transaction in autocommit, the pipeline's own,
-    is rolled back; one begun before is left aborted) and its error is raised."""
-    return [rows(tx, result)
-            for result in results(dbapi, tx, statements, begin=begin, commit=commit)]
+    is rolled back; one begun before is left aborted) and its error is raised.
+    ``sync_after``: one more Sync right after that statement (its index), in the same
+    round trip: the server has answered everything up to it, and waits idle in the
+    transaction, before it reads the rest (see postgresql/cycle_lock.py: take_lock). The
+    statements after it run even when one before failed: in a transaction begun before
+    them they then fail too; without one they would run in a transaction of their own."""
+    return [rows(tx, result) for result in results(
+        dbapi, tx, statements, begin=begin, commit=commit, sync_after=sync_after)]
 
 
 def results(dbapi: Any, tx: abc.Transformer, statements: Sequence[Statement], *,
-            begin: bool = False, commit: bool = False) -> list[Any]:
+            begin: bool = False, commit: bool = False,
+            sync_after: int | None = None) -> list[Any]:
     """:func:`run`, with each statement's result (libpq's, its rows still in C) instead
     of its rows: see :func:`rows` and :func:`stream`."""
     pg = dbapi.pgconn
@@ -74,7 +81,7 @@ def results(dbapi: Any, tx: abc.Transformer, statements: Sequence[Statement], *,
         prep, name = prepared.get(query, None)
         sent.append((query, prep, name, prepared.maybe_add_to_cache(query, prep, name)))
     try:
-        found = _exchange(pg, sent, begin=begin, commit=commit)
+        found = _exchange(pg, sent, begin=begin, commit=commit, sync_after=sync_after)
     except BaseException:
         for query, prep, name, _ in sent:  # Parses perhaps never sent: forget them
             if prep is not Prepare.NO:
@@ -102,24 +109,26 @@ def results(dbapi: Any, tx: abc.Transformer, statements: Sequence[Statement], *,
 
 
 def _exchange(pg: Any, sent: Sequence[tuple[Any, Prepare, bytes, Any]], *, begin: bool,
-              commit: bool) -> list[Any]:
-    """Send the pipeline and collect its results up to its Sync."""
+              commit: bool, sync_after: int | None) -> list[Any]:
+    """Send the pipeline and collect its results up to its (last) Sync."""
     pg.enter_pipeline_mode()
     if begin:
         pg.send_query_params(b"BEGIN", None)
-    for query, prep, name, _ in sent:
+    for n, (query, prep, name, _) in enumerate(sent):
         if prep is Prepare.NO:
             pg.send_query_params(query.query, query.params, param_types=query.types,
                                  param_formats=query.formats)
-            continue
-        if prep is Prepare.SHOULD:
-            pg.send_prepare(name, query.query, param_types=query.types)
-        pg.send_query_prepared(name, query.params, param_formats=query.formats)
+        else:
+            if prep is Prepare.SHOULD:
+                pg.send_prepare(name, query.query, param_types=query.types)
+            pg.send_query_prepared(name, query.params, param_formats=query.formats)
+        if n == sync_after:
+            pg.pipeline_sync()
     if commit:
         pg.send_query_params(b"COMMIT", None)
     pg.pipeline_sync()
     _flush(pg)
-    found = _collect(pg)
+    found = _collect(pg, 1 + (sync_after is not None and 0 <= sync_after < len(sent)))
     pg.exit_pipeline_mode()
     return found
 
@@ -160,9 +169,9 @@ def _flush(pg: Any) -> None:
             pg.consume_input()
 
 
-def _collect(pg: Any) -> list[Any]:
-    """Every statement's result up to the pipeline's Sync (one result each: none of
-    ours is a ``COPY`` nor returns several)."""
+def _collect(pg: Any, syncs: int) -> list[Any]:
+    """Every statement's result up to the pipeline's last Sync, of ``syncs`` (one result
+    each: none of ours is a ``COPY`` nor returns several)."""
     results: list[Any] = []
     poller = None
     while True:
@@ -176,6 +185,9 @@ def _collect(pg: Any) -> list[Any]:
         if result is None:  # the end of one statement's results
             continue
         if result.status == ExecStatus.PIPELINE_SYNC:
-            return results
+            syncs -= 1
+            if not syncs:
+                return results
+            continue
         results.append(result)
 

@@ -120,7 +120,8 @@ class _Autocommit:
 
 
 def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
-              commit: bool = False) -> list[list[tuple[Any, ...]]]:
+              commit: bool = False, sync_after: int | None = None
+              ) -> list[list[tuple[Any, ...]]]:
     """Statements as :func:`named`, sent in one pipeline: one round trip. The server runs
     them in order, each once the one before has ended. Each one's rows. ``commit``: the
     transaction ends with them, in the same round trip; an error in one ends it with
@@ -134,14 +135,15 @@ def pipelined(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
     one round trip. Without, the pipeline sends the ``BEGIN`` itself, first (unless the
     connection is in autocommit): the transaction it opens goes on after the pipeline,
     as psycopg's own would (the connection is in it: psycopg begins none and commits or
-    rolls back that one)."""
+    rolls back that one). ``sync_after``: see :func:`pq_pipeline.run`."""
     tx = pq_pipeline.transformer(raw.dbapi, raw.kept)
-    return [pq_pipeline.rows(tx, result)
-            for result in pipelined_results(raw, statements, commit=commit, tx=tx)]
+    return [pq_pipeline.rows(tx, result) for result in pipelined_results(
+        raw, statements, commit=commit, tx=tx, sync_after=sync_after)]
 
 
 def pipelined_results(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,
-                      commit: bool = False, tx: Any = None) -> list[Any]:
+                      commit: bool = False, tx: Any = None,
+                      sync_after: int | None = None) -> list[Any]:
     """:func:`pipelined`, with each statement's result (libpq's: see
     :func:`pq_pipeline.rows` and :func:`pq_pipeline.stream`) instead of its rows.
     ``tx``: the converter to send with (else the one kept with the connection)."""
@@ -157,7 +159,8 @@ def pipelined_results(raw: Cursor, statements: Sequence[tuple[str, Parameters]],
     # pq_pipeline), which begin no transaction: the pipeline sends its BEGIN itself.
     return pq_pipeline.results(
         dbapi, tx if tx is not None else pq_pipeline.transformer(dbapi, raw.kept), texts,
-        begin=idle and not whole and not dbapi.autocommit, commit=commit and not whole)
+        begin=idle and not whole and not dbapi.autocommit, commit=commit and not whole,
+        sync_after=sync_after)
 
 
 def pipelined_cursors(raw: Cursor, statements: Sequence[tuple[str, Parameters]], *,

@@ -26,6 +26,7 @@ from taskyard.store.clock import MovableClock
 from taskyard.store.cursor import Cursor
 from taskyard.store.driver.cycle_params import (
     CycleReads,
+    CycleStart,
     FinishCycle,
     MaintenanceFound,
     MaintenanceWork,
@@ -149,6 +150,13 @@ class SqliteDriver(SharedTransitions):
             yield True
         finally:
             lock.release()
+
+    @contextlib.contextmanager
+    def take_cycle(self, raw: Cursor, *, read_ahead: bool = False) -> Iterator[CycleStart]:
+        """:meth:`cycle_lock`. The cycle makes its first reads itself (``read_ahead``
+        has no round trip to save here: they are reads in the process)."""
+        with self.cycle_lock(raw) as held:
+            yield CycleStart(held)
 
     @staticmethod
     def end_frozen_holders(_raw: Cursor, _idle: float | None) -> list[int]:
