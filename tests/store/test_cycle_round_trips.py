@@ -157,6 +157,37 @@ def test_a_report_that_places_nothing_is_three_round_trips(yard: Yard) -> None:
     assert _settings(yard) == DEFAULTS
 
 
+def test_a_hand_off_in_a_chain_reads_the_dependent_with_the_end(yard: Yard) -> None:
+    """A report that ends a link of a chain and places the next one here: the next
+    link's row is read (and locked) in the end's round trip, not by a statement of the
+    release's own (postgresql/attempts.py:_WAITING)."""
+    store = yard.store
+    worker = store.workers.register("w", ["default"], 1, lease_seconds=300).id
+    graph = yard.submit_graph({"tasks": {"a": {"type": "t"},
+                                         "b": {"type": "t", "requires": ["a"]}}})
+    found = store.graphs.get(graph)
+    ids = {job.label: job.id for job in found.jobs}
+    (job,) = store.attempts.fetch(worker).jobs
+    assert job.job_id == ids["a"]
+    dbapi = lane_connection(yard)
+
+    def report() -> Any:
+        return report_batch(store, worker, [Started(job.job_id, job.attempt, 0.0)],
+                            [Outcome(job.job_id, job.attempt, "succeeded", 0)],
+                            place=lambda tx: run_cycle(tx, record=False,
+                                                       maintenance_every=HOUR))
+
+    done, trace = traced(dbapi, report)
+    assert [j.job_id for j in done.assignment.jobs] == [ids["b"]]
+    sent = [line for line in trace if line.startswith("F")]
+    assert any("CROSS JOIN LATERAL" in line for line in sent), "\n".join(trace)
+    assert not any('"SELECT id, unmet_deps' in line for line in sent), "\n".join(trace)
+    # BEGIN with the end, its edges and the dependent; the dependent's release; the lock
+    # and the reads; the dispatch (with the events); the graph's count; COMMIT.
+    assert round_trips(trace) == 6, "\n".join(trace)
+    assert _lock_ends_with_its_sync(trace), "\n".join(trace)
+
+
 def test_a_statement_after_the_cycle_runs_with_the_settings_put_back(yard: Yard) -> None:
     store = yard.store
     store.workers.register("w", ["default"], 1, lease_seconds=300)

@@ -110,10 +110,11 @@ def test_a_dispatchs_worker_checks_are_planned_once(yard: Yard, counted: str) ->
 
 LINKS = 60
 RELEASE = ("SELECT job_id, requires_id, condition FROM dependencies%",
-           "SELECT id, unmet_deps, dep_failures, convergence, kind FROM jobs%",
+           "SELECT j.id, j.unmet_deps, j.dep_failures, j.convergence, j.kind FROM (%",
            "UPDATE jobs SET unmet_deps = %")
 """The statements of a report that release an ended job's dependents (its edges, the
-dependents' rows, their update)."""
+dependents' rows, read and locked with the end: postgresql/attempts.py:_WAITING, their
+update)."""
 
 
 

@@ -177,10 +177,12 @@ class EndedAttempts:
     schedule) and, where the driver read them with the ends, the dependency edges from
     every job it was given (child, parent, condition; streamed, to be read before the
     unit's next statement; the caller keeps those of the jobs that ended). None: the
-    caller reads the edges itself."""
+    caller reads the edges itself. ``waiting``: likewise, every waiting job that
+    requires one of them, locked as ``lock_waiting`` locks it, with its columns."""
 
     rows: list[tuple[Any, ...]]
     edges: Iterator[tuple[Any, ...]] | None = None
+    waiting: list[tuple[Any, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

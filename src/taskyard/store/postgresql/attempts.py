@@ -10,9 +10,10 @@ from typing import Any
 
 from taskyard.store.cursor import STREAM_ROWS, Cursor, id_array, json_rows
 from taskyard.store.driver.params import EndAttempts, EndedAttempts, Placed, StartAttempts
+from taskyard.store.portable.dependents import STILL_WAITING
 from taskyard.store.postgresql import pq_pipeline
 from taskyard.store.postgresql.cycle import GENERIC_PLANS
-from taskyard.store.postgresql.rows import named, pg_row_set, pipelined_results
+from taskyard.store.postgresql.rows import Parameters, named, pg_row_set, pipelined_results
 
 _LEASED = ("EXISTS (SELECT 1 FROM workers w WHERE w.id = %(w)s AND w.state = 'active' "
            "AND w.lease_expires_at >= {now})")
@@ -92,18 +93,43 @@ def end_attempts(raw: Cursor, params: EndAttempts) -> EndedAttempts:
     run once the ends' has finished, so that it sees an edge that a launch committed
     while the end waited for the launch's lock on its prerequisite (submissions.py:
     prior_runs). A report of jobs that have no dependents, the common case, then costs
-    one round trip less."""
+    one round trip less. A report of a few ends (a hand-off in a chain) locks their
+    waiting dependents too, in one more statement after the edges': the release then
+    decides from those rows, a round trip less again."""
     ids = id_array(e.job_id for e in params.ends)
     tx = pq_pipeline.transformer(raw.dbapi, raw.kept)
-    ended, edges = pipelined_results(raw, [
+    statements: list[tuple[str, Parameters]] = [
         (_END, {"rows": json_rows(params.ends), "w": params.worker_id, "ids": ids}),
-        (_EDGES, {"ids": ids})], tx=tx)
+        (_EDGES, {"ids": ids})]
+    if len(params.ends) <= LOCK_WAITING_ENDS:
+        statements.append((_WAITING, {"ids": ids, "most": WAITING_MOST + 1}))
+    ended, edges, *waiting = pipelined_results(raw, statements, tx=tx)
+    locked = pq_pipeline.rows(tx, waiting[0]) if waiting else None
     return EndedAttempts(pq_pipeline.rows(tx, ended),
-                         pq_pipeline.stream(raw.dbapi, edges, STREAM_ROWS))
+                         pq_pipeline.stream(raw.dbapi, edges, STREAM_ROWS),
+                         locked if locked is not None and len(locked) <= WAITING_MOST
+                         else None)
 
 
 _EDGES = ("SELECT job_id, requires_id, condition FROM dependencies "
           "WHERE requires_id = ANY(%(ids)s::bigint[])")
+LOCK_WAITING_ENDS = 32
+"""Most ends of a report whose waiting dependents are locked with them (a larger report,
+W1's, mostly ends jobs without dependents: the statement would be a cost, not a saving)."""
+WAITING_MOST = 500
+"""Most waiting dependents so locked, as many as the release locks at once
+(transitions/dependents.py: CHUNK); with more, the release locks them itself."""
+# In id order, as the release locks them chunk by chunk (two reports that share
+# dependents lock them in the same order: the ids sorted first, then each job locked in
+# turn); each job through the primary key, whatever the plan (``jobs.id = ANY(...)``
+# was planned as a scan of the whole table while it was small); those beyond the limit
+# are locked by the release.
+_WAITING = ("SELECT j.id, j.unmet_deps, j.dep_failures, j.convergence, j.kind FROM ("
+            "SELECT DISTINCT job_id FROM dependencies "
+            "WHERE requires_id = ANY(%(ids)s::bigint[]) ORDER BY job_id) AS d "
+            "CROSS JOIN LATERAL (SELECT id, unmet_deps, dep_failures, convergence, kind "
+            f"FROM jobs WHERE jobs.id = d.job_id AND {STILL_WAITING} FOR NO KEY UPDATE) AS j "
+            "ORDER BY d.job_id LIMIT %(most)s")
 
 
 def set_prefetch(raw: Cursor, worker_id: int, prefetch: int) -> None:

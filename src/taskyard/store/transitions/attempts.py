@@ -144,7 +144,7 @@ class Attempts:
                 ended.append(Ended(o.job_id, ENDS[AttemptState(o.state)], graph, schedule or ""))
         self.tx.events.append(events)
         if ended:
-            self.tx.dependents.jobs_ended(ended, edges=result.edges)
+            self.tx.dependents.jobs_ended(ended, edges=result.edges, waiting=result.waiting)
         return set(done)
 
     def fetch(self, worker_id: int, known: Collection[Key] = (),

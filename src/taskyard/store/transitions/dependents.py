@@ -79,14 +79,17 @@ class Dependents:
         """Graph writes deferred to the end of the transaction (see defer_graph_writes)."""
 
     def jobs_ended(self, ended: Sequence[Ended],
-                   edges: Iterator[tuple[Any, ...]] | None = None) -> list[Ended]:
+                   edges: Iterator[tuple[Any, ...]] | None = None,
+                   waiting: Sequence[tuple[Any, ...]] | None = None) -> list[Ended]:
         """Resolve dependents of ``ended`` (transitively) and update their graphs.
-        ``edges``: the edges from ``ended`` (and maybe from other jobs), read already.
+        ``edges``: the edges from ``ended`` (and maybe from other jobs), read already;
+        ``waiting``: every waiting job those edges lead to, read and locked already (as
+        ``lock_waiting`` reads them).
 
         Returns every job that ended, including dependents that ended as a result.
         """
         everything = list(ended)
-        frontier = self.propagate(ended, edges=edges)
+        frontier = self.propagate(ended, edges=edges, waiting=waiting)
         everything.extend(frontier)
         while frontier:
             frontier = self.propagate(frontier)
@@ -125,10 +128,11 @@ class Dependents:
         self.graph_progress(later.progressed - {e.graph_id for e in later.ended})
 
     def propagate(self, parents: Sequence[Ended], only: set[int] | None = None, *,
-                  edges: Iterator[tuple[Any, ...]] | None = None) -> list[Ended]:
+                  edges: Iterator[tuple[Any, ...]] | None = None,
+                  waiting: Sequence[tuple[Any, ...]] | None = None) -> list[Ended]:
         """Apply the parents' outcomes to their waiting dependents; return those that ended
-    (a wait released may end at once: its signal was sent already). ``edges``: see
-    :meth:`jobs_ended`."""
+    (a wait released may end at once: its signal was sent already). ``edges``,
+    ``waiting``: see :meth:`jobs_ended`."""
         tallies = self._tallies(parents, only, edges)
         if not tallies:
             return []
@@ -137,8 +141,10 @@ class Dependents:
         # core decides each one's new state; then one update per group of equal changes
         # sets counters and state together: one write per child.
         groups: dict[tuple[JobState | None, int, int], list[int]] = defaultdict(list)
-        for part in chunks(sorted(tallies)):
-            for job_id, unmet, failures, convergence, kind in driver.lock_waiting(raw, part):
+        locked = ((driver.lock_waiting(raw, part) for part in chunks(sorted(tallies)))
+                  if waiting is None else ([r for r in waiting if r[0] in tallies],))
+        for found in locked:
+            for job_id, unmet, failures, convergence, kind in found:
                 resolved, holds, skips, fails = tallies[job_id]
                 new = decide_dependent(convergence, holds, skips, fails,
                                        unmet_after=unmet - resolved,
