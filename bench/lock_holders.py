@@ -32,8 +32,11 @@ HOLDER = (
     "SELECT a.state, a.wait_event, a.application_name FROM pg_locks l "
     "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
     f"AND l.classid = {ADVISORY_KEY >> 32} AND l.objid = {ADVISORY_KEY & 0xFFFFFFFF} "
-    "AND l.objsubid = 1")
-"""SQL: the state, wait event and application name of the lock's holder, if any."""
+    "AND l.objsubid = 1 "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+"""SQL: the state, wait event and application name of the lock's holder, if any, in this
+database (each database has its own: another one's cycle, on the same server, is not
+this one's)."""
 
 
 def kind_of(state: str | None, wait_event: str | None) -> str:

@@ -103,9 +103,11 @@ def _session_of(libpq_url: str, pid: int) -> tuple[str, str] | None:
 
 
 def lock_holder(libpq_url: str, key: int) -> int | None:
-    """The pid of the backend holding the advisory lock ``key``, if one does."""
+    """The pid of the backend holding the advisory lock ``key`` of this database, if one
+    does (the tests of other databases on the same server hold their own)."""
     with psycopg.connect(libpq_url, autocommit=True) as c:
         row = c.execute("SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' "
-                        "AND l.granted AND (l.classid::bigint << 32 | l.objid::bigint) = %s",
-                        (key,)).fetchone()
+                        "AND l.granted AND (l.classid::bigint << 32 | l.objid::bigint) = %s "
+                        "AND l.database = (SELECT oid FROM pg_database "
+                        "WHERE datname = current_database())", (key,)).fetchone()
     return None if row is None else int(row[0])
