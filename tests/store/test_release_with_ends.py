@@ -46,30 +46,30 @@ def _end(yard: Yard, worker: int, outcomes: dict[int, str]) -> list[bool]:
     return done.accepted
 
 
-def test_a_report_that_ends_both_parents_of_a_join_releases_it_once(yard: Yard) -> None:
-    store = yard.store
-    worker = store.workers.register("w", ["default"], 4, lease_seconds=300).id
+def _join(yard: Yard) -> tuple[int, dict[str, int]]:
+    """A worker, and a graph whose ``c`` requires ``a`` and ``b``, both dispatched there."""
+    worker = yard.store.workers.register("w", ["default"], 4, lease_seconds=300).id
     graph = yard.submit_graph({"tasks": {"a": {"type": "t"}, "b": {"type": "t"},
                                          "c": {"type": "t", "requires": ["a", "b"]}}})
     ids = _ids(yard, graph)
     run_cycle_until_placed(yard, [ids["a"], ids["b"]])
+    return worker, ids
+
+
+def test_a_report_that_ends_both_parents_of_a_join_releases_it_once(yard: Yard) -> None:
+    worker, ids = _join(yard)
     assert _end(yard, worker, {ids["a"]: "succeeded", ids["b"]: "succeeded"}) == [True, True]
     assert _state(yard, ids["c"]) == "pending"
-    assert pending_events(store, ids["c"]) == 1
+    assert pending_events(yard.store, ids["c"]) == 1
 
 
 def test_a_join_with_one_parent_ended_stays_waiting(yard: Yard) -> None:
-    store = yard.store
-    worker = store.workers.register("w", ["default"], 4, lease_seconds=300).id
-    graph = yard.submit_graph({"tasks": {"a": {"type": "t"}, "b": {"type": "t"},
-                                         "c": {"type": "t", "requires": ["a", "b"]}}})
-    ids = _ids(yard, graph)
-    run_cycle_until_placed(yard, [ids["a"], ids["b"]])
+    worker, ids = _join(yard)
     assert _end(yard, worker, {ids["a"]: "succeeded"}) == [True]
     assert _state(yard, ids["c"]) == "waiting"
     assert _end(yard, worker, {ids["b"]: "succeeded"}) == [True]
     assert _state(yard, ids["c"]) == "pending"
-    assert pending_events(store, ids["c"]) == 1
+    assert pending_events(yard.store, ids["c"]) == 1
 
 
 def test_a_retried_parent_leaves_its_dependent_waiting_beside_a_released_one(
