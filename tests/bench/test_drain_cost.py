@@ -29,7 +29,10 @@ def url() -> Iterator[str]:
 
 
 def test_a_drain_is_costed_per_process_and_statement(url: str) -> None:
-    row = drain(url, 300, statements=True)
+    # Enough jobs for each process to spend many clock ticks (10 ms, /proc's unit): a
+    # drain of 300 takes 45-50 ms here, the worker charged 1-3 ticks for it, and once in
+    # make test none at all; a drain of 3,000, 0.4 s and some 25 ticks.
+    row = drain(url, 3000, statements=True)
     assert row["complete_per_s"] > 0
     assert row["cpu_us_per_job"]["worker"] > 0 and row["cpu_us_per_job"]["postgresql"] > 0
     queries = {s["query"]: s for s in row["statements"]}
