@@ -335,3 +335,55 @@ def test_every_job_there_is_room_for_starts_though_one_slot_is_woken_at_a_time(
     finally:
         open(go, "w").close()
         executor.shutdown(kill=True)
+
+
+def test_a_start_wakes_the_loop_once_the_child_has_its_job(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``on_start`` wakes the worker's loop to report a start: it comes once the job is
+    in its child, not while the slot's thread sends it (the loop, woken first, took the
+    GIL from that thread on the way from a placement to the job's start). Every start
+    still wakes it: lone Python jobs, pipelined ones, shell jobs, a handler that does
+    not parse."""
+    sent: set[int] = set()
+    send = PythonChild.send_pipeline
+
+    def recording(self: PythonChild, msgs: list[dict[str, object]]) -> None:
+        send(self, msgs)
+        sent.update(int(m["job_id"]) for m in msgs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(PythonChild, "send_pipeline", recording)
+    woken: list[int] = []
+    early: list[int] = []
+    ended: list[Outcome] = []
+    python = {0, 1, 2, *range(10, 40)}
+    everything = {*python, 5, 6}
+    done = threading.Event()
+    executor: ProcessExecutor | None = None
+
+    def on_start() -> None:
+        assert executor is not None
+        for job_id, _attempt, _at in executor.take_started():
+            woken.append(job_id)
+            if job_id in python and job_id not in sent:
+                early.append(job_id)
+
+    def on_done(outcome: Outcome, _seconds: float | None) -> None:
+        ended.append(outcome)
+        if len(ended) == len(everything):
+            done.set()
+
+    executor = ProcessExecutor(2, on_done=on_done, on_start=on_start, pipeline_window=60.0)
+    try:
+        for job_id in (0, 1, 2):  # lone ones; then the pace is known and pipelines form
+            executor.submit([_python_job(job_id)])
+            wait_for(f"job {job_id} to end", lambda j=job_id: any(  # type: ignore[misc]
+                o.job_id == j for o in ended), timeout=30)
+        executor.submit([ClaimedJob(5, 1, "t", "shell:true", {}, None),
+                         ClaimedJob(6, 1, "t", "nonsense:x", {}, None)])
+        executor.submit([_python_job(i) for i in range(10, 40)])
+        assert done.wait(60)
+        assert sorted(woken) == sorted(everything)
+        assert early == []
+        assert {o.job_id: o.state for o in ended}[6] == "error"
+    finally:
+        executor.shutdown()

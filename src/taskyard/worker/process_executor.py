@@ -215,7 +215,6 @@ class ProcessExecutor:
             self._piped += len(batch) - 1
             if self._queue and self._fits(self._queue[0][2]):
                 self._cond.notify()  # the next job can start too: pass the wake-up on
-        self.on_start()
         return batch
 
     def _depth(self, head: ClaimedJob) -> int:
@@ -291,18 +290,18 @@ class ProcessExecutor:
         rest = list(batch)
         try:
             self._children.get(index).send_pipeline([self._message(job) for job in batch])
-        except Exception as exc:  # never lose an attempt's outcome
+        except Exception as exc:  # never lose an attempt's outcome (its end wakes the loop)
             self._children.drop(index, self.kill_grace)
             self._finish(index, rest[0], self._crashed(rest[0], exc), 0.0)
             self._requeue(rest[1:])
             return
+        self.on_start()  # once the child has them: see _run_python
         while rest:
             job = rest.pop(0)
             started = time.monotonic()
             try:
-                outcome = outcome_of(job, functools.partial(
-                    self._wait_python, index, job, follower=job is not batch[0]),
-                    self._stop_state)
+                outcome = outcome_of(job, functools.partial(self._wait_python, index, job,
+                                     follower=job is not batch[0]), self._stop_state)
             except Exception as exc:  # the child was ended (see _wait_python)
                 outcome = self._crashed(job, exc)
             took = time.monotonic() - started
@@ -330,10 +329,11 @@ class ProcessExecutor:
     def _run(self, index: int, job: ClaimedJob) -> Outcome:
         try:
             spec = parse_handler(job.handler)
-        except HandlerSpecError as exc:
+        except HandlerSpecError as exc:  # (its end wakes the loop)
             return Outcome(job.job_id, job.attempt, "error", error=str(exc))
         if spec.kind == "python":
             return outcome_of(job, lambda: self._run_python(index, job), self._stop_state)
+        self.on_start()
         if spec.kind == "celery":
             return Outcome(job.job_id, job.attempt, "error",
                            error=CELERY_ELSEWHERE.format(handler=job.handler))
@@ -345,8 +345,7 @@ class ProcessExecutor:
             guardian=self.guardian, watch=None if self.logs is None else functools.partial(
                 self.logs.watch, (job.job_id, job.attempt))), self._stop_state)
 
-    def _env(self, job: ClaimedJob) -> dict[str, str]:
-        # TRACEPARENT: its span's context.
+    def _env(self, job: ClaimedJob) -> dict[str, str]:  # TRACEPARENT: its span's context
         return job_environment(job, self.worker_name) | environment(self.spans.start(job))
 
     def _stop_check(self, job: ClaimedJob) -> Callable[[], bool]:
@@ -372,6 +371,7 @@ class ProcessExecutor:
         child = self._children.get(index)  # once: it looks whether the child is alive
         ended = self._children.watch(child, (job.job_id, job.attempt))
         child.send_pipeline([self._message(job)])
+        self.on_start()  # only now: a loop woken before took the GIL from this send
         return self._wait_python(index, job, ended=ended)
 
     def _wait_python(self, index: int, job: ClaimedJob, *, follower: bool = False,
