@@ -342,8 +342,8 @@ def test_a_start_wakes_the_loop_once_the_child_has_its_job(
     """``on_start`` wakes the worker's loop to report a start: it comes once the job is
     in its child, not while the slot's thread sends it (the loop, woken first, took the
     GIL from that thread on the way from a placement to the job's start). Every start
-    still wakes it: lone Python jobs, pipelined ones, shell jobs, a handler that does
-    not parse."""
+    is still collected: lone Python jobs, pipelined ones, shell jobs, a handler that
+    does not parse (whose end wakes the loop)."""
     sent: set[int] = set()
     send = PythonChild.send_pipeline
 
@@ -352,27 +352,37 @@ def test_a_start_wakes_the_loop_once_the_child_has_its_job(
         sent.update(int(m["job_id"]) for m in msgs)  # type: ignore[call-overload]
 
     monkeypatch.setattr(PythonChild, "send_pipeline", recording)
+    taken: dict[int, int] = {}
+    """Per slot thread, the job it took last (its start recorded): the one whose start
+    that thread's next ``on_start`` reports. Another slot may have taken one meanwhile
+    and not sent it yet: only the calling thread's own is checked."""
     woken: list[int] = []
     early: list[int] = []
     ended: list[Outcome] = []
     python = {0, 1, 2, *range(10, 40)}
     everything = {*python, 5, 6}
     done = threading.Event()
-    executor: ProcessExecutor | None = None
-
-    def on_start() -> None:
-        assert executor is not None
-        for job_id, _attempt, _at in executor.take_started():
-            woken.append(job_id)
-            if job_id in python and job_id not in sent:
-                early.append(job_id)
 
     def on_done(outcome: Outcome, _seconds: float | None) -> None:
         ended.append(outcome)
         if len(ended) == len(everything):
             done.set()
 
-    executor = ProcessExecutor(2, on_done=on_done, on_start=on_start, pipeline_window=60.0)
+    executor = ProcessExecutor(2, on_done=on_done, pipeline_window=60.0)
+    began = executor._began
+
+    def taking(job: ClaimedJob) -> None:
+        taken[threading.get_ident()] = job.job_id
+        began(job)
+
+    def on_start() -> None:
+        woken.extend(job_id for job_id, _attempt, _at in executor.take_started())
+        job_id = taken.get(threading.get_ident())
+        if job_id in python and job_id not in sent:
+            early.append(job_id)
+
+    executor._began = taking  # type: ignore[method-assign]
+    executor.on_start = on_start
     try:
         for job_id in (0, 1, 2):  # lone ones; then the pace is known and pipelines form
             executor.submit([_python_job(job_id)])
